@@ -1,0 +1,28 @@
+// Benchmark cases: the embedded seed workload, or a suite file in the format of
+// shared/suites/public.json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inorm/inorm.h"
+
+namespace inorm::bench {
+
+struct BenchCase {
+  std::string id;
+  std::vector<int64_t> shape;  // N, C, spatial...
+  DType dtype = DType::kFloat32;
+  Layout layout = Layout::kContiguous;
+  std::string layout_name = "nchw";
+  bool affine = false;
+  std::string data = "rand";  // see testing::parse_data_spec
+};
+
+// The seed: InstanceNorm2d(64) on 112x64x512x512 float32, U[0,1), affine=False.
+BenchCase seed_case();
+
+Status load_suite(const std::string& path, std::vector<BenchCase>* cases);
+
+}  // namespace inorm::bench

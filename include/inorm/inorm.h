@@ -1,0 +1,154 @@
+// inorm: InstanceNorm forward for NVIDIA GPUs (sm_90), torch-free.
+//
+// Usage: fill ForwardParams, call plan_forward (host only, cheap), give the plan a workspace of
+// plan.workspace_bytes on the device, then launch_forward on a stream. forward() does all three.
+// Every failure is a Status with a message; nothing in the library exits or aborts.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace inorm {
+
+enum class DType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2, kFloat64 = 3 };
+
+// kContiguous is NCHW (N, C, spatial...) with unit stride in the last dimension.
+enum class Layout : int { kContiguous = 0, kChannelsLast = 1 };
+
+// Bytes per element; 0 for a value outside the enum.
+std::size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+// Type of the statistics (mean, rstd) and of all accumulation: float32, or float64 for float64 input.
+DType stats_dtype(DType dtype);
+
+enum class StatusCode : int { kOk = 0, kInvalidArgument, kUnsupported, kCudaError };
+
+class Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status Ok() { return Status(); }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+struct ForwardParams {
+  const void* x = nullptr;  // input, `dtype`
+  void* y = nullptr;        // output, `dtype`; may equal x (in place), must not overlap it otherwise
+  DType dtype = DType::kFloat32;
+  Layout layout = Layout::kContiguous;
+
+  int64_t batch = 0;     // N >= 0
+  int64_t channels = 0;  // C >= 0
+  int spatial_rank = 0;  // 1 to 3
+  int64_t spatial[3] = {0, 0, 0};
+
+  double eps = 1e-5;  // finite, >= 0
+
+  // Affine, shape [C], `param_dtype`; each may be null (weight 1, bias 0).
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  DType param_dtype = DType::kFloat32;  // also the type of running_mean / running_var
+
+  // Optional per-(n, c) outputs, stats_dtype(dtype), shape [N * C]: the mean and 1/sqrt(var + eps)
+  // of the instance statistics (biased variance). Only with use_input_stats.
+  void* mean = nullptr;
+  void* rstd = nullptr;
+
+  // Running statistics, shape [C], `param_dtype`, both or neither.
+  // use_input_stats == true:  normalize with instance statistics; when given, the running stats are
+  //   updated as PyTorch does: running = (1 - momentum) * running + momentum * batch average of the
+  //   per-instance mean and unbiased variance.
+  // use_input_stats == false: normalize with the running stats (required), elementwise.
+  void* running_mean = nullptr;
+  void* running_var = nullptr;
+  double momentum = 0.1;
+  bool use_input_stats = true;
+};
+
+// The facts of a device the planner needs; query_device_limits fills them from the CUDA runtime.
+struct DeviceLimits {
+  int sm_count = 0;
+  int max_threads_per_sm = 0;
+  int smem_per_sm = 0;                // bytes
+  int max_smem_per_block_optin = 0;   // bytes a block may use after opting in
+  int reserved_smem_per_block = 0;    // bytes the driver keeps per resident block
+  int max_cluster_size = 0;           // 16 with non-portable sizes on sm_90, 0 where clusters do not exist
+  int64_t l2_bytes = 0;
+};
+Status query_device_limits(int device, DeviceLimits* limits);
+// The limits of an H200 / H100 SXM (sm_90, 132 SMs): for CPU-side planning and tests.
+DeviceLimits hopper_h200_limits();
+
+enum class Path : int {
+  kAuto = 0,          // planner's choice (only in PlanOptions)
+  kEmpty,             // nothing to compute (an extent is 0)
+  kElementwiseEval,   // running statistics given: y = (x - rm) * rsqrt(rv + eps) * w + b
+  kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
+  kSharedResident,    // a CTA, or a cluster of up to 16 CTAs, holds a slice in shared memory
+  kSplitSlice,        // slice too large for a cluster: partial statistics, then a second read
+};
+const char* path_name(Path path);
+
+// Overrides for benchmarks and tests; the default lets the planner choose.
+struct PlanOptions {
+  Path force_path = Path::kAuto;
+  int force_cluster_size = 0;     // kSharedResident: CTAs per slice (1 to max_cluster_size)
+  int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice
+};
+
+struct Plan {
+  Path path = Path::kEmpty;
+  // What the plan was made for; launch_forward checks the params against it.
+  DType dtype = DType::kFloat32;
+  DType param_dtype = DType::kFloat32;
+  int64_t num_slices = 0;  // N * C
+  int64_t channels = 0;
+  int64_t slice_len = 0;   // S, product of the spatial extents
+  bool use_input_stats = true;
+  bool update_running_stats = false;
+  bool vector_io = false;    // 16-byte global accesses where the data allows them
+  bool y_coaligned = false;  // y - x is a multiple of 16 bytes: vector stores mirror vector loads
+
+  // Launch shape of the main kernel.
+  int64_t grid = 0;
+  int threads = 0;
+  int group_size = 0;        // kGroupRegisters: lanes per slice
+  int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
+  int cluster_size = 0;      // kSharedResident: CTAs per slice
+  int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitSlice: elements per part
+  int parts_per_slice = 0;   // kSplitSlice
+  int smem_bytes = 0;        // dynamic shared memory per CTA
+  int resident_clusters = 0; // kSharedResident with clusters: cudaOccupancyMaxActiveClusters (0: not queried)
+
+  std::size_t workspace_bytes = 0;
+
+  std::string describe() const;  // one line, e.g. "shared_resident cluster=16 threads=512 chunk=64KiB"
+};
+
+// Checks the params alone (no device access).
+Status validate_forward(const ForwardParams& params);
+
+// Pure host planning against given limits (unit-tested on the CPU).
+Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Plan* plan,
+                    const PlanOptions& options = {});
+// Plans for the current device; confirms that a cluster plan can be resident there.
+Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& options = {});
+
+// Launches the plan on `stream`. `workspace` must hold plan.workspace_bytes (may be null when 0) and
+// must not be used by other work until the launch completes on the stream.
+Status launch_forward(const Plan& plan, const ForwardParams& params, void* workspace,
+                      cudaStream_t stream);
+
+// plan_forward + a stream-ordered workspace (cudaMallocAsync) + launch_forward.
+Status forward(const ForwardParams& params, cudaStream_t stream);
+
+}  // namespace inorm

@@ -1,0 +1,48 @@
+// Constants shared by the planner (host C++) and the kernels: the planner may only choose
+// configurations that the kernel files instantiate.
+#pragma once
+
+#include <cstddef>
+
+namespace inorm::detail {
+
+// kGroupRegisters: every CTA has this many threads; a slice is held by `group` lanes, each with
+// `items` loads of 16 bytes (vector) or of one element (scalar).
+inline constexpr int kGroupCtaThreads = 256;
+struct GroupConfig {
+  int group;
+  int items;
+  bool vector;
+};
+inline constexpr GroupConfig kGroupConfigs[] = {
+    {4, 1, false},  {8, 1, false},  {16, 1, false}, {32, 1, false}, {32, 2, false},
+    {32, 4, false}, {32, 8, false}, {32, 16, false}, {32, 32, false}, {32, 1, true},
+    {32, 2, true},  {32, 4, true},  {32, 8, true},
+};
+inline constexpr int kNumGroupConfigs = sizeof(kGroupConfigs) / sizeof(kGroupConfigs[0]);
+inline constexpr int kGroupMaxScalarItems = 32;
+inline constexpr int kGroupMaxVectorItems = 8;
+
+// kSharedResident: the planner picks a power of two in [min, max] threads per CTA.
+inline constexpr int kSharedMinThreads = 128;
+inline constexpr int kSharedMaxThreads = 512;
+// Static shared memory of the kernel (barrier, cluster exchange slots, CUB storage) stays below this.
+inline constexpr int kSharedStaticReserve = 2048;
+// Each CTA's share of a slice; 64 KiB leaves room for three CTAs per SM, so that one CTA's loads
+// overlap another's reduction and stores.
+inline constexpr int kSharedTargetChunkBytes = 64 * 1024;
+inline constexpr int kMaxClusterSize = 16;
+
+// kSplitSlice
+inline constexpr int kSplitThreads = 256;
+inline constexpr int kSplitMaxParts = 1024;
+inline constexpr int kSplitMinPartLen = 4096;
+inline constexpr int kSplitCtasPerSm = 8;  // 2048 threads per SM at 256 threads per CTA
+
+// kElementwiseEval
+inline constexpr int kEvalThreads = 256;
+
+// Workspace segments start on this boundary.
+inline constexpr std::size_t kWorkspaceAlign = 256;
+
+}  // namespace inorm::detail

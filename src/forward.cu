@@ -1,0 +1,138 @@
+// The device-facing half of the API: device limits, residency check, launch.
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "inorm/inorm.h"
+#include "kernels/launchers.h"
+#include "plan_internal.h"
+
+namespace inorm {
+
+using detail::cuda_status;
+
+Status query_device_limits(int device, DeviceLimits* limits) {
+  if (limits == nullptr) return Status(StatusCode::kInvalidArgument, "inorm: limits is null");
+  struct Query {
+    cudaDeviceAttr attr;
+    int* out;
+    const char* name;
+  };
+  int major = 0;
+  int l2 = 0;
+  const Query queries[] = {
+      {cudaDevAttrComputeCapabilityMajor, &major, "ComputeCapabilityMajor"},
+      {cudaDevAttrMultiProcessorCount, &limits->sm_count, "MultiProcessorCount"},
+      {cudaDevAttrMaxThreadsPerMultiProcessor, &limits->max_threads_per_sm, "MaxThreadsPerMultiProcessor"},
+      {cudaDevAttrMaxSharedMemoryPerMultiprocessor, &limits->smem_per_sm, "MaxSharedMemoryPerMultiprocessor"},
+      {cudaDevAttrMaxSharedMemoryPerBlockOptin, &limits->max_smem_per_block_optin, "MaxSharedMemoryPerBlockOptin"},
+      {cudaDevAttrReservedSharedMemoryPerBlock, &limits->reserved_smem_per_block, "ReservedSharedMemoryPerBlock"},
+      {cudaDevAttrL2CacheSize, &l2, "L2CacheSize"},
+  };
+  for (const Query& query : queries) {
+    Status status = cuda_status(cudaDeviceGetAttribute(query.out, query.attr, device),
+                                (std::string("cudaDeviceGetAttribute(") + query.name + ")").c_str());
+    if (!status.ok()) return status;
+  }
+  if (major < 9) {
+    return Status(StatusCode::kUnsupported,
+                  "inorm: device " + std::to_string(device) + " has compute capability " +
+                      std::to_string(major) + ".x; inorm is built for sm_90 (Hopper)");
+  }
+  limits->l2_bytes = l2;
+  limits->max_cluster_size = 16;  // non-portable cluster size on sm_90
+  return Status::Ok();
+}
+
+Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& options) {
+  int device = 0;
+  Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
+  if (!status.ok()) return status;
+  DeviceLimits limits;
+  status = query_device_limits(device, &limits);
+  if (!status.ok()) return status;
+  status = plan_forward(params, limits, plan, options);
+  if (!status.ok() || plan->path != Path::kSharedResident || plan->cluster_size == 1) return status;
+  status = detail::shared_resident_clusters(*plan, &plan->resident_clusters);
+  if (!status.ok()) return status;
+  if (plan->resident_clusters == 0) {
+    return Status(StatusCode::kUnsupported,
+                  "inorm: a cluster of " + std::to_string(plan->cluster_size) + " CTAs with " +
+                      std::to_string(plan->smem_bytes) +
+                      " bytes of shared memory each cannot be resident on this device");
+  }
+  return Status::Ok();
+}
+
+Status launch_forward(const Plan& plan, const ForwardParams& params, void* workspace,
+                      cudaStream_t stream) {
+  Status status = validate_forward(params);
+  if (!status.ok()) return status;
+  if (!detail::plan_matches(plan, params)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the params differ from those the plan was made for (shape, dtype, "
+                  "flags or pointer alignment); plan again");
+  }
+  if (plan.path == Path::kEmpty) return Status::Ok();
+  if (plan.workspace_bytes > 0 && workspace == nullptr) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan needs " + std::to_string(plan.workspace_bytes) +
+                      " bytes of workspace, got null");
+  }
+  const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+  auto* ws = static_cast<unsigned char*>(workspace);
+
+  detail::KernelArgs args{};
+  args.x = params.x;
+  args.y = params.y;
+  args.num_slices = plan.num_slices;
+  args.channels = plan.channels;
+  args.slice_len = plan.slice_len;
+  args.eps = params.eps;
+  args.weight = params.weight;
+  args.bias = params.bias;
+  args.param_dtype = params.param_dtype;
+  args.mean_out = params.mean;
+  args.rstd_out = params.rstd;
+  args.running_mean = params.running_mean;
+  args.running_var = params.running_var;
+  args.chunk_len = plan.chunk_len;
+  args.parts_per_slice = plan.parts_per_slice;
+  args.y_coaligned = plan.y_coaligned;
+  if (plan.update_running_stats) {
+    args.slice_mean_ws = ws + layout.slice_mean;
+    args.slice_var_ws = ws + layout.slice_var;
+  }
+  if (plan.path == Path::kSplitSlice) args.split_partials = ws + layout.split_partials;
+
+  switch (plan.path) {
+    case Path::kElementwiseEval: status = detail::launch_eval(plan, args, stream); break;
+    case Path::kGroupRegisters: status = detail::launch_group(plan, args, stream); break;
+    case Path::kSharedResident: status = detail::launch_shared(plan, args, stream); break;
+    case Path::kSplitSlice: status = detail::launch_split(plan, args, stream); break;
+    default:
+      return Status(StatusCode::kInvalidArgument,
+                    std::string("inorm: cannot launch path ") + path_name(plan.path));
+  }
+  if (!status.ok() || !plan.update_running_stats) return status;
+  return detail::launch_running_stats(plan, params, args.slice_mean_ws, args.slice_var_ws, stream);
+}
+
+Status forward(const ForwardParams& params, cudaStream_t stream) {
+  Plan plan;
+  Status status = plan_forward(params, &plan);
+  if (!status.ok()) return status;
+  void* workspace = nullptr;
+  if (plan.workspace_bytes > 0) {
+    status = cuda_status(cudaMallocAsync(&workspace, plan.workspace_bytes, stream), "cudaMallocAsync(workspace)");
+    if (!status.ok()) return status;
+  }
+  status = launch_forward(plan, params, workspace, stream);
+  if (workspace != nullptr) {
+    const Status freed = cuda_status(cudaFreeAsync(workspace, stream), "cudaFreeAsync(workspace)");
+    if (status.ok()) status = freed;
+  }
+  return status;
+}
+
+}  // namespace inorm

@@ -1,0 +1,189 @@
+// Device-side pieces every kernel family shares: element traits, 16-byte packs, parameter loads
+// and the per-slice epilogue (statistics outputs, affine coefficients).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "inorm/inorm.h"
+
+namespace inorm::detail {
+
+// Everything a kernel reads; filled on the host from ForwardParams and Plan.
+struct KernelArgs {
+  const void* x;
+  void* y;
+  int64_t num_slices;
+  int64_t channels;
+  int64_t slice_len;
+  double eps;
+  const void* weight;
+  const void* bias;
+  DType param_dtype;
+  void* mean_out;       // stats type [num_slices] or null
+  void* rstd_out;       // stats type [num_slices] or null
+  void* slice_mean_ws;  // stats type [num_slices] or null: for the running-stat update
+  void* slice_var_ws;   // stats type [num_slices] or null: unbiased variance
+  const void* running_mean;
+  const void* running_var;
+  int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitSlice: elements per part
+  int parts_per_slice;  // kSplitSlice
+  bool y_coaligned;     // y - x is a multiple of 16 bytes
+  void* split_partials; // kSplitSlice workspace
+};
+
+template <typename T>
+struct Traits;
+template <>
+struct Traits<float> {
+  using Acc = float;
+  static __device__ __forceinline__ float to_acc(float v) { return v; }
+  static __device__ __forceinline__ float from_acc(float v) { return v; }
+};
+template <>
+struct Traits<double> {
+  using Acc = double;
+  static __device__ __forceinline__ double to_acc(double v) { return v; }
+  static __device__ __forceinline__ double from_acc(double v) { return v; }
+};
+template <>
+struct Traits<__half> {
+  using Acc = float;
+  static __device__ __forceinline__ float to_acc(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from_acc(float v) { return __float2half_rn(v); }
+};
+template <>
+struct Traits<__nv_bfloat16> {
+  using Acc = float;
+  static __device__ __forceinline__ float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from_acc(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <typename T>
+using AccOf = typename Traits<T>::Acc;
+
+// Elements in a 16-byte vector.
+template <typename T>
+inline constexpr int kVecOf = 16 / static_cast<int>(sizeof(T));
+
+// 16 bytes of T, moved as one access.
+template <typename T>
+struct alignas(16) Pack {
+  T v[kVecOf<T>];
+};
+
+template <typename T>
+__device__ __forceinline__ Pack<T> load_pack_streaming(const T* ptr) {
+  const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(ptr));
+  Pack<T> pack;
+  memcpy(&pack, &raw, sizeof(raw));
+  return pack;
+}
+template <typename T>
+__device__ __forceinline__ void store_pack_streaming(T* ptr, const Pack<T>& pack) {
+  uint4 raw;
+  memcpy(&raw, &pack, sizeof(raw));
+  __stcs(reinterpret_cast<uint4*>(ptr), raw);
+}
+
+template <typename Acc>
+__device__ __forceinline__ Acc load_param(const void* ptr, DType dtype, int64_t index) {
+  switch (dtype) {
+    case DType::kFloat32: return static_cast<Acc>(__ldg(static_cast<const float*>(ptr) + index));
+    case DType::kFloat64: return static_cast<Acc>(__ldg(static_cast<const double*>(ptr) + index));
+    case DType::kFloat16:
+      return static_cast<Acc>(__half2float(__ldg(static_cast<const __half*>(ptr) + index)));
+    case DType::kBFloat16:
+      return static_cast<Acc>(__bfloat162float(__ldg(static_cast<const __nv_bfloat16*>(ptr) + index)));
+  }
+  return Acc(0);
+}
+
+__device__ __forceinline__ float reciprocal_sqrt(float v) { return rsqrtf(v); }
+__device__ __forceinline__ double reciprocal_sqrt(double v) { return rsqrt(v); }
+
+// y = ((x - center_hi) - center_lo) * scale + shift. The centre is the mean split in two parts so
+// that data far from zero (1e4 + randn) loses no digits to the subtraction.
+template <typename Acc>
+struct SliceAffine {
+  Acc center_hi;
+  Acc center_lo;
+  Acc scale;
+  Acc shift;
+  __device__ __forceinline__ Acc apply(Acc x) const {
+    return fma((x - center_hi) - center_lo, scale, shift);
+  }
+};
+
+// Turns a slice's statistics (mean = mean_hi + mean_lo, m2 = sum of squared deviations over
+// `count` = S elements) into its affine coefficients; the caller picked one thread per slice as
+// `writer` of the optional outputs.
+template <typename Acc>
+__device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice,
+                                                         Acc mean_hi, Acc mean_lo, Acc m2,
+                                                         bool writer) {
+  const Acc count = static_cast<Acc>(args.slice_len);
+  const Acc var = fmax(m2, Acc(0)) / count;
+  const Acc rstd = reciprocal_sqrt(var + static_cast<Acc>(args.eps));
+  const int64_t channel = slice % args.channels;
+  const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
+  const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+  if (writer) {
+    const Acc mean = mean_hi + mean_lo;
+    if (args.mean_out) static_cast<Acc*>(args.mean_out)[slice] = mean;
+    if (args.rstd_out) static_cast<Acc*>(args.rstd_out)[slice] = rstd;
+    if (args.slice_mean_ws) {
+      static_cast<Acc*>(args.slice_mean_ws)[slice] = mean;
+      static_cast<Acc*>(args.slice_var_ws)[slice] = fmax(m2, Acc(0)) / (count - Acc(1));
+    }
+  }
+  return SliceAffine<Acc>{mean_hi, mean_lo, rstd * weight, bias};
+}
+
+__device__ __forceinline__ void store_param(void* ptr, DType dtype, int64_t index, double value) {
+  switch (dtype) {
+    case DType::kFloat32: static_cast<float*>(ptr)[index] = static_cast<float>(value); break;
+    case DType::kFloat64: static_cast<double*>(ptr)[index] = value; break;
+    case DType::kFloat16: static_cast<__half*>(ptr)[index] = __double2half(value); break;
+    case DType::kBFloat16: static_cast<__nv_bfloat16*>(ptr)[index] = __double2bfloat16(value); break;
+  }
+}
+
+// A contiguous run of `len` elements split into a scalar head up to the first 16-byte boundary,
+// whole 16-byte vectors, and a scalar tail. Ragged element e (e < head + tail) is at ragged_index(e).
+template <typename T>
+struct RaggedRange {
+  int misalign;  // elements from the previous 16-byte boundary to the start
+  int64_t head;
+  int64_t body_vecs;
+  int64_t tail;
+  __device__ __forceinline__ RaggedRange(const T* start, int64_t len) {
+    constexpr int kVec = kVecOf<T>;
+    misalign = static_cast<int>(reinterpret_cast<uintptr_t>(start) % 16 / sizeof(T));
+    head = min(len, static_cast<int64_t>((kVec - misalign) % kVec));
+    body_vecs = (len - head) / kVec;
+    tail = len - head - body_vecs * kVec;
+  }
+  __device__ __forceinline__ int ragged() const { return static_cast<int>(head + tail); }
+  __device__ __forceinline__ int64_t ragged_index(int e) const {
+    return e < head ? e : head + body_vecs * kVecOf<T> + (e - head);
+  }
+};
+
+template <typename Acc>
+struct PairSum {
+  Acc first;
+  Acc second;
+};
+template <typename Acc>
+struct PairSumOp {
+  __device__ __forceinline__ PairSum<Acc> operator()(const PairSum<Acc>& a,
+                                                     const PairSum<Acc>& b) const {
+    return {a.first + b.first, a.second + b.second};
+  }
+};
+
+}  // namespace inorm::detail

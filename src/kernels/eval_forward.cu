@@ -1,0 +1,52 @@
+// kElementwiseEval: use_input_stats == false, y = (x - running_mean[c]) * rsqrt(running_var[c] + eps)
+// * weight[c] + bias[c]. Any S, including 1. A grid-stride loop over the flat tensor that tracks
+// (position in slice, channel) incrementally, so no 64-bit division runs per element.
+#include "config.h"
+#include "kernels/common.cuh"
+#include "kernels/launchers.h"
+
+namespace inorm::detail {
+namespace {
+
+template <typename T>
+__global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const KernelArgs args) {
+  using Acc = AccOf<T>;
+  const int64_t numel = args.num_slices * args.slice_len;
+  const int64_t start = static_cast<int64_t>(blockIdx.x) * kEvalThreads + threadIdx.x;
+  if (start >= numel) return;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kEvalThreads;
+  const int64_t len = args.slice_len;
+  const int64_t channels = args.channels;
+  const int64_t step_offset = stride % len;
+  const int64_t step_channel = (stride / len) % channels;
+  int64_t offset = start % len;
+  int64_t channel = (start / len) % channels;
+  const T* x = static_cast<const T*>(args.x);
+  T* y = static_cast<T*>(args.y);
+  for (int64_t i = start; i < numel; i += stride) {
+    const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
+    const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);
+    const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
+    const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+    const SliceAffine<Acc> affine{mean, Acc(0), reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * weight, bias};
+    y[i] = Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(x[i])));
+    offset += step_offset;
+    channel += step_channel;
+    if (offset >= len) {
+      offset -= len;
+      ++channel;
+    }
+    if (channel >= channels) channel -= channels;
+  }
+}
+
+}  // namespace
+
+Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
+    eval_forward_kernel<decltype(tag)><<<static_cast<unsigned>(plan.grid), kEvalThreads, 0, stream>>>(args);
+    return cuda_status(cudaGetLastError(), "elementwise_eval launch");
+  });
+}
+
+}  // namespace inorm::detail

@@ -1,0 +1,41 @@
+// Host launchers of the kernel families (one .cu file each) and helpers they share.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "inorm/inorm.h"
+#include "kernels/common.cuh"
+
+namespace inorm::detail {
+
+Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+// How many clusters of the plan's shape can be resident at once (cudaOccupancyMaxActiveClusters).
+Status shared_resident_clusters(const Plan& plan, int* clusters);
+Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_running_stats(const Plan& plan, const ForwardParams& params, const void* slice_mean,
+                            const void* slice_var, cudaStream_t stream);
+
+inline Status cuda_status(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return Status::Ok();
+  return Status(StatusCode::kCudaError, std::string("inorm: ") + what + ": " +
+                                            cudaGetErrorName(error) + " (" +
+                                            cudaGetErrorString(error) + ")");
+}
+
+// Calls f(T{}) with T the element type of `dtype`.
+template <typename F>
+Status dispatch_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return f(__half{});
+    case DType::kBFloat16: return f(__nv_bfloat16{});
+  }
+  return Status(StatusCode::kInvalidArgument, "inorm: unknown dtype");
+}
+
+}  // namespace inorm::detail

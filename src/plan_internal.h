@@ -1,0 +1,38 @@
+// Host-side helpers shared by the planner and the launcher.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "inorm/inorm.h"
+
+namespace inorm::detail {
+
+// Partial statistics of one part of a slice (kSplitSlice), combined with Chan's formula.
+struct SplitPartial {
+  double count;
+  double mean;
+  double m2;
+};
+
+// Where each piece of the workspace starts.
+struct WorkspaceLayout {
+  std::size_t split_partials = 0;  // SplitPartial[num_slices * parts_per_slice]
+  std::size_t slice_mean = 0;      // stats type [num_slices]: per-instance mean, for running stats
+  std::size_t slice_var = 0;       // stats type [num_slices]: per-instance unbiased variance
+  std::size_t total = 0;
+};
+WorkspaceLayout workspace_layout(const Plan& plan);
+
+int64_t slice_len_of(const ForwardParams& params);
+
+// The largest slice (elements) kSharedResident can hold: a full cluster of full CTAs.
+int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits);
+
+// A plan holding only what the params decide (shape, dtype, flags, alignment facts).
+Plan plan_signature(const ForwardParams& params);
+// Whether a plan made earlier can run these params: same signature, and no vector access that
+// their alignment forbids.
+bool plan_matches(const Plan& plan, const ForwardParams& params);
+
+}  // namespace inorm::detail

@@ -1,0 +1,450 @@
+// Validation and planning: plain host C++, no device access.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "config.h"
+#include "inorm/inorm.h"
+#include "plan_internal.h"
+
+namespace inorm {
+
+using detail::kGroupConfigs;
+
+std::size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return 4;
+    case DType::kFloat16: return 2;
+    case DType::kBFloat16: return 2;
+    case DType::kFloat64: return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat64: return "float64";
+  }
+  return "unknown";
+}
+
+DType stats_dtype(DType dtype) {
+  return dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+}
+
+const char* path_name(Path path) {
+  switch (path) {
+    case Path::kAuto: return "auto";
+    case Path::kEmpty: return "empty";
+    case Path::kElementwiseEval: return "elementwise_eval";
+    case Path::kGroupRegisters: return "group_registers";
+    case Path::kSharedResident: return "shared_resident";
+    case Path::kSplitSlice: return "split_slice";
+  }
+  return "unknown";
+}
+
+DeviceLimits hopper_h200_limits() {
+  DeviceLimits limits;
+  limits.sm_count = 132;
+  limits.max_threads_per_sm = 2048;
+  limits.smem_per_sm = 233472;
+  limits.max_smem_per_block_optin = 232448;
+  limits.reserved_smem_per_block = 1024;
+  limits.max_cluster_size = 16;
+  limits.l2_bytes = 60 * 1024 * 1024;
+  return limits;
+}
+
+std::string Plan::describe() const {
+  std::ostringstream out;
+  out << path_name(path);
+  switch (path) {
+    case Path::kGroupRegisters:
+      out << " group=" << group_size << " items=" << items_per_lane
+          << (vector_io ? " vector" : " scalar");
+      break;
+    case Path::kSharedResident:
+      out << " cluster=" << cluster_size << " threads=" << threads << " chunk=" << chunk_len
+          << (y_coaligned ? "" : " scalar-stores");
+      if (resident_clusters > 0) out << " resident_clusters=" << resident_clusters;
+      break;
+    case Path::kSplitSlice:
+      out << " parts=" << parts_per_slice << " part_len=" << chunk_len
+          << (vector_io ? "" : " scalar-stores");
+      break;
+    default:
+      break;
+  }
+  if (update_running_stats) out << " +running_stats";
+  return out.str();
+}
+
+namespace detail {
+
+int64_t slice_len_of(const ForwardParams& params) {
+  int64_t len = 1;
+  for (int i = 0; i < params.spatial_rank && i < 3; ++i) len *= params.spatial[i];
+  return len;
+}
+
+namespace {
+
+std::size_t align_up(std::size_t value, std::size_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+int64_t shared_max_chunk_bytes(const DeviceLimits& limits) {
+  return (limits.max_smem_per_block_optin - detail::kSharedStaticReserve - 16) / 16 * 16;
+}
+
+int max_cluster_size(const DeviceLimits& limits) {
+  return std::max(1, std::min(limits.max_cluster_size, detail::kMaxClusterSize));
+}
+
+}  // namespace
+
+WorkspaceLayout workspace_layout(const Plan& plan) {
+  WorkspaceLayout layout;
+  std::size_t offset = 0;
+  if (plan.path == Path::kSplitSlice) {
+    layout.split_partials = offset;
+    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
+                                   sizeof(SplitPartial),
+                      kWorkspaceAlign);
+  }
+  if (plan.update_running_stats) {
+    const std::size_t stats_bytes =
+        static_cast<std::size_t>(plan.num_slices) * dtype_size(stats_dtype(plan.dtype));
+    layout.slice_mean = offset;
+    offset = align_up(offset + stats_bytes, kWorkspaceAlign);
+    layout.slice_var = offset;
+    offset = align_up(offset + stats_bytes, kWorkspaceAlign);
+  }
+  layout.total = offset;
+  return layout;
+}
+
+int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
+  return max_cluster_size(limits) * shared_max_chunk_bytes(limits) /
+         static_cast<int64_t>(dtype_size(dtype));
+}
+
+Plan plan_signature(const ForwardParams& params) {
+  Plan plan;
+  plan.dtype = params.dtype;
+  plan.param_dtype = params.param_dtype;
+  plan.num_slices = params.batch * params.channels;
+  plan.channels = params.channels;
+  plan.slice_len = slice_len_of(params);
+  plan.use_input_stats = params.use_input_stats;
+  plan.update_running_stats = params.use_input_stats && params.running_mean != nullptr;
+  const std::size_t elem = dtype_size(params.dtype);
+  const auto x_addr = reinterpret_cast<std::uintptr_t>(params.x);
+  const auto y_addr = reinterpret_cast<std::uintptr_t>(params.y);
+  plan.y_coaligned = (x_addr - y_addr) % 16 == 0;
+  // Every slice starts 16-byte aligned in both tensors.
+  plan.vector_io = x_addr % 16 == 0 && y_addr % 16 == 0 && (plan.slice_len * elem) % 16 == 0;
+  return plan;
+}
+
+bool plan_matches(const Plan& plan, const ForwardParams& params) {
+  const Plan now = plan_signature(params);
+  return plan.dtype == now.dtype && plan.param_dtype == now.param_dtype &&
+         plan.num_slices == now.num_slices && plan.channels == now.channels &&
+         plan.slice_len == now.slice_len && plan.use_input_stats == now.use_input_stats &&
+         plan.update_running_stats == now.update_running_stats &&
+         (!plan.vector_io || now.vector_io) && (!plan.y_coaligned || now.y_coaligned);
+}
+
+}  // namespace detail
+
+namespace {
+
+Status invalid(const std::string& message) {
+  return Status(StatusCode::kInvalidArgument, "inorm: " + message);
+}
+Status unsupported(const std::string& message) {
+  return Status(StatusCode::kUnsupported, "inorm: " + message);
+}
+
+bool aligned_to(const void* ptr, std::size_t alignment) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % alignment == 0;
+}
+
+int64_t next_pow2(int64_t value) {
+  int64_t result = 1;
+  while (result < value) result *= 2;
+  return result;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool known_dtype(DType dtype) { return dtype_size(dtype) != 0; }
+
+}  // namespace
+
+Status validate_forward(const ForwardParams& p) {
+  if (!known_dtype(p.dtype)) {
+    return invalid("unknown dtype " + std::to_string(static_cast<int>(p.dtype)) +
+                   " (expected float32, float16, bfloat16 or float64)");
+  }
+  if (p.layout != Layout::kContiguous && p.layout != Layout::kChannelsLast) {
+    return invalid("unknown layout " + std::to_string(static_cast<int>(p.layout)));
+  }
+  if (p.spatial_rank < 1 || p.spatial_rank > 3) {
+    return invalid("spatial_rank must be 1, 2 or 3, got " + std::to_string(p.spatial_rank));
+  }
+  if (p.batch < 0 || p.channels < 0) {
+    return invalid("batch and channels must be >= 0, got N=" + std::to_string(p.batch) +
+                   " C=" + std::to_string(p.channels));
+  }
+  for (int i = 0; i < p.spatial_rank; ++i) {
+    if (p.spatial[i] < 0) {
+      return invalid("spatial extent " + std::to_string(i) + " is negative (" +
+                     std::to_string(p.spatial[i]) + ")");
+    }
+  }
+  // numel * 8 bytes must fit in int64.
+  int64_t numel = 1;
+  const int64_t extents[] = {p.batch, p.channels, p.spatial[0], p.spatial[1], p.spatial[2]};
+  for (int i = 0; i < 2 + p.spatial_rank; ++i) {
+    if (__builtin_mul_overflow(numel, extents[i], &numel) ||
+        numel > std::numeric_limits<int64_t>::max() / 8) {
+      return invalid("tensor size overflows 64-bit byte offsets");
+    }
+  }
+  const int64_t slice_len = detail::slice_len_of(p);
+  if (p.use_input_stats && slice_len == 1) {
+    return invalid(
+        "Expected more than 1 spatial element when training (use_input_stats), got S == 1");
+  }
+  if (!std::isfinite(p.eps) || p.eps < 0) {
+    return invalid("eps must be finite and >= 0, got " + std::to_string(p.eps));
+  }
+  if ((p.running_mean == nullptr) != (p.running_var == nullptr)) {
+    return invalid("running_mean and running_var must both be given or both be null");
+  }
+  if (!p.use_input_stats && p.running_mean == nullptr) {
+    return invalid("Expected running_mean and running_var to be defined when use_input_stats is false");
+  }
+  if (!p.use_input_stats && (p.mean != nullptr || p.rstd != nullptr)) {
+    return invalid("mean/rstd outputs are produced only with use_input_stats (instance statistics)");
+  }
+  if (p.running_mean != nullptr && p.use_input_stats && !std::isfinite(p.momentum)) {
+    return invalid("momentum must be finite, got " + std::to_string(p.momentum));
+  }
+  const bool has_params = p.weight || p.bias || p.running_mean || p.running_var;
+  if (has_params && !known_dtype(p.param_dtype)) {
+    return invalid("unknown param_dtype " + std::to_string(static_cast<int>(p.param_dtype)));
+  }
+  if (p.layout == Layout::kChannelsLast) {
+    return unsupported("unsupported layout: channels_last is not implemented yet (pass a contiguous NCHW tensor)");
+  }
+  if (numel == 0) return Status::Ok();
+
+  if (p.x == nullptr) return invalid("x is null");
+  if (p.y == nullptr) return invalid("y is null");
+  const std::size_t elem = dtype_size(p.dtype);
+  if (!aligned_to(p.x, elem) || !aligned_to(p.y, elem)) {
+    return invalid(std::string("x and y must be aligned to the element size of ") +
+                   dtype_name(p.dtype));
+  }
+  const auto x_begin = reinterpret_cast<std::uintptr_t>(p.x);
+  const auto y_begin = reinterpret_cast<std::uintptr_t>(p.y);
+  const auto bytes = static_cast<std::uintptr_t>(numel) * elem;
+  if (x_begin != y_begin && x_begin < y_begin + bytes && y_begin < x_begin + bytes) {
+    return invalid("x and y overlap without being the same tensor (only exact in-place is allowed)");
+  }
+  const std::size_t param_elem = dtype_size(p.param_dtype);
+  for (const void* ptr : {static_cast<const void*>(p.weight), static_cast<const void*>(p.bias),
+                          static_cast<const void*>(p.running_mean),
+                          static_cast<const void*>(p.running_var)}) {
+    if (ptr != nullptr && !aligned_to(ptr, param_elem)) {
+      return invalid(std::string("weight, bias and running stats must be aligned to ") +
+                     dtype_name(p.param_dtype));
+    }
+  }
+  const std::size_t stats_elem = dtype_size(stats_dtype(p.dtype));
+  if ((p.mean && !aligned_to(p.mean, stats_elem)) || (p.rstd && !aligned_to(p.rstd, stats_elem))) {
+    return invalid(std::string("mean and rstd outputs must be aligned to ") +
+                   dtype_name(stats_dtype(p.dtype)));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The smallest instantiated group configuration that holds a slice of `slice_len`, or -1.
+int choose_group_config(int64_t slice_len, bool vector_io, int vec) {
+  if (vector_io && slice_len >= 32 * vec) {
+    const int64_t items = next_pow2(ceil_div(slice_len, 32 * vec));
+    if (items <= detail::kGroupMaxVectorItems) {
+      for (int i = 0; i < detail::kNumGroupConfigs; ++i) {
+        if (kGroupConfigs[i].vector && kGroupConfigs[i].items == items) return i;
+      }
+    }
+  }
+  if (slice_len <= 32 * detail::kGroupMaxScalarItems) {
+    const int64_t group = slice_len <= 32 ? std::max<int64_t>(4, next_pow2(slice_len)) : 32;
+    const int64_t items = slice_len <= 32 ? 1 : next_pow2(ceil_div(slice_len, 32));
+    for (int i = 0; i < detail::kNumGroupConfigs; ++i) {
+      if (!kGroupConfigs[i].vector && kGroupConfigs[i].group == group &&
+          kGroupConfigs[i].items == items) {
+        return i;
+      }
+    }
+  }
+  return -1;
+}
+
+Status plan_group(const Plan& base, int config, Plan* plan) {
+  *plan = base;
+  plan->path = Path::kGroupRegisters;
+  plan->group_size = kGroupConfigs[config].group;
+  plan->items_per_lane = kGroupConfigs[config].items;
+  plan->vector_io = kGroupConfigs[config].vector;
+  plan->threads = detail::kGroupCtaThreads;
+  plan->grid = ceil_div(plan->num_slices, detail::kGroupCtaThreads / plan->group_size);
+  return Status::Ok();
+}
+
+Status plan_shared(const Plan& base, const DeviceLimits& limits, int forced_cluster, Plan* plan) {
+  *plan = base;
+  const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
+  const int64_t vec = 16 / elem;
+  const int64_t slice_bytes = base.slice_len * elem;
+  const int max_cluster = detail::max_cluster_size(limits);
+  const int64_t min_cluster = ceil_div(slice_bytes, detail::shared_max_chunk_bytes(limits));
+  int64_t cluster = forced_cluster;
+  if (cluster == 0) {
+    cluster = std::max(min_cluster, std::min<int64_t>(max_cluster, ceil_div(slice_bytes, detail::kSharedTargetChunkBytes)));
+    cluster = std::min(cluster, ceil_div(base.slice_len, vec));  // every CTA gets data
+  }
+  if (cluster < 1 || cluster > max_cluster) {
+    return invalid("cluster size " + std::to_string(cluster) + " is outside 1.." +
+                   std::to_string(max_cluster) + " on this device");
+  }
+  if (cluster < min_cluster) {
+    return invalid("a slice of " + std::to_string(slice_bytes) + " bytes needs at least " +
+                   std::to_string(min_cluster) + " CTAs of shared memory, got cluster size " +
+                   std::to_string(cluster));
+  }
+  plan->path = Path::kSharedResident;
+  plan->cluster_size = static_cast<int>(cluster);
+  plan->chunk_len = ceil_div(ceil_div(base.slice_len, cluster), vec) * vec;
+  const int64_t chunk_bytes = plan->chunk_len * elem;
+  plan->smem_bytes = static_cast<int>(chunk_bytes + 16);  // + room to mirror the global alignment
+  const int64_t vectors_per_thread_target = 8;
+  plan->threads = static_cast<int>(std::clamp<int64_t>(
+      next_pow2(ceil_div(chunk_bytes / 16, vectors_per_thread_target)), detail::kSharedMinThreads,
+      detail::kSharedMaxThreads));
+  if (base.num_slices > std::numeric_limits<int32_t>::max() / cluster) {
+    return unsupported("too many slices (" + std::to_string(base.num_slices) + ") for one launch");
+  }
+  plan->grid = base.num_slices * cluster;
+  return Status::Ok();
+}
+
+Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts, Plan* plan) {
+  *plan = base;
+  const int64_t vec = 16 / static_cast<int64_t>(dtype_size(base.dtype));
+  int64_t parts = forced_parts;
+  if (parts == 0) {
+    const int64_t target_ctas = static_cast<int64_t>(limits.sm_count) * detail::kSplitCtasPerSm * 2;
+    parts = std::clamp<int64_t>(ceil_div(target_ctas, base.num_slices), 1,
+                                std::max<int64_t>(1, std::min<int64_t>(detail::kSplitMaxParts,
+                                                                       base.slice_len / detail::kSplitMinPartLen)));
+  }
+  if (parts < 1 || parts > detail::kSplitMaxParts) {
+    return invalid("parts per slice must be in 1.." + std::to_string(detail::kSplitMaxParts) +
+                   ", got " + std::to_string(parts));
+  }
+  plan->path = Path::kSplitSlice;
+  plan->chunk_len = ceil_div(ceil_div(base.slice_len, parts), vec) * vec;
+  plan->parts_per_slice = static_cast<int>(ceil_div(base.slice_len, plan->chunk_len));
+  plan->threads = detail::kSplitThreads;
+  if (base.num_slices > std::numeric_limits<int32_t>::max() / plan->parts_per_slice) {
+    return unsupported("too many slices (" + std::to_string(base.num_slices) + ") for one launch");
+  }
+  plan->grid = base.num_slices * plan->parts_per_slice;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Plan* plan,
+                    const PlanOptions& options) {
+  if (plan == nullptr) return invalid("plan is null");
+  Status status = validate_forward(params);
+  if (!status.ok()) return status;
+  if (limits.sm_count <= 0 || limits.max_smem_per_block_optin <= 0) {
+    return invalid("device limits are not filled in");
+  }
+
+  const Plan base = detail::plan_signature(params);
+  const std::size_t elem = dtype_size(params.dtype);
+  const int64_t numel = base.num_slices * base.slice_len;
+  if (base.update_running_stats && base.channels > std::numeric_limits<int32_t>::max()) {
+    return unsupported("running-stat update supports at most 2^31 - 1 channels");
+  }
+  Path path = options.force_path;
+  if (numel == 0) {
+    if (path != Path::kAuto && path != Path::kEmpty) {
+      return invalid(std::string("forced path ") + path_name(path) + " for an empty tensor");
+    }
+    *plan = base;
+    plan->path = Path::kEmpty;
+    return Status::Ok();
+  }
+  if (!params.use_input_stats) {
+    if (path != Path::kAuto && path != Path::kElementwiseEval) {
+      return invalid(std::string("forced path ") + path_name(path) +
+                     " needs use_input_stats; evaluation with running stats is elementwise");
+    }
+    *plan = base;
+    plan->path = Path::kElementwiseEval;
+    plan->threads = detail::kEvalThreads;
+    plan->grid = std::min<int64_t>(ceil_div(numel, detail::kEvalThreads),
+                                   static_cast<int64_t>(limits.sm_count) * 2048 / detail::kEvalThreads * 4);
+    plan->workspace_bytes = detail::workspace_layout(*plan).total;
+    return Status::Ok();
+  }
+
+  const int vec = static_cast<int>(16 / elem);
+  const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
+  const bool fits_cluster = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
+  if (path == Path::kAuto) {
+    path = group_config >= 0 ? Path::kGroupRegisters
+           : fits_cluster    ? Path::kSharedResident
+                             : Path::kSplitSlice;
+  }
+  switch (path) {
+    case Path::kGroupRegisters:
+      if (group_config < 0) {
+        return invalid("slice of " + std::to_string(base.slice_len) +
+                       " elements is too large for the group_registers path");
+      }
+      status = plan_group(base, group_config, plan);
+      break;
+    case Path::kSharedResident:
+      status = plan_shared(base, limits, options.force_cluster_size, plan);
+      break;
+    case Path::kSplitSlice:
+      status = plan_split(base, limits, options.force_parts_per_slice, plan);
+      break;
+    default:
+      return invalid(std::string("path ") + path_name(path) + " cannot compute instance statistics");
+  }
+  if (!status.ok()) return status;
+  plan->workspace_bytes = detail::workspace_layout(*plan).total;
+  return Status::Ok();
+}
+
+}  // namespace inorm

@@ -1,0 +1,54 @@
+#include "testing/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace inorm::testing {
+
+Tolerance output_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return {1e-5, 1e-5};
+    case DType::kFloat64: return {1e-10, 1e-10};
+    case DType::kFloat16: return {2e-3, 2e-3};
+    case DType::kBFloat16: return {1e-2, 1e-2};
+  }
+  return {0, 0};
+}
+
+std::string Comparison::describe() const {
+  std::ostringstream out;
+  out << mismatches << " mismatches";
+  if (first_bad >= 0) out << ", first at " << first_bad << ": got " << got << ", want " << want;
+  out << ", max abs error " << max_abs_error;
+  return out.str();
+}
+
+Comparison compare(const std::vector<double>& got, const std::vector<double>& want, Tolerance tolerance) {
+  Comparison result;
+  if (got.size() != want.size()) {
+    result.mismatches = static_cast<int64_t>(std::max(got.size(), want.size()));
+    return result;
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool got_nan = std::isnan(got[i]);
+    const bool want_nan = std::isnan(want[i]);
+    bool ok = got_nan == want_nan;
+    if (ok && !got_nan) {
+      const double error = std::fabs(got[i] - want[i]);
+      result.max_abs_error = std::max(result.max_abs_error, error);
+      ok = error <= tolerance.atol + tolerance.rtol * std::fabs(want[i]);
+    }
+    if (!ok) {
+      if (result.mismatches == 0) {
+        result.first_bad = static_cast<int64_t>(i);
+        result.got = got[i];
+        result.want = want[i];
+      }
+      ++result.mismatches;
+    }
+  }
+  return result;
+}
+
+}  // namespace inorm::testing

@@ -1,0 +1,33 @@
+// Elementwise comparison against the float64 oracle with a tolerance per dtype.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inorm/inorm.h"
+
+namespace inorm::testing {
+
+// |got - want| <= atol + rtol * |want|; NaN matches only NaN.
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+// Outputs rounded to `dtype`, computed in its stats type:
+//   float32 1e-5, float64 1e-10, float16 2e-3 (half an ulp is 4.9e-4 relative),
+//   bfloat16 1e-2 (half an ulp is 3.9e-3 relative).
+Tolerance output_tolerance(DType dtype);
+
+struct Comparison {
+  int64_t mismatches = 0;
+  int64_t first_bad = -1;
+  double got = 0;
+  double want = 0;
+  double max_abs_error = 0;  // over non-NaN pairs
+  bool ok() const { return mismatches == 0; }
+  std::string describe() const;
+};
+Comparison compare(const std::vector<double>& got, const std::vector<double>& want, Tolerance tolerance);
+
+}  // namespace inorm::testing

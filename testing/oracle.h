@@ -1,0 +1,45 @@
+// Float64 CPU reference for InstanceNorm forward with exactly the library's semantics
+// (the semantics of torch.nn.functional.instance_norm).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace inorm::testing {
+
+struct SliceStats {
+  double mean = 0;
+  double var = 0;           // biased: divide by S
+  double var_unbiased = 0;  // divide by S - 1
+  double rstd = 0;          // 1 / sqrt(var + eps)
+};
+
+// Two-pass statistics (mean, then squared deviations) accumulated in long double.
+SliceStats slice_statistics(const double* x, int64_t len, double eps);
+
+struct ReferenceProblem {
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t slice_len = 0;
+  double eps = 1e-5;
+  const std::vector<double>* x = nullptr;             // [N * C * S]
+  const std::vector<double>* weight = nullptr;        // [C] or null
+  const std::vector<double>* bias = nullptr;          // [C] or null
+  const std::vector<double>* running_mean = nullptr;  // [C] or null
+  const std::vector<double>* running_var = nullptr;   // [C] or null
+  double momentum = 0.1;
+  bool use_input_stats = true;
+  int updates = 1;  // forward calls on the same input: running stats are updated this many times
+};
+
+struct ReferenceResult {
+  std::vector<double> y;
+  std::vector<double> mean;  // [N * C], use_input_stats only
+  std::vector<double> rstd;  // [N * C], use_input_stats only
+  std::vector<double> running_mean;  // after `updates` updates (or unchanged)
+  std::vector<double> running_var;
+};
+
+ReferenceResult instance_norm_reference(const ReferenceProblem& problem);
+
+}  // namespace inorm::testing

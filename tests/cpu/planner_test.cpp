@@ -1,0 +1,239 @@
+// The planner's choices for the public suite and at every path boundary, on the H200's limits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "config.h"
+#include "inorm/inorm.h"
+#include "plan_internal.h"
+
+namespace inorm {
+namespace {
+
+constexpr std::uintptr_t kAligned = 0x10000000;
+
+ForwardParams problem(DType dtype, std::initializer_list<int64_t> shape) {
+  ForwardParams p;
+  p.dtype = dtype;
+  p.x = reinterpret_cast<void*>(kAligned);
+  p.y = reinterpret_cast<void*>(kAligned * 64);
+  const int64_t* dims = shape.begin();
+  p.batch = dims[0];
+  p.channels = dims[1];
+  p.spatial_rank = static_cast<int>(shape.size()) - 2;
+  for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = dims[2 + i];
+  return p;
+}
+
+Plan plan_of(const ForwardParams& p, const PlanOptions& options = {}) {
+  Plan plan;
+  const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return plan;
+}
+
+TEST(Planner, SeedFloat32UsesSixteenCtaClustersOf64KiB) {
+  const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.cluster_size, 16);
+  EXPECT_EQ(plan.chunk_len, 16384);
+  EXPECT_EQ(plan.threads, 512);
+  EXPECT_EQ(plan.grid, 112 * 64 * 16);
+  EXPECT_EQ(plan.smem_bytes, 65536 + 16);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+  EXPECT_TRUE(plan.y_coaligned);
+}
+
+TEST(Planner, SeedHalfTypesUseEightCtaClusters) {
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    const Plan plan = plan_of(problem(dtype, {112, 64, 512, 512}));
+    EXPECT_EQ(plan.path, Path::kSharedResident);
+    EXPECT_EQ(plan.cluster_size, 8);
+    EXPECT_EQ(plan.chunk_len, 32768);
+  }
+}
+
+TEST(Planner, MidAffineUsesFourCtaClusters) {
+  const Plan plan = plan_of(problem(DType::kFloat32, {32, 128, 256, 256}));
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.cluster_size, 4);
+}
+
+TEST(Planner, TinySlicesUseWarpVectorRegisters) {
+  const Plan plan = plan_of(problem(DType::kFloat32, {256, 256, 16, 16}));
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.group_size, 32);
+  EXPECT_EQ(plan.items_per_lane, 2);
+  EXPECT_TRUE(plan.vector_io);
+  EXPECT_EQ(plan.grid, 256 * 256 / (detail::kGroupCtaThreads / 32));
+}
+
+TEST(Planner, OddHalfSlicesUseOneCtaEach) {
+  // 127 x 129 half values: 32766 bytes, slices not 16-byte aligned.
+  const Plan plan = plan_of(problem(DType::kFloat16, {16, 64, 127, 129}));
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.cluster_size, 1);
+  EXPECT_EQ(plan.chunk_len, 16384);
+  EXPECT_EQ(plan.threads, 256);
+}
+
+TEST(Planner, SlicesLargerThanAClusterSplit) {
+  const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
+  EXPECT_EQ(few.path, Path::kSplitSlice);
+  EXPECT_EQ(few.parts_per_slice, 176);
+  EXPECT_EQ(few.chunk_len, 23832);
+  EXPECT_EQ(few.workspace_bytes, 12u * 176 * sizeof(detail::SplitPartial));  // 50688, a multiple of 256
+
+  const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
+  EXPECT_EQ(vol.path, Path::kSplitSlice);
+  EXPECT_EQ(vol.parts_per_slice, 33);
+  EXPECT_EQ(vol.chunk_len, 63552);
+}
+
+TEST(Planner, TinySlicesUseSubWarpGroups) {
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {3, 5, 2})).group_size, 4);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {3, 5, 3})).group_size, 4);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {3, 5, 5})).group_size, 8);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {3, 5, 17})).group_size, 32);
+  const Plan plan = plan_of(problem(DType::kFloat32, {3, 5, 33}));
+  EXPECT_EQ(plan.group_size, 32);
+  EXPECT_EQ(plan.items_per_lane, 2);
+  EXPECT_FALSE(plan.vector_io);
+}
+
+TEST(Planner, GroupBoundaries) {
+  // Aligned float32: 32 lanes x 8 vectors x 4 = 1024 values; the next aligned size is shared.
+  Plan plan = plan_of(problem(DType::kFloat32, {2, 3, 1024}));
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  EXPECT_TRUE(plan.vector_io);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 1028})).path, Path::kSharedResident);
+  // Aligned half: 2048 values.
+  EXPECT_EQ(plan_of(problem(DType::kFloat16, {2, 3, 2048})).path, Path::kGroupRegisters);
+  EXPECT_EQ(plan_of(problem(DType::kFloat16, {2, 3, 2056})).path, Path::kSharedResident);
+  // Scalar (slices not 16-byte aligned): 32 lanes x 32 values.
+  plan = plan_of(problem(DType::kFloat32, {2, 3, 1023}));
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.items_per_lane, 32);
+  EXPECT_FALSE(plan.vector_io);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 1025})).path, Path::kSharedResident);
+}
+
+TEST(Planner, MisalignedViewLosesVectorLoadsOnly) {
+  ForwardParams p = problem(DType::kFloat32, {256, 256, 16, 16});
+  p.x = reinterpret_cast<void*>(kAligned + 4);
+  const Plan plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_FALSE(plan.vector_io);
+  EXPECT_FALSE(plan.y_coaligned);
+  p.y = reinterpret_cast<void*>(kAligned * 64 + 4);  // both offset alike: stores stay vectorized
+  EXPECT_TRUE(plan_of(p).y_coaligned);
+}
+
+TEST(Planner, SharedBoundaries) {
+  const DeviceLimits limits = hopper_h200_limits();
+  // One CTA up to the 64 KiB target.
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 16384})).cluster_size, 1);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 16385})).cluster_size, 2);
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    const int64_t largest = detail::largest_resident_slice(dtype, limits);
+    const Plan at = plan_of(problem(dtype, {1, 2, largest}));
+    EXPECT_EQ(at.path, Path::kSharedResident) << dtype_name(dtype);
+    EXPECT_EQ(at.cluster_size, 16);
+    EXPECT_LE(at.smem_bytes + detail::kSharedStaticReserve, limits.max_smem_per_block_optin);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
+  }
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 921536);
+}
+
+TEST(Planner, EmptyAndEval) {
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {0, 3, 8, 8})).path, Path::kEmpty);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 0, 8, 8})).path, Path::kEmpty);
+  ForwardParams p = problem(DType::kFloat32, {2, 3, 1, 1});
+  p.use_input_stats = false;
+  p.running_mean = reinterpret_cast<void*>(kAligned * 2);
+  p.running_var = reinterpret_cast<void*>(kAligned * 3);
+  const Plan plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kElementwiseEval);
+  EXPECT_FALSE(plan.update_running_stats);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+}
+
+TEST(Planner, RunningStatsNeedWorkspace) {
+  ForwardParams p = problem(DType::kFloat32, {4, 6, 32, 32});
+  p.running_mean = reinterpret_cast<void*>(kAligned * 2);
+  p.running_var = reinterpret_cast<void*>(kAligned * 3);
+  const Plan plan = plan_of(p);
+  EXPECT_TRUE(plan.update_running_stats);
+  EXPECT_EQ(plan.workspace_bytes, 2u * 256);  // two segments of 24 floats, 256-byte aligned
+}
+
+TEST(Planner, ForcedPaths) {
+  const ForwardParams p = problem(DType::kFloat32, {2, 3, 4097});
+  PlanOptions options;
+  options.force_path = Path::kSharedResident;
+  options.force_cluster_size = 3;
+  Plan plan = plan_of(p, options);
+  EXPECT_EQ(plan.cluster_size, 3);
+  EXPECT_EQ(plan.chunk_len, 1368);  // ceil(4097 / 3) rounded up to 4
+  options.force_path = Path::kSplitSlice;
+  options.force_parts_per_slice = 7;
+  plan = plan_of(p, options);
+  EXPECT_EQ(plan.path, Path::kSplitSlice);
+  EXPECT_EQ(plan.parts_per_slice, 7);
+}
+
+TEST(Planner, ForcedPathsThatCannotWork) {
+  Plan plan;
+  PlanOptions options;
+  options.force_path = Path::kSharedResident;
+  options.force_cluster_size = 17;
+  Status status = plan_forward(problem(DType::kFloat32, {2, 3, 4097}), hopper_h200_limits(), &plan, options);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("cluster size 17"), std::string::npos) << status.message();
+
+  options.force_cluster_size = 2;  // a 1 MiB slice does not fit in two CTAs
+  status = plan_forward(problem(DType::kFloat32, {2, 3, 262144}), hopper_h200_limits(), &plan, options);
+  EXPECT_NE(status.message().find("needs at least 5 CTAs"), std::string::npos) << status.message();
+
+  options = PlanOptions{};
+  options.force_path = Path::kGroupRegisters;
+  status = plan_forward(problem(DType::kFloat32, {2, 3, 5000}), hopper_h200_limits(), &plan, options);
+  EXPECT_NE(status.message().find("too large for the group_registers path"), std::string::npos);
+
+  options.force_path = Path::kElementwiseEval;
+  status = plan_forward(problem(DType::kFloat32, {2, 3, 50}), hopper_h200_limits(), &plan, options);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Planner, RejectsInvalidParamsAndMissingLimits) {
+  Plan plan;
+  ForwardParams p = problem(DType::kFloat32, {2, 3, 1});
+  EXPECT_FALSE(plan_forward(p, hopper_h200_limits(), &plan).ok());
+  EXPECT_FALSE(plan_forward(problem(DType::kFloat32, {2, 3, 8}), DeviceLimits{}, &plan).ok());
+  EXPECT_FALSE(plan_forward(problem(DType::kFloat32, {2, 3, 8}), hopper_h200_limits(), nullptr).ok());
+}
+
+TEST(Planner, PlanMatchesOnlyCompatibleParams) {
+  ForwardParams p = problem(DType::kFloat32, {256, 256, 16, 16});
+  const Plan plan = plan_of(p);
+  EXPECT_TRUE(detail::plan_matches(plan, p));
+  ForwardParams other = p;
+  other.x = reinterpret_cast<void*>(kAligned + 4);  // vector loads would be misaligned
+  EXPECT_FALSE(detail::plan_matches(plan, other));
+  other = p;
+  other.batch = 255;
+  EXPECT_FALSE(detail::plan_matches(plan, other));
+}
+
+TEST(Planner, Describe) {
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).describe(),
+            "shared_resident cluster=16 threads=512 chunk=16384");
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
+            "group_registers group=32 items=2 vector");
+}
+
+}  // namespace
+}  // namespace inorm

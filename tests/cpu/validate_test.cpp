@@ -1,0 +1,197 @@
+// Every invalid input gets a status that names the problem; validation never touches the device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "inorm/inorm.h"
+
+namespace inorm {
+namespace {
+
+// Host addresses standing in for device pointers: validation only looks at their values.
+void* fake_pointer(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+ForwardParams valid_params() {
+  ForwardParams p;
+  p.x = fake_pointer(0x100000);
+  p.y = fake_pointer(0x40000000);
+  p.dtype = DType::kFloat32;
+  p.batch = 2;
+  p.channels = 3;
+  p.spatial_rank = 2;
+  p.spatial[0] = 5;
+  p.spatial[1] = 7;
+  return p;
+}
+
+void expect_invalid(const ForwardParams& p, const std::string& fragment,
+                    StatusCode code = StatusCode::kInvalidArgument) {
+  const Status status = validate_forward(p);
+  EXPECT_EQ(status.code(), code) << status.message();
+  EXPECT_NE(status.message().find(fragment), std::string::npos)
+      << "message '" << status.message() << "' does not mention '" << fragment << "'";
+}
+
+TEST(Validate, AcceptsAValidProblem) { EXPECT_TRUE(validate_forward(valid_params()).ok()); }
+
+TEST(Validate, NullPointers) {
+  ForwardParams p = valid_params();
+  p.x = nullptr;
+  expect_invalid(p, "x is null");
+  p = valid_params();
+  p.y = nullptr;
+  expect_invalid(p, "y is null");
+}
+
+TEST(Validate, EmptyBatchIsValidEvenWithNullPointers) {
+  ForwardParams p = valid_params();
+  p.batch = 0;
+  p.x = nullptr;
+  p.y = nullptr;
+  EXPECT_TRUE(validate_forward(p).ok());
+}
+
+TEST(Validate, NegativeSizes) {
+  ForwardParams p = valid_params();
+  p.batch = -1;
+  expect_invalid(p, "must be >= 0");
+  p = valid_params();
+  p.channels = -3;
+  expect_invalid(p, "must be >= 0");
+  p = valid_params();
+  p.spatial[1] = -7;
+  expect_invalid(p, "spatial extent 1 is negative");
+}
+
+TEST(Validate, SpatialRank) {
+  ForwardParams p = valid_params();
+  p.spatial_rank = 0;
+  expect_invalid(p, "spatial_rank must be 1, 2 or 3");
+  p.spatial_rank = 4;
+  expect_invalid(p, "spatial_rank must be 1, 2 or 3");
+}
+
+TEST(Validate, OneSpatialElementWithInputStats) {
+  ForwardParams p = valid_params();
+  p.spatial[0] = 1;
+  p.spatial[1] = 1;
+  expect_invalid(p, "Expected more than 1 spatial element");
+  // PyTorch raises this for an empty batch too: the check is on the spatial size alone.
+  p.batch = 0;
+  expect_invalid(p, "Expected more than 1 spatial element");
+}
+
+TEST(Validate, OneSpatialElementInEvalWithRunningStatsIsValid) {
+  ForwardParams p = valid_params();
+  p.spatial[0] = 1;
+  p.spatial[1] = 1;
+  p.use_input_stats = false;
+  p.running_mean = fake_pointer(0x2000);
+  p.running_var = fake_pointer(0x3000);
+  EXPECT_TRUE(validate_forward(p).ok());
+}
+
+TEST(Validate, UnknownDtypes) {
+  ForwardParams p = valid_params();
+  p.dtype = static_cast<DType>(7);
+  expect_invalid(p, "unknown dtype 7");
+  p = valid_params();
+  p.weight = fake_pointer(0x2000);
+  p.param_dtype = static_cast<DType>(-1);
+  expect_invalid(p, "unknown param_dtype");
+}
+
+TEST(Validate, RunningStatsRequiredWithoutInputStats) {
+  ForwardParams p = valid_params();
+  p.use_input_stats = false;
+  expect_invalid(p, "Expected running_mean and running_var to be defined when use_input_stats is false");
+}
+
+TEST(Validate, RunningStatsComeInPairs) {
+  ForwardParams p = valid_params();
+  p.running_mean = fake_pointer(0x2000);
+  expect_invalid(p, "running_mean and running_var must both be given");
+  p = valid_params();
+  p.running_var = fake_pointer(0x2000);
+  expect_invalid(p, "running_mean and running_var must both be given");
+}
+
+TEST(Validate, WeightWithoutBiasAndTheReverseAreSupported) {
+  ForwardParams p = valid_params();
+  p.weight = fake_pointer(0x2000);
+  EXPECT_TRUE(validate_forward(p).ok());
+  p = valid_params();
+  p.bias = fake_pointer(0x2000);
+  EXPECT_TRUE(validate_forward(p).ok());
+}
+
+TEST(Validate, StatsOutputsNeedInputStats) {
+  ForwardParams p = valid_params();
+  p.use_input_stats = false;
+  p.running_mean = fake_pointer(0x2000);
+  p.running_var = fake_pointer(0x3000);
+  p.mean = fake_pointer(0x4000);
+  expect_invalid(p, "mean/rstd outputs are produced only with use_input_stats");
+}
+
+TEST(Validate, Eps) {
+  ForwardParams p = valid_params();
+  p.eps = -1e-5;
+  expect_invalid(p, "eps must be finite and >= 0");
+  p.eps = NAN;
+  expect_invalid(p, "eps must be finite and >= 0");
+}
+
+TEST(Validate, Momentum) {
+  ForwardParams p = valid_params();
+  p.running_mean = fake_pointer(0x2000);
+  p.running_var = fake_pointer(0x3000);
+  p.momentum = INFINITY;
+  expect_invalid(p, "momentum must be finite");
+}
+
+TEST(Validate, Alignment) {
+  ForwardParams p = valid_params();
+  p.x = fake_pointer(0x100002);  // float32 needs 4-byte alignment
+  expect_invalid(p, "aligned to the element size of float32");
+  p = valid_params();
+  p.weight = fake_pointer(0x2001);
+  expect_invalid(p, "aligned to float32");
+  p = valid_params();
+  p.mean = fake_pointer(0x2002);
+  expect_invalid(p, "mean and rstd outputs must be aligned");
+}
+
+TEST(Validate, MisalignedByOneElementIsValid) {
+  ForwardParams p = valid_params();
+  p.x = fake_pointer(0x100004);  // a view offset by one element
+  EXPECT_TRUE(validate_forward(p).ok());
+}
+
+TEST(Validate, PartialOverlap) {
+  ForwardParams p = valid_params();
+  p.y = fake_pointer(0x100004);
+  expect_invalid(p, "overlap");
+  p.y = const_cast<void*>(p.x);  // exact in-place is allowed
+  EXPECT_TRUE(validate_forward(p).ok());
+}
+
+TEST(Validate, SizeOverflow) {
+  ForwardParams p = valid_params();
+  p.batch = int64_t{1} << 40;
+  p.channels = int64_t{1} << 30;
+  expect_invalid(p, "overflows");
+}
+
+TEST(Validate, ChannelsLastIsUnsupportedForNow) {
+  ForwardParams p = valid_params();
+  p.layout = Layout::kChannelsLast;
+  expect_invalid(p, "channels_last", StatusCode::kUnsupported);
+  p.layout = static_cast<Layout>(9);
+  expect_invalid(p, "unknown layout 9");
+}
+
+}  // namespace
+}  // namespace inorm

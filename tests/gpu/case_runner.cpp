@@ -1,0 +1,226 @@
+#include "case_runner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "testing/compare.h"
+#include "testing/oracle.h"
+
+namespace inorm::testing {
+namespace {
+
+std::string status_text(const Status& status) { return status.ok() ? "ok" : status.message(); }
+
+// Stats are float32 (float64 for float64 input): the mean is checked relative to the slice's
+// scale (|mean| + std), rstd relative to itself.
+double stats_rtol(DType dtype) { return dtype == DType::kFloat64 ? 1e-12 : 2e-6; }
+
+void check_stats(const char* what, const std::vector<double>& got, const std::vector<double>& want,
+                 const std::vector<double>& scale, DType dtype, std::vector<std::string>* failures) {
+  int64_t bad = 0;
+  std::ostringstream first;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool nan_ok = std::isnan(got[i]) && std::isnan(want[i]);
+    if (nan_ok) continue;
+    if (!(std::fabs(got[i] - want[i]) <= stats_rtol(dtype) * scale[i])) {
+      if (bad++ == 0) first << " first at " << i << ": got " << got[i] << " want " << want[i];
+    }
+  }
+  if (bad > 0) failures->push_back(std::string(what) + ": " + std::to_string(bad) + " mismatches;" + first.str());
+}
+
+int64_t count_poison(const std::vector<unsigned char>& raw, DType dtype) {
+  const std::size_t elem = dtype_size(dtype);
+  int64_t count = 0;
+  for (std::size_t i = 0; i + elem <= raw.size(); i += elem) count += is_poison(raw.data() + i, dtype);
+  return count;
+}
+
+std::vector<double> raw_to_double(const std::vector<unsigned char>& raw, DType dtype) {
+  const std::size_t elem = dtype_size(dtype);
+  std::vector<double> values(raw.size() / elem);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = element_to_double(raw.data() + i * elem, dtype);
+  return values;
+}
+
+}  // namespace
+
+std::string describe(const Case& c) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < c.shape.size(); ++i) out << (i ? "x" : "") << c.shape[i];
+  out << " " << dtype_name(c.dtype) << " data=" << describe(c.data);
+  if (c.affine) out << " affine(" << dtype_name(c.param_dtype) << ")";
+  if (c.x_offset || c.y_offset) out << " offsets=" << c.x_offset << "," << c.y_offset;
+  return out.str();
+}
+
+Outcome run_case(const Case& c) {
+  Outcome outcome;
+  outcome.seed = std::random_device{}();
+  std::vector<std::string>& failures = outcome.failures;
+  auto fail = [&](const std::string& message) {
+    failures.push_back(message);
+    return outcome;
+  };
+#define INORM_CHECK(expr)                                       \
+  do {                                                          \
+    const Status check_status_ = (expr);                        \
+    if (!check_status_.ok()) return fail(#expr ": " + check_status_.message()); \
+  } while (0)
+
+  ForwardParams p;
+  p.dtype = c.dtype;
+  p.batch = c.shape[0];
+  p.channels = c.shape[1];
+  p.spatial_rank = static_cast<int>(c.shape.size()) - 2;
+  for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = c.shape[2 + i];
+  const int64_t slices = p.batch * p.channels;
+  int64_t slice_len = 1;
+  for (int i = 0; i < p.spatial_rank; ++i) slice_len *= p.spatial[i];
+  const int64_t numel = slices * slice_len;
+  const std::size_t elem = dtype_size(c.dtype);
+  const DType stats = stats_dtype(c.dtype);
+
+  DeviceBuffer x_buffer, y_buffer, weight, bias, running_mean, running_var, mean, rstd, workspace;
+  INORM_CHECK(x_buffer.allocate((numel + c.x_offset) * elem));
+  INORM_CHECK(fill_random(x_buffer.get(), c.dtype, numel + c.x_offset, c.data, outcome.seed));
+  p.x = static_cast<unsigned char*>(x_buffer.get()) + c.x_offset * elem;
+  if (c.nan_slice >= 0) {
+    INORM_CHECK(copy_from_host({NAN}, c.dtype,
+                               static_cast<unsigned char*>(const_cast<void*>(p.x)) +
+                                   (c.nan_slice * slice_len + slice_len / 2) * elem));
+  }
+  if (c.in_place) {
+    p.y = const_cast<void*>(p.x);
+  } else {
+    INORM_CHECK(y_buffer.allocate((numel + c.y_offset) * elem));
+    p.y = static_cast<unsigned char*>(y_buffer.get()) + c.y_offset * elem;
+  }
+
+  std::mt19937_64 rng(outcome.seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform(0.5, 1.5);
+  auto upload = [&](DeviceBuffer* buffer, std::vector<double> values, std::vector<double>* rounded) {
+    Status status = buffer->allocate(values.size() * dtype_size(c.param_dtype));
+    if (status.ok()) status = copy_from_host(values, c.param_dtype, buffer->get());
+    if (status.ok()) status = copy_to_host(buffer->get(), c.param_dtype, 0, static_cast<int64_t>(values.size()), rounded);
+    return status;
+  };
+  std::vector<double> host_weight, host_bias, host_rm, host_rv;
+  p.param_dtype = c.param_dtype;
+  if (c.affine) {
+    std::vector<double> w(p.channels), b(p.channels);
+    for (auto& v : w) v = 1.0 + 0.5 * normal(rng);
+    for (auto& v : b) v = 0.5 * normal(rng);
+    INORM_CHECK(upload(&weight, w, &host_weight));
+    p.weight = weight.get();
+    if (!c.weight_only) {
+      INORM_CHECK(upload(&bias, b, &host_bias));
+      p.bias = bias.get();
+    }
+  }
+  if (c.running != Running::kNone) {
+    std::vector<double> rm(p.channels), rv(p.channels);
+    for (auto& v : rm) v = 0.1 * normal(rng);
+    for (auto& v : rv) v = uniform(rng);
+    INORM_CHECK(upload(&running_mean, rm, &host_rm));
+    INORM_CHECK(upload(&running_var, rv, &host_rv));
+    p.running_mean = running_mean.get();
+    p.running_var = running_var.get();
+    p.use_input_stats = c.running == Running::kUpdate;
+  }
+  if (c.stats_outputs && p.use_input_stats) {
+    INORM_CHECK(mean.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(rstd.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(poison(mean.get(), mean.bytes()));
+    INORM_CHECK(poison(rstd.get(), rstd.bytes()));
+    p.mean = mean.get();
+    p.rstd = rstd.get();
+  }
+
+  std::vector<double> host_x;
+  INORM_CHECK(copy_to_host(p.x, c.dtype, 0, numel, &host_x));
+
+  Plan plan;
+  INORM_CHECK(plan_forward(p, &plan, c.options));
+  outcome.plan = plan.describe();
+  if (c.expect_path != Path::kAuto && plan.path != c.expect_path) {
+    failures.push_back(std::string("planner chose ") + outcome.plan + ", expected " + path_name(c.expect_path));
+  }
+  if (c.expect_cluster != 0 && plan.cluster_size != c.expect_cluster) {
+    failures.push_back("planner chose " + outcome.plan + ", expected cluster " + std::to_string(c.expect_cluster));
+  }
+  INORM_CHECK(workspace.allocate(plan.workspace_bytes));
+
+  std::vector<unsigned char> first_bits;
+  const int launches = c.running == Running::kUpdate ? c.updates : 1;
+  for (int repeat = 0; repeat < c.bitwise_repeats; ++repeat) {
+    if (!c.in_place) INORM_CHECK(poison(p.y, numel * elem));
+    if (repeat > 0 && c.running == Running::kUpdate) {
+      return fail("bitwise_repeats with running-stat updates would change the running stats");
+    }
+    for (int i = 0; i < launches; ++i) INORM_CHECK(launch_forward(plan, p, workspace.get(), nullptr));
+    INORM_CHECK(Status(cudaDeviceSynchronize() == cudaSuccess ? StatusCode::kOk : StatusCode::kCudaError,
+                       std::string("kernel failed: ") + cudaGetErrorString(cudaGetLastError())));
+    std::vector<unsigned char> bits;
+    INORM_CHECK(copy_raw_to_host(p.y, numel * elem, &bits));
+    if (repeat == 0) {
+      first_bits = std::move(bits);
+    } else if (bits != first_bits) {
+      failures.push_back("run " + std::to_string(repeat) + " produced different bits than run 0");
+    }
+  }
+
+  const int64_t unwritten = count_poison(first_bits, c.dtype);
+  if (unwritten != 0) failures.push_back("y: " + std::to_string(unwritten) + " elements never written");
+
+  ReferenceProblem problem;
+  problem.batch = p.batch;
+  problem.channels = p.channels;
+  problem.slice_len = slice_len;
+  problem.eps = p.eps;
+  problem.x = &host_x;
+  problem.weight = c.affine ? &host_weight : nullptr;
+  problem.bias = c.affine && !c.weight_only ? &host_bias : nullptr;
+  problem.running_mean = c.running != Running::kNone ? &host_rm : nullptr;
+  problem.running_var = c.running != Running::kNone ? &host_rv : nullptr;
+  problem.momentum = p.momentum;
+  problem.use_input_stats = p.use_input_stats;
+  problem.updates = launches;
+  const ReferenceResult want = instance_norm_reference(problem);
+
+  const Comparison y_cmp = compare(raw_to_double(first_bits, c.dtype), want.y, output_tolerance(c.dtype));
+  if (!y_cmp.ok()) failures.push_back("y: " + y_cmp.describe());
+
+  if (p.mean != nullptr) {
+    std::vector<unsigned char> mean_raw, rstd_raw;
+    INORM_CHECK(copy_raw_to_host(p.mean, mean.bytes(), &mean_raw));
+    INORM_CHECK(copy_raw_to_host(p.rstd, rstd.bytes(), &rstd_raw));
+    if (count_poison(mean_raw, stats) + count_poison(rstd_raw, stats) != 0) {
+      failures.push_back("mean/rstd: some entries never written");
+    }
+    std::vector<double> mean_scale(slices), rstd_scale(slices);
+    for (int64_t s = 0; s < slices; ++s) {
+      mean_scale[s] = std::fabs(want.mean[s]) + 1.0 / want.rstd[s];
+      rstd_scale[s] = want.rstd[s];
+    }
+    check_stats("mean", raw_to_double(mean_raw, stats), want.mean, mean_scale, c.dtype, &failures);
+    check_stats("rstd", raw_to_double(rstd_raw, stats), want.rstd, rstd_scale, c.dtype, &failures);
+  }
+  if (c.running != Running::kNone) {
+    std::vector<double> got_rm, got_rv;
+    INORM_CHECK(copy_to_host(p.running_mean, c.param_dtype, 0, p.channels, &got_rm));
+    INORM_CHECK(copy_to_host(p.running_var, c.param_dtype, 0, p.channels, &got_rv));
+    const Comparison rm_cmp = compare(got_rm, want.running_mean, output_tolerance(c.param_dtype));
+    const Comparison rv_cmp = compare(got_rv, want.running_var, output_tolerance(c.param_dtype));
+    if (!rm_cmp.ok()) failures.push_back("running_mean: " + rm_cmp.describe());
+    if (!rv_cmp.ok()) failures.push_back("running_var: " + rv_cmp.describe());
+  }
+#undef INORM_CHECK
+  return outcome;
+}
+
+}  // namespace inorm::testing

@@ -1,0 +1,48 @@
+// Runs one InstanceNorm problem on the GPU and checks it completely against the float64 oracle:
+// fresh random input, outputs poisoned before the launch and checked for full coverage, y, mean,
+// rstd and running stats compared with stated tolerances.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inorm/inorm.h"
+#include "testing/device_data.h"
+
+namespace inorm::testing {
+
+enum class Running { kNone, kUpdate, kEval };
+
+struct Case {
+  std::vector<int64_t> shape;  // N, C, then 1 to 3 spatial extents
+  DType dtype = DType::kFloat32;
+  DataSpec data;               // U[0,1) unless set
+  bool affine = false;
+  bool weight_only = false;    // weight without bias
+  DType param_dtype = DType::kFloat32;
+  Running running = Running::kNone;
+  int updates = 1;             // forward calls on the same input (running stats updated each time)
+  bool stats_outputs = true;   // ask for mean and rstd
+  int64_t x_offset = 0;        // elements: a view that does not start on 16 bytes
+  int64_t y_offset = 0;
+  bool in_place = false;
+  int64_t nan_slice = -1;      // this slice gets one NaN
+  int bitwise_repeats = 1;     // > 1: launch again and require identical bits
+  PlanOptions options;
+  Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
+  int expect_cluster = 0;          // when set, the plan must use this cluster size
+};
+
+struct Outcome {
+  std::vector<std::string> failures;  // empty when everything matched
+  std::string plan;                   // plan.describe()
+  uint64_t seed = 0;
+};
+
+Outcome run_case(const Case& c);
+
+// Printable "N x C x ... dtype" for test names and messages.
+std::string describe(const Case& c);
+
+}  // namespace inorm::testing
