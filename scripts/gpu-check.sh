@@ -23,16 +23,16 @@ step() {  # step NAME SECONDS COMMAND...: runs with a time limit, logs to $out/N
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -2; } >"$out/machine.txt" 2>&1
 step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 step build 300 cmake --build "$build" --parallel "$(nproc)"
-step tests 420 "$build/inorm_gpu_tests" --gtest_brief=1
+step tests 240 "$build/inorm_gpu_tests" --gtest_brief=1
 step cpu-tests 60 "$build/inorm_cpu_tests" --gtest_brief=1
-step bench-suite 300 "$build/inorm-bench" --suite bench/suites/public.json \
+step bench-suite 180 "$build/inorm-bench" --suite bench/suites/public.json \
   --json "$out/suite.json" --markdown "$out/suite.md"
-step bench-variants 300 "$build/inorm-bench" --suite bench/suites/variants.json \
+step bench-variants 150 "$build/inorm-bench" --suite bench/suites/variants.json \
   --variants "${INORM_VARIANTS:-k5,k6,k8,k10,k12,k16,split}" --json "$out/variants.json" --markdown "$out/variants.md"
 if [ "${INORM_SANITIZE:-1}" = 1 ]; then
-  step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+  step memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.MisalignedViews'
-  step synccheck 300 compute-sanitizer --tool synccheck --error-exitcode 1 \
+  step synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 1 \
     "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced'
 fi
 exit $status
