@@ -4,7 +4,8 @@
 //   inorm-bench                          the seed workload (112x64x512x512 float32, U[0,1))
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants k8,k16,split,split64 (also time forced plans; see dev/VARIANTS.md)
+//            --warmup N, --variants g11,g6s1,split,split64 (also time forced plans: CTAs per
+//            slice and stages of shared_resident, parts of split_slice; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -265,9 +266,12 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
   while (std::getline(stream, item, ',')) {
     Variant v;
     v.name = item;
-    if (item.rfind("k", 0) == 0 && item.size() > 1) {
+    int ctas = 0;
+    int stages = 0;
+    if (std::sscanf(item.c_str(), "g%ds%d", &ctas, &stages) >= 1) {  // g11 or g11s1
       v.options.force_path = Path::kSharedResident;
-      v.options.force_cluster_size = std::atoi(item.c_str() + 1);
+      v.options.force_ctas_per_slice = ctas;
+      v.options.force_stages = stages;
     } else if (item.rfind("split", 0) == 0) {
       v.options.force_path = Path::kSplitSlice;
       v.options.force_parts_per_slice = std::atoi(item.c_str() + 5);
@@ -282,7 +286,7 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--repeats N>=20] [--warmup N] [--variants k8,k16,split,...]\n",
+               "[--repeats N>=20] [--warmup N] [--variants g11,g11s1,split,split64,...]\n",
                message);
   return 2;
 }

@@ -23,15 +23,18 @@ inline constexpr int kNumGroupConfigs = sizeof(kGroupConfigs) / sizeof(kGroupCon
 inline constexpr int kGroupMaxScalarItems = 32;
 inline constexpr int kGroupMaxVectorItems = 8;
 
-// kSharedResident: the planner picks a power of two in [min, max] threads per CTA.
+// kSharedResident: the planner picks a power of two in [min, max] threads per CTA, at most
+// kSharedThreadsPerSm threads per SM (the kernel is compiled for 64 registers a thread).
 inline constexpr int kSharedMinThreads = 128;
 inline constexpr int kSharedMaxThreads = 512;
-// Static shared memory of the kernel (barrier, cluster exchange slots, CUB storage) stays below this.
+inline constexpr int kSharedThreadsPerSm = 1024;
+inline constexpr int kSharedMaxCtasPerSm = 8;
+// Static shared memory of the kernel (barriers, CUB storage) stays below this.
 inline constexpr int kSharedStaticReserve = 2048;
-// Each CTA's share of a slice; 64 KiB leaves room for three CTAs per SM, so that one CTA's loads
-// overlap another's reduction and stores.
-inline constexpr int kSharedTargetChunkBytes = 64 * 1024;
-inline constexpr int kMaxClusterSize = 16;
+// A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
+inline constexpr int kSharedMinChunkBytes = 16 * 1024;
+// Bytes a SM should have requested ahead to keep HBM busy; more earns nothing in the planner.
+inline constexpr int kSharedInflightTarget = 64 * 1024;
 
 // kSplitSlice
 inline constexpr int kSplitThreads = 256;

@@ -40,7 +40,6 @@ Status query_device_limits(int device, DeviceLimits* limits) {
                       std::to_string(major) + ".x; inorm is built for sm_90 (Hopper)");
   }
   limits->l2_bytes = l2;
-  limits->max_cluster_size = 16;  // non-portable cluster size on sm_90
   return Status::Ok();
 }
 
@@ -51,17 +50,24 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
   DeviceLimits limits;
   status = query_device_limits(device, &limits);
   if (!status.ok()) return status;
-  status = plan_forward(params, limits, plan, options);
-  if (!status.ok() || plan->path != Path::kSharedResident || plan->cluster_size == 1) return status;
-  status = detail::shared_resident_clusters(*plan, &plan->resident_clusters);
-  if (!status.ok()) return status;
-  if (plan->resident_clusters == 0) {
-    return Status(StatusCode::kUnsupported,
-                  "inorm: a cluster of " + std::to_string(plan->cluster_size) + " CTAs with " +
-                      std::to_string(plan->smem_bytes) +
-                      " bytes of shared memory each cannot be resident on this device");
+  // The planner assumes the shared_resident kernel fits kSharedThreadsPerSm threads per SM; if the
+  // compiled kernel reaches fewer CTAs per SM here, plan again under that cap (cooperative launches
+  // need the grid resident).
+  PlanOptions capped = options;
+  for (;;) {
+    status = plan_forward(params, limits, plan, capped);
+    if (!status.ok() || plan->path != Path::kSharedResident) return status;
+    int resident = 0;
+    status = detail::shared_resident_ctas_per_sm(*plan, &resident);
+    if (!status.ok()) return status;
+    if (resident >= plan->ctas_per_sm) return Status::Ok();
+    if (resident == 0) {
+      return Status(StatusCode::kUnsupported,
+                    "inorm: the shared_resident kernel with " + std::to_string(plan->smem_bytes) +
+                        " bytes of shared memory cannot be resident on this device");
+    }
+    capped.max_ctas_per_sm = resident;
   }
-  return Status::Ok();
 }
 
 Status launch_forward(const Plan& plan, const ForwardParams& params, void* workspace,
@@ -104,6 +110,16 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     args.slice_var_ws = ws + layout.slice_var;
   }
   if (plan.path == Path::kSplitSlice) args.split_partials = ws + layout.split_partials;
+  args.ctas_per_slice = plan.ctas_per_slice;
+  args.stages = plan.stages;
+  if (plan.path == Path::kSharedResident) {
+    args.buffer_bytes = static_cast<int>(detail::shared_buffer_bytes(plan.chunk_len * static_cast<int64_t>(dtype_size(plan.dtype))));
+    args.slot_bytes = static_cast<int>(detail::shared_slot_bytes(plan.ctas_per_slice, plan.dtype));
+    if (plan.ctas_per_slice > 1) {
+      args.chunk_partials = ws + layout.chunk_partials;
+      args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
+    }
+  }
 
   switch (plan.path) {
     case Path::kElementwiseEval: status = detail::launch_eval(plan, args, stream); break;

@@ -57,7 +57,6 @@ DeviceLimits hopper_h200_limits() {
   limits.smem_per_sm = 233472;
   limits.max_smem_per_block_optin = 232448;
   limits.reserved_smem_per_block = 1024;
-  limits.max_cluster_size = 16;
   limits.l2_bytes = 60 * 1024 * 1024;
   return limits;
 }
@@ -71,9 +70,9 @@ std::string Plan::describe() const {
           << (vector_io ? " vector" : " scalar");
       break;
     case Path::kSharedResident:
-      out << " cluster=" << cluster_size << " threads=" << threads << " chunk=" << chunk_len
+      out << " ctas_per_slice=" << ctas_per_slice << " stages=" << stages << " ctas_per_sm=" << ctas_per_sm
+          << " threads=" << threads << " chunk=" << chunk_len << " grid=" << grid
           << (y_coaligned ? "" : " scalar-stores");
-      if (resident_clusters > 0) out << " resident_clusters=" << resident_clusters;
       break;
     case Path::kSplitSlice:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len
@@ -100,19 +99,35 @@ std::size_t align_up(std::size_t value, std::size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
-int64_t shared_max_chunk_bytes(const DeviceLimits& limits) {
-  return (limits.max_smem_per_block_optin - detail::kSharedStaticReserve - 16) / 16 * 16;
-}
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int max_cluster_size(const DeviceLimits& limits) {
-  return std::max(1, std::min(limits.max_cluster_size, detail::kMaxClusterSize));
+int64_t next_pow2(int64_t value) {
+  int64_t result = 1;
+  while (result < value) result *= 2;
+  return result;
 }
 
 }  // namespace
 
+// Shared memory before the buffers: the chunk statistics of every CTA of the slice.
+int64_t shared_slot_bytes(int64_t ctas_per_slice, DType dtype) {
+  return static_cast<int64_t>(align_up(static_cast<std::size_t>(ctas_per_slice) * chunk_stats_bytes(dtype), 128));
+}
+int64_t shared_buffer_bytes(int64_t chunk_bytes) {
+  return static_cast<int64_t>(align_up(static_cast<std::size_t>(chunk_bytes) + 16, 128));  // + alignment mirror
+}
+
 WorkspaceLayout workspace_layout(const Plan& plan) {
   WorkspaceLayout layout;
   std::size_t offset = 0;
+  if (plan.path == Path::kSharedResident && plan.ctas_per_slice > 1) {
+    layout.chunk_partials = offset;
+    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.ctas_per_slice *
+                                   chunk_stats_bytes(plan.dtype),
+                      kWorkspaceAlign);
+    layout.slice_arrivals = offset;
+    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
+  }
   if (plan.path == Path::kSplitSlice) {
     layout.split_partials = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
@@ -132,8 +147,11 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
 }
 
 int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
-  return max_cluster_size(limits) * shared_max_chunk_bytes(limits) /
-         static_cast<int64_t>(dtype_size(dtype));
+  // Every SM holds one single-buffered chunk of the one slice in flight.
+  const int64_t ctas = limits.sm_count;
+  const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve - shared_slot_bytes(ctas, dtype)) / 128 * 128;
+  const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+  return ctas * ((buffer - 16) / 16 * 16 / elem);
 }
 
 Plan plan_signature(const ForwardParams& params) {
@@ -178,13 +196,8 @@ bool aligned_to(const void* ptr, std::size_t alignment) {
   return reinterpret_cast<std::uintptr_t>(ptr) % alignment == 0;
 }
 
-int64_t next_pow2(int64_t value) {
-  int64_t result = 1;
-  while (result < value) result *= 2;
-  return result;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using detail::ceil_div;
+using detail::next_pow2;
 
 bool known_dtype(DType dtype) { return dtype_size(dtype) != 0; }
 
@@ -315,40 +328,71 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-Status plan_shared(const Plan& base, const DeviceLimits& limits, int forced_cluster, Plan* plan) {
-  *plan = base;
+// Searches (stages, CTAs per SM, CTAs per slice) for the plan that keeps the most SMs busy, then
+// double-buffers, then has enough bytes in flight per SM, then shares a slice among the fewest CTAs.
+Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t vec = 16 / elem;
   const int64_t slice_bytes = base.slice_len * elem;
-  const int max_cluster = detail::max_cluster_size(limits);
-  const int64_t min_cluster = ceil_div(slice_bytes, detail::shared_max_chunk_bytes(limits));
-  int64_t cluster = forced_cluster;
-  if (cluster == 0) {
-    cluster = std::max(min_cluster, std::min<int64_t>(max_cluster, ceil_div(slice_bytes, detail::kSharedTargetChunkBytes)));
-    cluster = std::min(cluster, ceil_div(base.slice_len, vec));  // every CTA gets data
+  struct Score {
+    int64_t util_percent = -1;
+    int stages = 0;
+    int64_t inflight = 0;
+    int64_t ctas_per_slice = 0;
+    int ctas_per_sm = 0;
+    bool better_than(const Score& o) const {
+      if (util_percent != o.util_percent) return util_percent > o.util_percent;
+      if (stages != o.stages) return stages > o.stages;
+      if (inflight != o.inflight) return inflight > o.inflight;
+      if (ctas_per_slice != o.ctas_per_slice) return ctas_per_slice < o.ctas_per_slice;
+      return ctas_per_sm > o.ctas_per_sm;
+    }
+  };
+  Score best;
+  for (int stages = 2; stages >= 1; --stages) {
+    if (options.force_stages != 0 && options.force_stages != stages) continue;
+    for (int ctas_per_sm = 1; ctas_per_sm <= detail::kSharedMaxCtasPerSm; ++ctas_per_sm) {
+      if (options.max_ctas_per_sm != 0 && ctas_per_sm > options.max_ctas_per_sm) continue;
+      const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
+      int64_t lo = 1;
+      int64_t hi = std::min(total, std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes)));
+      if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
+      for (int64_t group = lo; group <= hi; ++group) {
+        const int64_t chunk_len = ceil_div(ceil_div(base.slice_len, group), vec) * vec;
+        const int64_t smem = detail::shared_slot_bytes(group, base.dtype) +
+                             stages * detail::shared_buffer_bytes(chunk_len * elem);
+        const int64_t threads = std::clamp<int64_t>(next_pow2(ceil_div(chunk_len * elem / 16, 8)),
+                                                    detail::kSharedMinThreads, detail::kSharedMaxThreads);
+        const int64_t groups = std::min(total / group, base.num_slices);
+        if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin ||
+            ctas_per_sm * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) > limits.smem_per_sm ||
+            ctas_per_sm * threads > detail::kSharedThreadsPerSm || groups == 0) {
+          continue;
+        }
+        Score score;
+        score.util_percent = groups * group * 100 / total;
+        score.stages = stages;
+        score.inflight = std::min<int64_t>(ctas_per_sm * stages * chunk_len * elem, detail::kSharedInflightTarget);
+        score.ctas_per_slice = group;
+        score.ctas_per_sm = ctas_per_sm;
+        if (!score.better_than(best)) continue;
+        best = score;
+        *plan = base;
+        plan->path = Path::kSharedResident;
+        plan->ctas_per_slice = static_cast<int>(group);
+        plan->stages = stages;
+        plan->ctas_per_sm = ctas_per_sm;
+        plan->chunk_len = chunk_len;
+        plan->threads = static_cast<int>(threads);
+        plan->smem_bytes = static_cast<int>(smem);
+        plan->grid = groups * group;
+      }
+    }
   }
-  if (cluster < 1 || cluster > max_cluster) {
-    return invalid("cluster size " + std::to_string(cluster) + " is outside 1.." +
-                   std::to_string(max_cluster) + " on this device");
+  if (best.util_percent < 0) {
+    return invalid("no shared_resident plan holds a slice of " + std::to_string(slice_bytes) +
+                   " bytes with these options on this device");
   }
-  if (cluster < min_cluster) {
-    return invalid("a slice of " + std::to_string(slice_bytes) + " bytes needs at least " +
-                   std::to_string(min_cluster) + " CTAs of shared memory, got cluster size " +
-                   std::to_string(cluster));
-  }
-  plan->path = Path::kSharedResident;
-  plan->cluster_size = static_cast<int>(cluster);
-  plan->chunk_len = ceil_div(ceil_div(base.slice_len, cluster), vec) * vec;
-  const int64_t chunk_bytes = plan->chunk_len * elem;
-  plan->smem_bytes = static_cast<int>(chunk_bytes + 16);  // + room to mirror the global alignment
-  const int64_t vectors_per_thread_target = 8;
-  plan->threads = static_cast<int>(std::clamp<int64_t>(
-      next_pow2(ceil_div(chunk_bytes / 16, vectors_per_thread_target)), detail::kSharedMinThreads,
-      detail::kSharedMaxThreads));
-  if (base.num_slices > std::numeric_limits<int32_t>::max() / cluster) {
-    return unsupported("too many slices (" + std::to_string(base.num_slices) + ") for one launch");
-  }
-  plan->grid = base.num_slices * cluster;
   return Status::Ok();
 }
 
@@ -419,10 +463,10 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
 
   const int vec = static_cast<int>(16 / elem);
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
-  const bool fits_cluster = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
+  const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
   if (path == Path::kAuto) {
     path = group_config >= 0 ? Path::kGroupRegisters
-           : fits_cluster    ? Path::kSharedResident
+           : fits_shared     ? Path::kSharedResident
                              : Path::kSplitSlice;
   }
   switch (path) {
@@ -434,7 +478,7 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
       status = plan_group(base, group_config, plan);
       break;
     case Path::kSharedResident:
-      status = plan_shared(base, limits, options.force_cluster_size, plan);
+      status = plan_shared(base, limits, options, plan);
       break;
     case Path::kSplitSlice:
       status = plan_split(base, limits, options.force_parts_per_slice, plan);

@@ -81,7 +81,6 @@ struct DeviceLimits {
   int smem_per_sm = 0;                // bytes
   int max_smem_per_block_optin = 0;   // bytes a block may use after opting in
   int reserved_smem_per_block = 0;    // bytes the driver keeps per resident block
-  int max_cluster_size = 0;           // 16 with non-portable sizes on sm_90, 0 where clusters do not exist
   int64_t l2_bytes = 0;
 };
 Status query_device_limits(int device, DeviceLimits* limits);
@@ -93,15 +92,17 @@ enum class Path : int {
   kEmpty,             // nothing to compute (an extent is 0)
   kElementwiseEval,   // running statistics given: y = (x - rm) * rsqrt(rv + eps) * w + b
   kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
-  kSharedResident,    // a CTA, or a cluster of up to 16 CTAs, holds a slice in shared memory
-  kSplitSlice,        // slice too large for a cluster: partial statistics, then a second read
+  kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
+  kSplitSlice,        // slice too large for the chip's shared memory: partial statistics, then a second read
 };
 const char* path_name(Path path);
 
 // Overrides for benchmarks and tests; the default lets the planner choose.
 struct PlanOptions {
   Path force_path = Path::kAuto;
-  int force_cluster_size = 0;     // kSharedResident: CTAs per slice (1 to max_cluster_size)
+  int force_ctas_per_slice = 0;   // kSharedResident: CTAs sharing a slice
+  int force_stages = 0;           // kSharedResident: 1 or 2 shared-memory buffers per CTA
+  int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice
 };
 
@@ -123,15 +124,16 @@ struct Plan {
   int threads = 0;
   int group_size = 0;        // kGroupRegisters: lanes per slice
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
-  int cluster_size = 0;      // kSharedResident: CTAs per slice
+  int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group)
+  int stages = 0;            // kSharedResident: shared-memory buffers per CTA
+  int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitSlice: elements per part
   int parts_per_slice = 0;   // kSplitSlice
   int smem_bytes = 0;        // dynamic shared memory per CTA
-  int resident_clusters = 0; // kSharedResident with clusters: cudaOccupancyMaxActiveClusters (0: not queried)
 
   std::size_t workspace_bytes = 0;
 
-  std::string describe() const;  // one line, e.g. "shared_resident cluster=16 threads=512 chunk=64KiB"
+  std::string describe() const;  // one line, e.g. "shared_resident ctas_per_slice=11 stages=2 ..."
 };
 
 // Checks the params alone (no device access).
@@ -140,7 +142,7 @@ Status validate_forward(const ForwardParams& params);
 // Pure host planning against given limits (unit-tested on the CPU).
 Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Plan* plan,
                     const PlanOptions& options = {});
-// Plans for the current device; confirms that a cluster plan can be resident there.
+// Plans for the current device, with the occupancy the compiled kernels really reach there.
 Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& options = {});
 
 // Launches the plan on `stream`. `workspace` must hold plan.workspace_bytes (may be null when 0) and

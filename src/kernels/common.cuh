@@ -33,6 +33,13 @@ struct KernelArgs {
   int parts_per_slice;  // kSplitSlice
   bool y_coaligned;     // y - x is a multiple of 16 bytes
   void* split_partials; // kSplitSlice workspace
+  // kSharedResident
+  int ctas_per_slice;
+  int stages;             // shared-memory buffers per CTA (2: the next slice loads during this one)
+  int buffer_bytes;       // bytes of each buffer
+  int slot_bytes;         // bytes before the first buffer: the chunk statistics of the slice's CTAs
+  void* chunk_partials;   // ChunkStats<stats type> [num_slices * ctas_per_slice]
+  unsigned* slice_arrivals;  // [num_slices], zeroed before the launch
 };
 
 template <typename T>
@@ -126,7 +133,8 @@ __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args,
                                                          Acc mean_hi, Acc mean_lo, Acc m2,
                                                          bool writer) {
   const Acc count = static_cast<Acc>(args.slice_len);
-  const Acc var = fmax(m2, Acc(0)) / count;
+  m2 = m2 < Acc(0) ? Acc(0) : m2;  // rounding may leave it slightly negative; fmax would drop NaN
+  const Acc var = m2 / count;
   const Acc rstd = reciprocal_sqrt(var + static_cast<Acc>(args.eps));
   const int64_t channel = slice % args.channels;
   const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
@@ -137,7 +145,7 @@ __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args,
     if (args.rstd_out) static_cast<Acc*>(args.rstd_out)[slice] = rstd;
     if (args.slice_mean_ws) {
       static_cast<Acc*>(args.slice_mean_ws)[slice] = mean;
-      static_cast<Acc*>(args.slice_var_ws)[slice] = fmax(m2, Acc(0)) / (count - Acc(1));
+      static_cast<Acc*>(args.slice_var_ws)[slice] = m2 / (count - Acc(1));
     }
   }
   return SliceAffine<Acc>{mean_hi, mean_lo, rstd * weight, bias};

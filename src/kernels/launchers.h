@@ -12,8 +12,8 @@ namespace inorm::detail {
 
 Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
-// How many clusters of the plan's shape can be resident at once (cudaOccupancyMaxActiveClusters).
-Status shared_resident_clusters(const Plan& plan, int* clusters);
+// How many CTAs of the plan's shared_resident kernel fit on one SM (occupancy API).
+Status shared_resident_ctas_per_sm(const Plan& plan, int* ctas_per_sm);
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_running_stats(const Plan& plan, const ForwardParams& params, const void* slice_mean,

@@ -1,15 +1,15 @@
-// kSharedResident: a slice lives in the shared memory of one CTA or of a thread-block cluster of up
-// to 16 CTAs between its statistics and its normalization, so x is read once and y written once.
+// kSharedResident: each slice lives in shared memory between its statistics and its
+// normalization, so x is read once and y written once.
 //
-// Per CTA: one bulk async copy brings the 16-byte-aligned body of its chunk into shared memory
-// (ragged ends by ordinary loads); a corrected two-pass over shared memory gives the chunk's
-// (count, mean, residual, M2); the CTAs of a cluster exchange these through distributed shared
-// memory and combine them in rank order (Chan's formula around rank 0's mean, so every CTA gets
-// the same bits); then each CTA normalizes its chunk from shared memory with 16-byte streaming
-// stores. Several CTAs per SM (64 KiB each) overlap one chunk's loads with another's stores.
-#include <cooperative_groups.h>
-
+// A persistent grid fills every SM. Consecutive CTAs form groups of `ctas_per_slice`; a group walks
+// its slices (group, group + groups, ...) and each CTA holds the same chunk of every slice. With two
+// stages, the bulk async copy of the CTA's next chunk is in flight while it reduces, exchanges and
+// stores the current one, so the memory system never waits on the reduction. The CTAs of a group
+// exchange their chunk statistics through L2 (a release counter per slice; the cooperative launch
+// guarantees that every CTA of a group is resident) and combine them in rank order, so every CTA
+// computes the same bits. dev/VARIANTS.md records the designs this one beat.
 #include <cub/block/block_reduce.cuh>
+#include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/ptx>
 #include <mutex>
@@ -17,147 +17,108 @@
 #include <utility>
 
 #include "config.h"
+#include "kernels/chunk_stats.cuh"
 #include "kernels/common.cuh"
 #include "kernels/launchers.h"
-
-namespace cg = cooperative_groups;
 
 namespace inorm::detail {
 namespace {
 
-template <typename Acc>
-struct ChunkStats {
-  Acc count;
-  Acc mean;   // rounded mean of the chunk
-  Acc resid;  // mean of (x - mean): what the rounding missed
-  Acc m2;     // sum of squared deviations from the exact chunk mean
-};
+using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
 template <typename T, int kThreads>
-__global__ void __launch_bounds__(kThreads) shared_resident_kernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
+    shared_resident_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
-  constexpr int kVec = kVecOf<T>;
-  using SumReduce = cub::BlockReduce<Acc, kThreads>;
-  using PairReduce = cub::BlockReduce<PairSum<Acc>, kThreads>;
-
+  using Chunk = SharedChunk<T, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
-  __shared__ cuda::barrier<cuda::thread_scope_block> loaded;
-  __shared__ union {
-    typename SumReduce::TempStorage sum;
-    typename PairReduce::TempStorage pair;
-  } reduce_storage;
-  __shared__ ChunkStats<Acc> cluster_stats[kMaxClusterSize];
-  __shared__ Acc chunk_sum;
+  __shared__ Barrier loaded[2];
+  __shared__ typename Chunk::TempStorage reduce_storage;
+  __shared__ Acc broadcast;
 
-  const cg::cluster_group cluster = cg::this_cluster();
-  // Remote shared memory may be written only once every CTA of the cluster has started.
-  auto cluster_started = cluster.barrier_arrive();
-  const unsigned cluster_size = cluster.num_blocks();
-  const unsigned rank = cluster.block_rank();
-
-  const int64_t slice = blockIdx.x / cluster_size;
-  const int64_t begin = min(args.slice_len, static_cast<int64_t>(rank) * args.chunk_len);
+  const int group_size = args.ctas_per_slice;
+  const int64_t groups = gridDim.x / group_size;
+  const int64_t group = blockIdx.x / group_size;
+  const int rank = static_cast<int>(blockIdx.x % group_size);
+  const int64_t begin = min(args.slice_len, rank * args.chunk_len);
   const int64_t len = min(args.slice_len - begin, args.chunk_len);
-  const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-  T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
-  const RaggedRange<T> range(src, len);
-  // buf[i] holds src[i] at the same address modulo 16, so buf + head is 16-byte aligned.
-  T* buf = reinterpret_cast<T*>(smem) + range.misalign;
-  const Pack<T>* body = reinterpret_cast<const Pack<T>*>(buf + range.head);
-
-  if (threadIdx.x == 0) {
-    init(&loaded, kThreads);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
-  }
-  __syncthreads();
-  cuda::barrier<cuda::thread_scope_block>::arrival_token token;
-  if (threadIdx.x == 0 && range.body_vecs > 0) {
-    const uint32_t bytes = static_cast<uint32_t>(range.body_vecs * 16);
-    cuda::device::memcpy_async_tx(buf + range.head, src + range.head, cuda::aligned_size_t<16>(bytes),
-                                  loaded);
-    token = cuda::device::barrier_arrive_tx(loaded, 1, bytes);
-  } else {
+  auto* peer_stats = reinterpret_cast<ChunkStats<Acc>*>(smem);
+  auto buffer = [&](int stage) { return smem + args.slot_bytes + stage * args.buffer_bytes; };
+  auto chunk_of = [&](int stage, int64_t slice) {
+    const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
+    const RaggedRange<T> range(src, len);
+    // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
+    return Chunk{reinterpret_cast<const T*>(buffer(stage)) + range.misalign, range, len};
+  };
+  // Starts loading this CTA's chunk of `slice` into buffer `stage`; every thread arrives once.
+  auto start_load = [&](int stage, int64_t slice) {
+    const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
+    const Chunk chunk = chunk_of(stage, slice);
+    T* buf = const_cast<T*>(chunk.buf);
+    if (threadIdx.x == 0 && chunk.range.body_vecs > 0) {
+      const uint32_t bytes = static_cast<uint32_t>(chunk.range.body_vecs * 16);
+      cuda::device::memcpy_async_tx(buf + chunk.range.head, src + chunk.range.head,
+                                    cuda::aligned_size_t<16>(bytes), loaded[stage]);
+      return cuda::device::barrier_arrive_tx(loaded[stage], 1, bytes);
+    }
     const int e = static_cast<int>(threadIdx.x) - 1;
-    if (e >= 0 && e < range.ragged()) buf[range.ragged_index(e)] = src[range.ragged_index(e)];
-    token = loaded.arrive();
-  }
-  loaded.wait(std::move(token));
-
-  Acc sum = Acc(0);
-  for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
-    const Pack<T> pack = body[v];
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) sum += Traits<T>::to_acc(pack.v[k]);
-  }
-  if (threadIdx.x < range.ragged()) sum += Traits<T>::to_acc(buf[range.ragged_index(threadIdx.x)]);
-  sum = SumReduce(reduce_storage.sum).Sum(sum);
-  if (threadIdx.x == 0) chunk_sum = sum;
-  __syncthreads();
-  const Acc count = static_cast<Acc>(len);
-  const Acc mean = len > 0 ? chunk_sum / count : Acc(0);
-
-  PairSum<Acc> dev{Acc(0), Acc(0)};
-  for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
-    const Pack<T> pack = body[v];
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      const Acc d = Traits<T>::to_acc(pack.v[k]) - mean;
-      dev.first += d;
-      dev.second += d * d;
+    if (e >= 0 && e < chunk.range.ragged()) {
+      buf[chunk.range.ragged_index(e)] = src[chunk.range.ragged_index(e)];
     }
-  }
-  if (threadIdx.x < range.ragged()) {
-    const Acc d = Traits<T>::to_acc(buf[range.ragged_index(threadIdx.x)]) - mean;
-    dev.first += d;
-    dev.second += d * d;
-  }
-  dev = PairReduce(reduce_storage.pair).Reduce(dev, PairSumOp<Acc>{});
+    return loaded[stage].arrive();
+  };
 
-  cluster.barrier_wait(std::move(cluster_started));
   if (threadIdx.x == 0) {
-    const Acc resid = len > 0 ? dev.first / count : Acc(0);
-    const ChunkStats<Acc> mine{count, mean, resid, dev.second - dev.first * resid};
-    for (unsigned r = 0; r < cluster_size; ++r) *cluster.map_shared_rank(&cluster_stats[rank], r) = mine;
+    init(&loaded[0], kThreads);
+    init(&loaded[1], kThreads);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
   }
-  cluster.sync();
+  __syncthreads();
+  Barrier::arrival_token tokens[2];
+  for (int stage = 0; stage < args.stages; ++stage) {
+    const int64_t slice = group + stage * groups;
+    if (slice < args.num_slices) tokens[stage] = start_load(stage, slice);
+  }
 
-  // Combine around rank 0's mean: the differences are small, so no digits are lost to the offset.
-  const Acc base = cluster_stats[0].mean;
-  Acc total = Acc(0);
-  Acc weighted = Acc(0);
-  for (unsigned r = 0; r < cluster_size; ++r) {
-    const ChunkStats<Acc> s = cluster_stats[r];
-    if (s.count == Acc(0)) continue;
-    total += s.count;
-    weighted += s.count * ((s.mean - base) + s.resid);
-  }
-  const Acc offset = weighted / total;
-  Acc m2 = Acc(0);
-  for (unsigned r = 0; r < cluster_size; ++r) {
-    const ChunkStats<Acc> s = cluster_stats[r];
-    if (s.count == Acc(0)) continue;
-    const Acc d = (s.mean - base) + s.resid - offset;
-    m2 += s.m2 + s.count * d * d;
-  }
-  const SliceAffine<Acc> affine =
-      finish_slice<Acc>(args, slice, base, offset, m2, rank == 0 && threadIdx.x == 0);
+  int stage = 0;
+  for (int64_t slice = group; slice < args.num_slices; slice += groups) {
+    loaded[stage].wait(std::move(tokens[stage]));
+    const Chunk chunk = chunk_of(stage, slice);
+    const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
 
-  if (args.y_coaligned) {
-    for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
-      Pack<T> pack = body[v];
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) pack.v[k] = Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(pack.v[k])));
-      store_pack_streaming(dst + range.head + v * kVec, pack);
+    if (group_size == 1) {
+      if (threadIdx.x == 0) peer_stats[0] = mine;
+    } else {
+      auto* partials = static_cast<ChunkStats<Acc>*>(args.chunk_partials) + slice * group_size;
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[slice]);
+      if (threadIdx.x == 0) {
+        partials[rank] = mine;
+        arrivals.fetch_add(1u, cuda::memory_order_release);
+      }
+      for (int r = threadIdx.x; r < group_size; r += kThreads) {
+        while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(group_size)) {
+        }
+        // L2, not a possibly stale L1 line shared with another slice's partials.
+        ChunkStats<Acc> peer;
+        peer.count = __ldcg(&partials[r].count);
+        peer.mean = __ldcg(&partials[r].mean);
+        peer.resid = __ldcg(&partials[r].resid);
+        peer.m2 = __ldcg(&partials[r].m2);
+        peer_stats[r] = peer;
+      }
     }
-    if (threadIdx.x < range.ragged()) {
-      const int64_t i = range.ragged_index(threadIdx.x);
-      dst[i] = Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(buf[i])));
-    }
-  } else {
-    for (int64_t i = threadIdx.x; i < len; i += kThreads) {
-      dst[i] = Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(buf[i])));
-    }
+    __syncthreads();
+    Acc mean_hi, mean_lo, m2;
+    combine_chunks(peer_stats, group_size, &mean_hi, &mean_lo, &m2);
+    const SliceAffine<Acc> affine =
+        finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
+    chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned);
+    __syncthreads();  // this buffer and peer_stats are free again
+
+    const int64_t next = slice + args.stages * groups;
+    if (next < args.num_slices) tokens[stage] = start_load(stage, next);
+    stage = args.stages == 2 ? stage ^ 1 : 0;
   }
 }
 
@@ -175,8 +136,7 @@ KernelFn shared_kernel_for(int threads) {
 static_assert(kSharedMinThreads == 128 && kSharedMaxThreads == 512,
               "shared_kernel_for lists every power of two the planner may choose");
 
-// Lets a kernel use the device's whole opt-in shared memory and clusters of more than 8 CTAs;
-// done once per kernel and device.
+// Lets a kernel use the device's whole opt-in shared memory; done once per kernel and device.
 Status prepare_kernel(const void* kernel) {
   static std::mutex mutex;
   static std::set<std::pair<const void*, int>> prepared;
@@ -192,22 +152,16 @@ Status prepare_kernel(const void* kernel) {
   cudaFuncAttributes attributes{};
   status = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
   if (!status.ok()) return status;
-  status = cuda_status(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           optin - static_cast<int>(attributes.sharedSizeBytes)),
-      "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-  if (!status.ok()) return status;
-  status = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                       "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
+  status = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            optin - static_cast<int>(attributes.sharedSizeBytes)),
+                       "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   if (!status.ok()) return status;
   prepared.insert({kernel, device});
   return Status::Ok();
 }
 
-Status shared_launch_config(const Plan& plan, cudaStream_t stream,
-                            KernelFn* kernel, cudaLaunchConfig_t* config,
-                            cudaLaunchAttribute* cluster_attr) {
-  Status status = dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
+Status shared_kernel(const Plan& plan, KernelFn* kernel) {
+  const Status status = dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     *kernel = shared_kernel_for<decltype(tag)>(plan.threads);
     return Status::Ok();
   });
@@ -216,42 +170,43 @@ Status shared_launch_config(const Plan& plan, cudaStream_t stream,
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan names a shared_resident thread count that is not compiled in");
   }
-  status = prepare_kernel(reinterpret_cast<const void*>(*kernel));
-  if (!status.ok()) return status;
-  *config = cudaLaunchConfig_t{};
-  config->gridDim = dim3(static_cast<unsigned>(plan.grid));
-  config->blockDim = dim3(static_cast<unsigned>(plan.threads));
-  config->dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
-  config->stream = stream;
-  cluster_attr->id = cudaLaunchAttributeClusterDimension;
-  cluster_attr->val.clusterDim.x = static_cast<unsigned>(plan.cluster_size);
-  cluster_attr->val.clusterDim.y = 1;
-  cluster_attr->val.clusterDim.z = 1;
-  config->attrs = cluster_attr;
-  config->numAttrs = plan.cluster_size > 1 ? 1 : 0;
-  return Status::Ok();
+  return prepare_kernel(reinterpret_cast<const void*>(*kernel));
 }
 
 }  // namespace
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   KernelFn kernel = nullptr;
-  cudaLaunchConfig_t config;
-  cudaLaunchAttribute cluster_attr;
-  Status status = shared_launch_config(plan, stream, &kernel, &config, &cluster_attr);
+  Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;
+  if (plan.ctas_per_slice > 1) {
+    status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
+                                         static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), stream),
+                         "cudaMemsetAsync(slice arrivals)");
+    if (!status.ok()) return status;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
+  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
+  config.stream = stream;
+  // CTAs of a group wait for each other: they must all be resident, which a cooperative launch
+  // guarantees (or refuses with an error instead of hanging).
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;
+  cooperative.val.cooperative = 1;
+  config.attrs = &cooperative;
+  config.numAttrs = plan.ctas_per_slice > 1 ? 1 : 0;
   return cuda_status(cudaLaunchKernelEx(&config, kernel, args), "shared_resident launch");
 }
 
-Status shared_resident_clusters(const Plan& plan, int* clusters) {
+Status shared_resident_ctas_per_sm(const Plan& plan, int* ctas_per_sm) {
   KernelFn kernel = nullptr;
-  cudaLaunchConfig_t config;
-  cudaLaunchAttribute cluster_attr;
-  Status status = shared_launch_config(plan, nullptr, &kernel, &config, &cluster_attr);
+  const Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;
-  config.numAttrs = 1;  // the query needs the cluster shape, also for clusters of one CTA
-  return cuda_status(cudaOccupancyMaxActiveClusters(clusters, kernel, &config),
-                     "cudaOccupancyMaxActiveClusters");
+  return cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, plan.threads,
+                                                                   static_cast<std::size_t>(plan.smem_bytes)),
+                     "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
 }  // namespace inorm::detail

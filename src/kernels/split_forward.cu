@@ -1,4 +1,4 @@
-// kSplitSlice: slices too large for the shared memory of a 16-CTA cluster (and only those).
+// kSplitSlice: slices too large for the shared memory of the whole chip (and only those).
 // Two kernels: partial statistics per (slice, part), then normalization of each part after
 // combining its slice's partials. x is read twice; the second kernel walks the parts in reverse so
 // its first reads find what the first kernel read last still in L2.

@@ -34,31 +34,37 @@ Plan plan_of(const ForwardParams& p, const PlanOptions& options = {}) {
   return plan;
 }
 
-TEST(Planner, SeedFloat32UsesSixteenCtaClustersOf64KiB) {
+TEST(Planner, SeedFloat32UsesElevenCtasPerSliceDoubleBuffered) {
+  // 1 MiB slices: 11 CTAs x 93 KiB, two buffers each, one CTA per SM; 12 groups fill all 132 SMs.
   const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.cluster_size, 16);
-  EXPECT_EQ(plan.chunk_len, 16384);
+  EXPECT_EQ(plan.ctas_per_slice, 11);
+  EXPECT_EQ(plan.stages, 2);
+  EXPECT_EQ(plan.ctas_per_sm, 1);
+  EXPECT_EQ(plan.grid, 132);
+  EXPECT_EQ(plan.chunk_len, 23832);  // ceil(262144 / 11) rounded up to 4
   EXPECT_EQ(plan.threads, 512);
-  EXPECT_EQ(plan.grid, 112 * 64 * 16);
-  EXPECT_EQ(plan.smem_bytes, 65536 + 16);
-  EXPECT_EQ(plan.workspace_bytes, 0u);
+  EXPECT_LE(plan.smem_bytes + detail::kSharedStaticReserve, hopper_h200_limits().max_smem_per_block_optin);
+  // Chunk statistics of every (slice, rank) and one arrival counter per slice.
+  EXPECT_EQ(plan.workspace_bytes, 7168u * 11 * 16 + 7168 * 4);
   EXPECT_TRUE(plan.y_coaligned);
 }
 
-TEST(Planner, SeedHalfTypesUseEightCtaClusters) {
+TEST(Planner, SeedHalfTypesUseSixCtasPerSlice) {
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     const Plan plan = plan_of(problem(dtype, {112, 64, 512, 512}));
     EXPECT_EQ(plan.path, Path::kSharedResident);
-    EXPECT_EQ(plan.cluster_size, 8);
-    EXPECT_EQ(plan.chunk_len, 32768);
+    EXPECT_EQ(plan.ctas_per_slice, 6);  // 132 = 22 groups of 6
+    EXPECT_EQ(plan.stages, 2);
+    EXPECT_EQ(plan.grid, 132);
   }
 }
 
-TEST(Planner, MidAffineUsesFourCtaClusters) {
+TEST(Planner, MidAffineUsesThreeCtasPerSlice) {
   const Plan plan = plan_of(problem(DType::kFloat32, {32, 128, 256, 256}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.cluster_size, 4);
+  EXPECT_EQ(plan.ctas_per_slice, 3);
+  EXPECT_EQ(plan.stages, 2);
 }
 
 TEST(Planner, TinySlicesUseWarpVectorRegisters) {
@@ -71,25 +77,36 @@ TEST(Planner, TinySlicesUseWarpVectorRegisters) {
 }
 
 TEST(Planner, OddHalfSlicesUseOneCtaEach) {
-  // 127 x 129 half values: 32766 bytes, slices not 16-byte aligned.
+  // 127 x 129 half values: 32766 bytes, slices not 16-byte aligned; three CTAs per SM.
   const Plan plan = plan_of(problem(DType::kFloat16, {16, 64, 127, 129}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.cluster_size, 1);
+  EXPECT_EQ(plan.ctas_per_slice, 1);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_EQ(plan.grid, 396);
   EXPECT_EQ(plan.chunk_len, 16384);
   EXPECT_EQ(plan.threads, 256);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-TEST(Planner, SlicesLargerThanAClusterSplit) {
+TEST(Planner, FewLargeSlicesSpreadOverTheWholeGrid) {
+  // 16 MiB slices: every SM holds a single-buffered chunk of one slice at a time.
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
-  EXPECT_EQ(few.path, Path::kSplitSlice);
-  EXPECT_EQ(few.parts_per_slice, 176);
-  EXPECT_EQ(few.chunk_len, 23832);
-  EXPECT_EQ(few.workspace_bytes, 12u * 176 * sizeof(detail::SplitPartial));  // 50688, a multiple of 256
-
+  EXPECT_EQ(few.path, Path::kSharedResident);
+  EXPECT_EQ(few.ctas_per_slice, 132);
+  EXPECT_EQ(few.stages, 1);
+  // 8 MiB slices: 132 chunks of 62 KiB, double-buffered.
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
-  EXPECT_EQ(vol.path, Path::kSplitSlice);
-  EXPECT_EQ(vol.parts_per_slice, 33);
-  EXPECT_EQ(vol.chunk_len, 63552);
+  EXPECT_EQ(vol.path, Path::kSharedResident);
+  EXPECT_EQ(vol.ctas_per_slice, 132);
+  EXPECT_EQ(vol.stages, 2);
+}
+
+TEST(Planner, SlicesLargerThanTheChipSplit) {
+  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
+  const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
+  EXPECT_EQ(split.path, Path::kSplitSlice);
+  EXPECT_EQ(split.parts_per_slice, 704);  // 2 x 8 CTAs per SM x 132 SMs over 3 slices
+  EXPECT_EQ(split.workspace_bytes, 3u * 704 * sizeof(detail::SplitPartial));
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
@@ -134,18 +151,26 @@ TEST(Planner, MisalignedViewLosesVectorLoadsOnly) {
 
 TEST(Planner, SharedBoundaries) {
   const DeviceLimits limits = hopper_h200_limits();
-  // One CTA up to the 64 KiB target.
-  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 16384})).cluster_size, 1);
-  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 16385})).cluster_size, 2);
+  // A slice below 16 KiB stays on one CTA.
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 4096})).ctas_per_slice, 1);
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
     const int64_t largest = detail::largest_resident_slice(dtype, limits);
     const Plan at = plan_of(problem(dtype, {1, 2, largest}));
     EXPECT_EQ(at.path, Path::kSharedResident) << dtype_name(dtype);
-    EXPECT_EQ(at.cluster_size, 16);
+    EXPECT_EQ(at.ctas_per_slice, limits.sm_count);
+    EXPECT_EQ(at.stages, 1);
     EXPECT_LE(at.smem_bytes + detail::kSharedStaticReserve, limits.max_smem_per_block_optin);
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
-  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 921536);
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 7530864);
+}
+
+TEST(Planner, OccupancyCapIsHonoured) {
+  PlanOptions options;
+  options.max_ctas_per_sm = 2;
+  const Plan plan = plan_of(problem(DType::kFloat16, {16, 64, 127, 129}), options);
+  EXPECT_EQ(plan.ctas_per_sm, 2);
+  EXPECT_EQ(plan.grid, 264);
 }
 
 TEST(Planner, EmptyAndEval) {
@@ -174,10 +199,14 @@ TEST(Planner, ForcedPaths) {
   const ForwardParams p = problem(DType::kFloat32, {2, 3, 4097});
   PlanOptions options;
   options.force_path = Path::kSharedResident;
-  options.force_cluster_size = 3;
+  options.force_ctas_per_slice = 3;
+  options.force_stages = 1;
   Plan plan = plan_of(p, options);
-  EXPECT_EQ(plan.cluster_size, 3);
+  EXPECT_EQ(plan.ctas_per_slice, 3);
+  EXPECT_EQ(plan.stages, 1);
   EXPECT_EQ(plan.chunk_len, 1368);  // ceil(4097 / 3) rounded up to 4
+  EXPECT_EQ(plan.grid, 6 * 3);      // no more groups than slices
+  options = PlanOptions{};
   options.force_path = Path::kSplitSlice;
   options.force_parts_per_slice = 7;
   plan = plan_of(p, options);
@@ -189,14 +218,11 @@ TEST(Planner, ForcedPathsThatCannotWork) {
   Plan plan;
   PlanOptions options;
   options.force_path = Path::kSharedResident;
-  options.force_cluster_size = 17;
-  Status status = plan_forward(problem(DType::kFloat32, {2, 3, 4097}), hopper_h200_limits(), &plan, options);
+  options.force_ctas_per_slice = 2;  // a 1 MiB slice does not fit in two CTAs
+  Status status = plan_forward(problem(DType::kFloat32, {2, 3, 262144}), hopper_h200_limits(), &plan, options);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("cluster size 17"), std::string::npos) << status.message();
-
-  options.force_cluster_size = 2;  // a 1 MiB slice does not fit in two CTAs
-  status = plan_forward(problem(DType::kFloat32, {2, 3, 262144}), hopper_h200_limits(), &plan, options);
-  EXPECT_NE(status.message().find("needs at least 5 CTAs"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("no shared_resident plan holds a slice of 1048576 bytes"), std::string::npos)
+      << status.message();
 
   options = PlanOptions{};
   options.force_path = Path::kGroupRegisters;
@@ -230,7 +256,7 @@ TEST(Planner, PlanMatchesOnlyCompatibleParams) {
 
 TEST(Planner, Describe) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).describe(),
-            "shared_resident cluster=16 threads=512 chunk=16384");
+            "shared_resident ctas_per_slice=11 stages=2 ctas_per_sm=1 threads=512 chunk=23832 grid=132");
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
             "group_registers group=32 items=2 vector");
 }

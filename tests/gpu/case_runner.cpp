@@ -150,8 +150,9 @@ Outcome run_case(const Case& c) {
   if (c.expect_path != Path::kAuto && plan.path != c.expect_path) {
     failures.push_back(std::string("planner chose ") + outcome.plan + ", expected " + path_name(c.expect_path));
   }
-  if (c.expect_cluster != 0 && plan.cluster_size != c.expect_cluster) {
-    failures.push_back("planner chose " + outcome.plan + ", expected cluster " + std::to_string(c.expect_cluster));
+  if (c.expect_ctas_per_slice != 0 && plan.ctas_per_slice != c.expect_ctas_per_slice) {
+    failures.push_back("planner chose " + outcome.plan + ", expected ctas_per_slice " +
+                       std::to_string(c.expect_ctas_per_slice));
   }
   INORM_CHECK(workspace.allocate(plan.workspace_bytes));
 

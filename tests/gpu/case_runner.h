@@ -31,7 +31,7 @@ struct Case {
   int bitwise_repeats = 1;     // > 1: launch again and require identical bits
   PlanOptions options;
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
-  int expect_cluster = 0;          // when set, the plan must use this cluster size
+  int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
 };
 
 struct Outcome {

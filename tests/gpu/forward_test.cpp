@@ -41,22 +41,23 @@ const std::vector<Shape>& edge_shapes() {
       {"S=4097: one past a power of two, slices start off 16-byte boundaries", {2, 3, 4097}},
       {"127x129: odd 2D extents, ragged ends in every slice", {2, 3, 127, 129}},
       {"N*C=1: a single slice does all the work", {1, 1, 1000}},
-      {"1x3x2048x2048: few slices too large for a cluster (split path)", {1, 3, 2048, 2048}},
+      {"1x3x2048x2048: three 16 MiB slices, every SM holds part of one", {1, 3, 2048, 2048}},
       {"256x256x16x16: many tiny slices, a warp each", {256, 256, 16, 16}},
       {"2x4x17x19x23: 3D with odd extents", {2, 4, 17, 19, 23}},
       {"N=0: an empty batch does nothing", {0, 3, 8, 8}},
-      {"2x4x512x512: slices spread over a cluster of CTAs", {2, 4, 512, 512}},
+      {"2x4x512x512: each slice spread over several CTAs", {2, 4, 512, 512}},
   };
   return shapes;
 }
 
-// Shapes that land on each path with the planner's default choice.
+// Shapes that land on each path (and each shared_resident regime) with the planner's choice.
 const std::vector<Shape>& one_shape_per_path() {
   static const std::vector<Shape> shapes = {
       {"group_registers", {64, 32, 16, 16}},
-      {"shared_resident, one CTA", {4, 8, 63, 65}},
-      {"shared_resident, cluster", {2, 4, 512, 512}},
-      {"split_slice", {1, 2, 1100, 1000}},
+      {"shared_resident, one CTA per slice", {4, 8, 63, 65}},
+      {"shared_resident, CTAs share a slice, more slices than groups", {40, 4, 256, 256}},
+      {"shared_resident, every CTA on one slice", {1, 2, 1100, 1000}},
+      {"split_slice", {1, 2, 3000, 3000}},
   };
   return shapes;
 }
@@ -207,21 +208,22 @@ TEST(GpuForward, BitwiseRepeatable) {
   }
 }
 
-// Every path on shapes it would not be chosen for: odd S, ragged chunks, clusters that do not
-// divide the slice, CTAs of a cluster with no data at all.
+// Every path on shapes it would not be chosen for: odd S, ragged chunks, groups that do not
+// divide the slice, CTAs of a group with no data at all (S=100 over 16 CTAs), one and two stages.
 TEST(GpuForward, EveryPathForced) {
   INORM_REQUIRE_GPU();
   const std::vector<Shape> shapes = {
       {"S=4097", {2, 3, 4097}}, {"127x129", {2, 3, 127, 129}}, {"S=100", {3, 2, 100}}};
   struct Forced {
     Path path;
-    int cluster;
+    int ctas_per_slice;
+    int stages;
     int parts;
   };
-  const Forced forced[] = {{Path::kSharedResident, 1, 0},  {Path::kSharedResident, 2, 0},
-                           {Path::kSharedResident, 3, 0},  {Path::kSharedResident, 5, 0},
-                           {Path::kSharedResident, 16, 0}, {Path::kSplitSlice, 0, 1},
-                           {Path::kSplitSlice, 0, 3},      {Path::kSplitSlice, 0, 7}};
+  const Forced forced[] = {{Path::kSharedResident, 1, 2, 0},  {Path::kSharedResident, 2, 1, 0},
+                           {Path::kSharedResident, 3, 2, 0},  {Path::kSharedResident, 5, 1, 0},
+                           {Path::kSharedResident, 16, 2, 0}, {Path::kSplitSlice, 0, 0, 1},
+                           {Path::kSplitSlice, 0, 0, 3},      {Path::kSplitSlice, 0, 0, 7}};
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
     for (const Shape& s : shapes) {
       for (const Forced& f : forced) {
@@ -233,11 +235,12 @@ TEST(GpuForward, EveryPathForced) {
         c.x_offset = 1;
         c.y_offset = 1;
         c.options.force_path = f.path;
-        c.options.force_cluster_size = f.cluster;
+        c.options.force_ctas_per_slice = f.ctas_per_slice;
+        c.options.force_stages = f.stages;
         c.options.force_parts_per_slice = f.parts;
         c.expect_path = f.path;
-        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " " +
-                             std::to_string(f.cluster + f.parts));
+        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas/parts " +
+                             std::to_string(f.ctas_per_slice + f.parts) + " stages " + std::to_string(f.stages));
       }
     }
   }
@@ -252,24 +255,21 @@ TEST(GpuForward, PlannerBoundaries) {
     const int64_t vec = 16 / static_cast<int64_t>(dtype_size(dtype));
     const int64_t group_vector_max = 32 * detail::kGroupMaxVectorItems * vec;
     const int64_t group_scalar_max = 32 * detail::kGroupMaxScalarItems;
-    const int64_t one_cta_max = detail::kSharedTargetChunkBytes / static_cast<int64_t>(dtype_size(dtype));
-    const int64_t cluster_max = detail::largest_resident_slice(dtype, limits);
+    const int64_t shared_max = detail::largest_resident_slice(dtype, limits);
     struct Boundary {
       const char* why;
       int64_t slice_len;
       int64_t x_offset;
       Path path;
-      int cluster;
+      int ctas_per_slice;
     };
     const Boundary boundaries[] = {
         {"largest aligned group slice", group_vector_max, 0, Path::kGroupRegisters, 0},
         {"one vector more", group_vector_max + vec, 0, Path::kSharedResident, 1},
         {"largest misaligned group slice", group_scalar_max, 1, Path::kGroupRegisters, 0},
         {"one element more", group_scalar_max + 1, 1, Path::kSharedResident, 1},
-        {"largest one-CTA slice", one_cta_max, 0, Path::kSharedResident, 1},
-        {"one element more", one_cta_max + 1, 0, Path::kSharedResident, 2},
-        {"largest cluster slice", cluster_max, 0, Path::kSharedResident, 16},
-        {"one element more", cluster_max + 1, 0, Path::kSplitSlice, 0},
+        {"largest shared slice: every SM holds a chunk", shared_max, 0, Path::kSharedResident, limits.sm_count},
+        {"one element more", shared_max + 1, 0, Path::kSplitSlice, 0},
     };
     for (const Boundary& b : boundaries) {
       Case c;
@@ -279,12 +279,12 @@ TEST(GpuForward, PlannerBoundaries) {
       c.y_offset = b.x_offset;
       c.affine = true;
       c.expect_path = b.path;
-      c.expect_cluster = b.cluster;
+      c.expect_ctas_per_slice = b.ctas_per_slice;
       if (dtype == DType::kFloat64 && b.slice_len == group_vector_max + vec) {
         // float64's vector limit (512) is below the scalar one (1024): 514 values stay in
         // registers as scalars; the misaligned rows cover the scalar limit.
         c.expect_path = Path::kGroupRegisters;
-        c.expect_cluster = 0;
+        c.expect_ctas_per_slice = 0;
       }
       expect_passes(c, std::string(dtype_name(dtype)) + ": " + b.why + " (S=" + std::to_string(b.slice_len) + ")");
     }

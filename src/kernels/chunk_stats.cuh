@@ -1,0 +1,127 @@
+// A CTA's chunk of a slice held in shared memory: its statistics, their combination across the
+// CTAs of a slice, and its normalization back to global memory.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+
+#include "kernels/common.cuh"
+
+namespace inorm::detail {
+
+// Corrected two-pass statistics of one chunk.
+template <typename Acc>
+struct ChunkStats {
+  Acc count;
+  Acc mean;   // rounded mean of the chunk
+  Acc resid;  // mean of (x - mean): what the rounding missed
+  Acc m2;     // sum of squared deviations from the exact chunk mean
+};
+static_assert(sizeof(ChunkStats<float>) == 16 && sizeof(ChunkStats<double>) == 32,
+              "plan_internal.h chunk_stats_bytes sizes the workspace from four fields");
+
+// buf[i] holds element i of a chunk of `len` elements laid out like `range` (16-byte aligned body,
+// ragged ends).
+template <typename T, int kThreads>
+struct SharedChunk {
+  using Acc = AccOf<T>;
+  using SumReduce = cub::BlockReduce<Acc, kThreads>;
+  using PairReduce = cub::BlockReduce<PairSum<Acc>, kThreads>;
+  union TempStorage {
+    typename SumReduce::TempStorage sum;
+    typename PairReduce::TempStorage pair;
+  };
+
+  const T* buf;
+  RaggedRange<T> range;
+  int64_t len;
+
+  __device__ __forceinline__ const Pack<T>* body() const {
+    return reinterpret_cast<const Pack<T>*>(buf + range.head);
+  }
+
+  // Valid in thread 0. Ends with a barrier, so `storage` and `broadcast` may be reused after it.
+  __device__ ChunkStats<Acc> statistics(TempStorage& storage, Acc& broadcast) const {
+    constexpr int kVec = kVecOf<T>;
+    Acc sum = Acc(0);
+    for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
+      const Pack<T> pack = body()[v];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) sum += Traits<T>::to_acc(pack.v[k]);
+    }
+    if (threadIdx.x < range.ragged()) sum += Traits<T>::to_acc(buf[range.ragged_index(threadIdx.x)]);
+    sum = SumReduce(storage.sum).Sum(sum);
+    if (threadIdx.x == 0) broadcast = sum;
+    __syncthreads();
+    const Acc count = static_cast<Acc>(len);
+    const Acc mean = len > 0 ? broadcast / count : Acc(0);
+
+    PairSum<Acc> dev{Acc(0), Acc(0)};
+    for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
+      const Pack<T> pack = body()[v];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const Acc d = Traits<T>::to_acc(pack.v[k]) - mean;
+        dev.first += d;
+        dev.second += d * d;
+      }
+    }
+    if (threadIdx.x < range.ragged()) {
+      const Acc d = Traits<T>::to_acc(buf[range.ragged_index(threadIdx.x)]) - mean;
+      dev.first += d;
+      dev.second += d * d;
+    }
+    dev = PairReduce(storage.pair).Reduce(dev, PairSumOp<Acc>{});
+    __syncthreads();
+    const Acc resid = len > 0 ? dev.first / count : Acc(0);
+    return ChunkStats<Acc>{count, mean, resid, dev.second - dev.first * resid};
+  }
+
+  // y[i] = affine(buf[i]) with 16-byte streaming stores where y is aligned like x.
+  __device__ void normalize(T* dst, const SliceAffine<Acc>& affine, bool y_coaligned) const {
+    constexpr int kVec = kVecOf<T>;
+    auto normalize_one = [&](T value) { return Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(value))); };
+    if (y_coaligned) {
+      for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
+        Pack<T> pack = body()[v];
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) pack.v[k] = normalize_one(pack.v[k]);
+        store_pack_streaming(dst + range.head + v * kVec, pack);
+      }
+      if (threadIdx.x < range.ragged()) {
+        const int64_t i = range.ragged_index(threadIdx.x);
+        dst[i] = normalize_one(buf[i]);
+      }
+    } else {
+      for (int64_t i = threadIdx.x; i < len; i += kThreads) dst[i] = normalize_one(buf[i]);
+    }
+  }
+};
+
+// Combines the chunks of a slice in rank order around chunk 0's mean (the differences are small,
+// so no digits are lost to an offset); every caller gets the same bits.
+template <typename Acc>
+__device__ __forceinline__ void combine_chunks(const ChunkStats<Acc>* chunks, int count, Acc* mean_hi,
+                                               Acc* mean_lo, Acc* m2) {
+  const Acc base = chunks[0].mean;
+  Acc total = Acc(0);
+  Acc weighted = Acc(0);
+  for (int r = 0; r < count; ++r) {
+    const ChunkStats<Acc> s = chunks[r];
+    if (s.count == Acc(0)) continue;
+    total += s.count;
+    weighted += s.count * ((s.mean - base) + s.resid);
+  }
+  const Acc offset = weighted / total;
+  Acc sum_m2 = Acc(0);
+  for (int r = 0; r < count; ++r) {
+    const ChunkStats<Acc> s = chunks[r];
+    if (s.count == Acc(0)) continue;
+    const Acc d = (s.mean - base) + s.resid - offset;
+    sum_m2 += s.m2 + s.count * d * d;
+  }
+  *mean_hi = base;
+  *mean_lo = offset;
+  *m2 = sum_m2;
+}
+
+}  // namespace inorm::detail
