@@ -28,13 +28,15 @@ step() {  # step NAME SECONDS COMMAND...: runs with a time limit, appends its ou
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -2; } >>"$log" 2>&1
 step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 step build 300 cmake --build "$build" --parallel "$(nproc)"
-step tests 240 "$build/inorm_gpu_tests" --gtest_brief=1
-step cpu-tests 60 "$build/inorm_cpu_tests" --gtest_brief=1
+if [ "${INORM_ONLY:-}" != bench ]; then  # INORM_ONLY=bench: build and benchmarks only
+  step tests 240 "$build/inorm_gpu_tests" --gtest_brief=1
+  step cpu-tests 60 "$build/inorm_cpu_tests" --gtest_brief=1
+fi
 step bench-suite 180 "$build/inorm-bench" --suite bench/suites/public.json \
   --json "$out/suite.json" --markdown "$out/suite.md"
 step bench-variants 150 "$build/inorm-bench" --suite bench/suites/variants.json \
-  --variants "${INORM_VARIANTS:-g10,g11s1,g12,g22,split}" --json "$out/variants.json" --markdown "$out/variants.md"
-if [ "${INORM_SANITIZE:-1}" = 1 ]; then
+  --variants "${INORM_VARIANTS:-g0s1c1,g0s1c2,g0s1c3,g0s1c4,g0s1c6,g0s1c8,g0s2c1,g0s2c2,split}" --json "$out/variants.json" --markdown "$out/variants.md"
+if [ "${INORM_ONLY:-}" != bench ]; then
   step memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.MisalignedViews'
   step synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 1 \

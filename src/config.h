@@ -23,12 +23,15 @@ inline constexpr int kNumGroupConfigs = sizeof(kGroupConfigs) / sizeof(kGroupCon
 inline constexpr int kGroupMaxScalarItems = 32;
 inline constexpr int kGroupMaxVectorItems = 8;
 
-// kSharedResident: the planner picks a power of two in [min, max] threads per CTA, at most
-// kSharedThreadsPerSm threads per SM (the kernel is compiled for 64 registers a thread).
+// kSharedResident: CTAs per SM share kSharedThreadsPerSm threads (the kernel is compiled for 64
+// registers a thread); a CTA has a power of two in [min, max] threads.
 inline constexpr int kSharedMinThreads = 128;
 inline constexpr int kSharedMaxThreads = 512;
 inline constexpr int kSharedThreadsPerSm = 1024;
 inline constexpr int kSharedMaxCtasPerSm = 8;
+// More CTAs on one slice put an L2 round trip of more partials on every slice's critical path
+// (132 CTAs per slice measured 3.3x copy on vol3d, the split path 1.7x): beyond this, split.
+inline constexpr int kSharedMaxCtasPerSlice = 32;
 // Static shared memory of the kernel (barriers, CUB storage) stays below this.
 inline constexpr int kSharedStaticReserve = 2048;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).

@@ -147,8 +147,8 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
 }
 
 int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
-  // Every SM holds one single-buffered chunk of the one slice in flight.
-  const int64_t ctas = limits.sm_count;
+  // The largest group, each CTA alone on its SM with one buffer.
+  const int64_t ctas = std::min(limits.sm_count, kSharedMaxCtasPerSlice);
   const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve - shared_slot_bytes(ctas, dtype)) / 128 * 128;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
   return ctas * ((buffer - 16) / 16 * 16 / elem);
@@ -329,7 +329,9 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
 }
 
 // Searches (stages, CTAs per SM, CTAs per slice) for the plan that keeps the most SMs busy, then
-// double-buffers, then has enough bytes in flight per SM, then shares a slice among the fewest CTAs.
+// has the most independent CTAs per SM (each hides the others' reduction and exchange latency;
+// measured better than a second buffer in one CTA), then double-buffers, then has enough bytes in
+// flight per SM, then shares a slice among the fewest CTAs.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t vec = 16 / elem;
@@ -342,10 +344,10 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int ctas_per_sm = 0;
     bool better_than(const Score& o) const {
       if (util_percent != o.util_percent) return util_percent > o.util_percent;
+      if (ctas_per_sm != o.ctas_per_sm) return ctas_per_sm > o.ctas_per_sm;
       if (stages != o.stages) return stages > o.stages;
       if (inflight != o.inflight) return inflight > o.inflight;
-      if (ctas_per_slice != o.ctas_per_slice) return ctas_per_slice < o.ctas_per_slice;
-      return ctas_per_sm > o.ctas_per_sm;
+      return ctas_per_slice < o.ctas_per_slice;
     }
   };
   Score best;
@@ -354,19 +356,21 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     for (int ctas_per_sm = 1; ctas_per_sm <= detail::kSharedMaxCtasPerSm; ++ctas_per_sm) {
       if (options.max_ctas_per_sm != 0 && ctas_per_sm > options.max_ctas_per_sm) continue;
       const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
+      const int64_t threads = std::clamp<int64_t>(next_pow2(detail::kSharedThreadsPerSm / ctas_per_sm + 1) / 2,
+                                                  detail::kSharedMinThreads, detail::kSharedMaxThreads);
+      if (ctas_per_sm * threads > detail::kSharedThreadsPerSm) continue;
       int64_t lo = 1;
-      int64_t hi = std::min(total, std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes)));
+      int64_t hi = std::min<int64_t>({total, detail::kSharedMaxCtasPerSlice,
+                                      std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
       if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
       for (int64_t group = lo; group <= hi; ++group) {
         const int64_t chunk_len = ceil_div(ceil_div(base.slice_len, group), vec) * vec;
         const int64_t smem = detail::shared_slot_bytes(group, base.dtype) +
                              stages * detail::shared_buffer_bytes(chunk_len * elem);
-        const int64_t threads = std::clamp<int64_t>(next_pow2(ceil_div(chunk_len * elem / 16, 8)),
-                                                    detail::kSharedMinThreads, detail::kSharedMaxThreads);
         const int64_t groups = std::min(total / group, base.num_slices);
         if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin ||
             ctas_per_sm * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) > limits.smem_per_sm ||
-            ctas_per_sm * threads > detail::kSharedThreadsPerSm || groups == 0) {
+            groups == 0) {
           continue;
         }
         Score score;
