@@ -4,8 +4,8 @@
 //   inorm-bench                          the seed workload (112x64x512x512 float32, U[0,1))
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0s1c2,split,split64 (also time forced plans: CTAs per
-//            slice, stages and a cap on CTAs per SM of shared_resident, parts of split_slice;
+//            --warmup N, --variants g11,g0c2,split,split64 (also time forced plans: CTAs per
+//            slice and a cap on CTAs per SM of shared_resident, parts of split_slice;
 //            see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
@@ -268,13 +268,11 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     Variant v;
     v.name = item;
     int ctas = 0;
-    int stages = 0;
     int per_sm = 0;
-    // g<CTAs per slice, 0: planner's>[s<stages>[c<max CTAs per SM>]], e.g. g11, g11s1, g0s1c3
-    if (std::sscanf(item.c_str(), "g%ds%dc%d", &ctas, &stages, &per_sm) >= 1) {
+    // g<CTAs per slice, 0: planner's>[c<max CTAs per SM>], e.g. g11, g0c3
+    if (std::sscanf(item.c_str(), "g%dc%d", &ctas, &per_sm) >= 1) {
       v.options.force_path = Path::kSharedResident;
       v.options.force_ctas_per_slice = ctas;
-      v.options.force_stages = stages;
       v.options.max_ctas_per_sm = per_sm;
     } else if (item.rfind("split", 0) == 0) {
       v.options.force_path = Path::kSplitSlice;
@@ -290,7 +288,7 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--repeats N>=20] [--warmup N] [--variants g11,g11s1,split,split64,...]\n",
+               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,split,split64,...]\n",
                message);
   return 2;
 }

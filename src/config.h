@@ -28,16 +28,15 @@ inline constexpr int kGroupMaxVectorItems = 8;
 inline constexpr int kSharedMinThreads = 128;
 inline constexpr int kSharedMaxThreads = 512;
 inline constexpr int kSharedThreadsPerSm = 1024;
-inline constexpr int kSharedMaxCtasPerSm = 8;
-// More CTAs on one slice put an L2 round trip of more partials on every slice's critical path
-// (132 CTAs per slice measured 3.3x copy on vol3d, the split path 1.7x): beyond this, split.
-inline constexpr int kSharedMaxCtasPerSlice = 32;
+// Measured on the H200 (dev/VARIANTS.md): more CTAs per SM hide each other's reduction and
+// exchange, up to about 6; more CTAs per slice lengthen the exchange on every slice's critical
+// path (18 per slice lost to 11 on the seed, 132 took 3.3x copy on vol3d): beyond 12, split.
+inline constexpr int kSharedMaxCtasPerSm = 6;
+inline constexpr int kSharedMaxCtasPerSlice = 12;
 // Static shared memory of the kernel (barriers, CUB storage) stays below this.
 inline constexpr int kSharedStaticReserve = 2048;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
-// Bytes a SM should have requested ahead to keep HBM busy; more earns nothing in the planner.
-inline constexpr int kSharedInflightTarget = 64 * 1024;
 
 // kSplitSlice
 inline constexpr int kSplitThreads = 256;

@@ -111,9 +111,7 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
   }
   if (plan.path == Path::kSplitSlice) args.split_partials = ws + layout.split_partials;
   args.ctas_per_slice = plan.ctas_per_slice;
-  args.stages = plan.stages;
   if (plan.path == Path::kSharedResident) {
-    args.buffer_bytes = static_cast<int>(detail::shared_buffer_bytes(plan.chunk_len * static_cast<int64_t>(dtype_size(plan.dtype))));
     args.slot_bytes = static_cast<int>(detail::shared_slot_bytes(plan.ctas_per_slice, plan.dtype));
     if (plan.ctas_per_slice > 1) {
       args.chunk_partials = ws + layout.chunk_partials;

@@ -31,7 +31,7 @@ int64_t slice_len_of(const ForwardParams& params);
 // Bytes of ChunkStats<stats type> (count, mean, resid, m2; kernels/chunk_stats.cuh).
 inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_dtype(dtype)); }
 
-// kSharedResident shared memory: chunk statistics of a group, then `stages` buffers of a chunk.
+// kSharedResident shared memory: chunk statistics of a group, then the chunk buffer.
 int64_t shared_slot_bytes(int64_t ctas_per_slice, DType dtype);
 int64_t shared_buffer_bytes(int64_t chunk_bytes);
 

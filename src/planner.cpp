@@ -70,13 +70,13 @@ std::string Plan::describe() const {
           << (vector_io ? " vector" : " scalar");
       break;
     case Path::kSharedResident:
-      out << " ctas_per_slice=" << ctas_per_slice << " stages=" << stages << " ctas_per_sm=" << ctas_per_sm
+      out << " ctas_per_slice=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm
           << " threads=" << threads << " chunk=" << chunk_len << " grid=" << grid
           << (y_coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitSlice:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len
-          << (vector_io ? "" : " scalar-stores");
+          << (y_coaligned ? "" : " scalar-stores");
       break;
     default:
       break;
@@ -147,7 +147,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
 }
 
 int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
-  // The largest group, each CTA alone on its SM with one buffer.
+  // The largest group, each CTA alone on its SM.
   const int64_t ctas = std::min(limits.sm_count, kSharedMaxCtasPerSlice);
   const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve - shared_slot_bytes(ctas, dtype)) / 128 * 128;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
@@ -328,69 +328,59 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-// Searches (stages, CTAs per SM, CTAs per slice) for the plan that keeps the most SMs busy, then
-// has the most independent CTAs per SM (each hides the others' reduction and exchange latency;
-// measured better than a second buffer in one CTA), then double-buffers, then has enough bytes in
-// flight per SM, then shares a slice among the fewest CTAs.
+// Searches (CTAs per SM, CTAs per slice) for the plan that keeps the most SMs busy, then has the
+// most independent CTAs per SM (each hides the others' reduction and exchange latency), then
+// shares a slice among the fewest CTAs.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t vec = 16 / elem;
   const int64_t slice_bytes = base.slice_len * elem;
   struct Score {
     int64_t util_percent = -1;
-    int stages = 0;
-    int64_t inflight = 0;
-    int64_t ctas_per_slice = 0;
     int ctas_per_sm = 0;
+    int64_t ctas_per_slice = 0;
     bool better_than(const Score& o) const {
       if (util_percent != o.util_percent) return util_percent > o.util_percent;
       if (ctas_per_sm != o.ctas_per_sm) return ctas_per_sm > o.ctas_per_sm;
-      if (stages != o.stages) return stages > o.stages;
-      if (inflight != o.inflight) return inflight > o.inflight;
       return ctas_per_slice < o.ctas_per_slice;
     }
   };
   Score best;
-  for (int stages = 2; stages >= 1; --stages) {
-    if (options.force_stages != 0 && options.force_stages != stages) continue;
-    for (int ctas_per_sm = 1; ctas_per_sm <= detail::kSharedMaxCtasPerSm; ++ctas_per_sm) {
-      if (options.max_ctas_per_sm != 0 && ctas_per_sm > options.max_ctas_per_sm) continue;
-      const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
-      const int64_t threads = std::clamp<int64_t>(next_pow2(detail::kSharedThreadsPerSm / ctas_per_sm + 1) / 2,
-                                                  detail::kSharedMinThreads, detail::kSharedMaxThreads);
-      if (ctas_per_sm * threads > detail::kSharedThreadsPerSm) continue;
-      int64_t lo = 1;
-      int64_t hi = std::min<int64_t>({total, detail::kSharedMaxCtasPerSlice,
-                                      std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
-      if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
-      for (int64_t group = lo; group <= hi; ++group) {
-        const int64_t chunk_len = ceil_div(ceil_div(base.slice_len, group), vec) * vec;
-        const int64_t smem = detail::shared_slot_bytes(group, base.dtype) +
-                             stages * detail::shared_buffer_bytes(chunk_len * elem);
-        const int64_t groups = std::min(total / group, base.num_slices);
-        if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin ||
-            ctas_per_sm * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) > limits.smem_per_sm ||
-            groups == 0) {
-          continue;
-        }
-        Score score;
-        score.util_percent = groups * group * 100 / total;
-        score.stages = stages;
-        score.inflight = std::min<int64_t>(ctas_per_sm * stages * chunk_len * elem, detail::kSharedInflightTarget);
-        score.ctas_per_slice = group;
-        score.ctas_per_sm = ctas_per_sm;
-        if (!score.better_than(best)) continue;
-        best = score;
-        *plan = base;
-        plan->path = Path::kSharedResident;
-        plan->ctas_per_slice = static_cast<int>(group);
-        plan->stages = stages;
-        plan->ctas_per_sm = ctas_per_sm;
-        plan->chunk_len = chunk_len;
-        plan->threads = static_cast<int>(threads);
-        plan->smem_bytes = static_cast<int>(smem);
-        plan->grid = groups * group;
+  for (int ctas_per_sm = 1; ctas_per_sm <= detail::kSharedMaxCtasPerSm; ++ctas_per_sm) {
+    if (options.max_ctas_per_sm != 0 && ctas_per_sm > options.max_ctas_per_sm) continue;
+    const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
+    const int64_t threads = std::clamp<int64_t>(next_pow2(detail::kSharedThreadsPerSm / ctas_per_sm + 1) / 2,
+                                                detail::kSharedMinThreads, detail::kSharedMaxThreads);
+    if (ctas_per_sm * threads > detail::kSharedThreadsPerSm) continue;
+    int64_t lo = 1;
+    int64_t hi = std::min<int64_t>({total, detail::kSharedMaxCtasPerSlice,
+                                    std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
+    if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
+    for (int64_t group = lo; group <= hi; ++group) {
+      const int64_t chunk_len = ceil_div(ceil_div(base.slice_len, group), vec) * vec;
+      const int64_t smem = detail::shared_slot_bytes(group, base.dtype) + detail::shared_buffer_bytes(chunk_len * elem);
+      const int64_t groups = std::min(total / group, base.num_slices);
+      if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin ||
+          ctas_per_sm * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) > limits.smem_per_sm ||
+          groups == 0) {
+        continue;
       }
+      // Busy share of the CTA-rounds, the last, partial round of the persistent loop included.
+      const int64_t rounds = ceil_div(base.num_slices, groups);
+      Score score;
+      score.util_percent = base.num_slices * group * 100 / (rounds * total);
+      score.ctas_per_sm = ctas_per_sm;
+      score.ctas_per_slice = group;
+      if (!score.better_than(best)) continue;
+      best = score;
+      *plan = base;
+      plan->path = Path::kSharedResident;
+      plan->ctas_per_slice = static_cast<int>(group);
+      plan->ctas_per_sm = ctas_per_sm;
+      plan->chunk_len = chunk_len;
+      plan->threads = static_cast<int>(threads);
+      plan->smem_bytes = static_cast<int>(smem);
+      plan->grid = groups * group;
     }
   }
   if (best.util_percent < 0) {

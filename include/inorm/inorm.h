@@ -101,7 +101,6 @@ const char* path_name(Path path);
 struct PlanOptions {
   Path force_path = Path::kAuto;
   int force_ctas_per_slice = 0;   // kSharedResident: CTAs sharing a slice
-  int force_stages = 0;           // kSharedResident: 1 or 2 shared-memory buffers per CTA
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice
 };
@@ -125,7 +124,6 @@ struct Plan {
   int group_size = 0;        // kGroupRegisters: lanes per slice
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group)
-  int stages = 0;            // kSharedResident: shared-memory buffers per CTA
   int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitSlice: elements per part
   int parts_per_slice = 0;   // kSplitSlice
@@ -133,7 +131,7 @@ struct Plan {
 
   std::size_t workspace_bytes = 0;
 
-  std::string describe() const;  // one line, e.g. "shared_resident ctas_per_slice=11 stages=2 ..."
+  std::string describe() const;  // one line, e.g. "shared_resident ctas_per_slice=11 ..."
 };
 
 // Checks the params alone (no device access).

@@ -35,9 +35,7 @@ struct KernelArgs {
   void* split_partials; // kSplitSlice workspace
   // kSharedResident
   int ctas_per_slice;
-  int stages;             // shared-memory buffers per CTA (2: the next slice loads during this one)
-  int buffer_bytes;       // bytes of each buffer
-  int slot_bytes;         // bytes before the first buffer: the chunk statistics of the slice's CTAs
+  int slot_bytes;         // shared memory before the chunk buffer: the chunk statistics of the group
   void* chunk_partials;   // ChunkStats<stats type> [num_slices * ctas_per_slice]
   unsigned* slice_arrivals;  // [num_slices], zeroed before the launch
 };

@@ -1,13 +1,14 @@
 // kSharedResident: each slice lives in shared memory between its statistics and its
 // normalization, so x is read once and y written once.
 //
-// A persistent grid fills every SM. Consecutive CTAs form groups of `ctas_per_slice`; a group walks
-// its slices (group, group + groups, ...) and each CTA holds the same chunk of every slice. With two
-// stages, the bulk async copy of the CTA's next chunk is in flight while it reduces, exchanges and
-// stores the current one, so the memory system never waits on the reduction. The CTAs of a group
-// exchange their chunk statistics through L2 (a release counter per slice; the cooperative launch
-// guarantees that every CTA of a group is resident) and combine them in rank order, so every CTA
-// computes the same bits. dev/VARIANTS.md records the designs this one beat.
+// A persistent grid of up to 6 CTAs per SM. Consecutive CTAs form groups of `ctas_per_slice`; a
+// group walks its slices (group, group + groups, ...) and each CTA holds the same chunk of every
+// slice: one bulk async copy in, corrected two-pass statistics from shared memory, an exchange of
+// chunk statistics within the group through L2 (a release counter per slice; the cooperative launch
+// guarantees that every CTA of a group is resident), a rank-ordered combination (every CTA computes
+// the same bits), then 16-byte streaming stores. The other CTAs on the SM overlap one CTA's
+// reduction and exchange with their loads and stores. dev/VARIANTS.md records the designs this one
+// beat (clusters with distributed shared memory, double buffering inside a CTA).
 #include <cub/block/block_reduce.cuh>
 #include <cuda/atomic>
 #include <cuda/barrier>
@@ -33,58 +34,41 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   using Chunk = SharedChunk<T, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
-  __shared__ Barrier loaded[2];
+  __shared__ Barrier loaded;
   __shared__ typename Chunk::TempStorage reduce_storage;
   __shared__ Acc broadcast;
 
   const int group_size = args.ctas_per_slice;
   const int64_t groups = gridDim.x / group_size;
-  const int64_t group = blockIdx.x / group_size;
   const int rank = static_cast<int>(blockIdx.x % group_size);
   const int64_t begin = min(args.slice_len, rank * args.chunk_len);
   const int64_t len = min(args.slice_len - begin, args.chunk_len);
   auto* peer_stats = reinterpret_cast<ChunkStats<Acc>*>(smem);
-  auto buffer = [&](int stage) { return smem + args.slot_bytes + stage * args.buffer_bytes; };
-  auto chunk_of = [&](int stage, int64_t slice) {
+  unsigned char* buffer = smem + args.slot_bytes;
+
+  if (threadIdx.x == 0) {
+    init(&loaded, kThreads);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
+  }
+  __syncthreads();
+
+  for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups) {
     const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
     const RaggedRange<T> range(src, len);
     // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
-    return Chunk{reinterpret_cast<const T*>(buffer(stage)) + range.misalign, range, len};
-  };
-  // Starts loading this CTA's chunk of `slice` into buffer `stage`; every thread arrives once.
-  auto start_load = [&](int stage, int64_t slice) {
-    const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-    const Chunk chunk = chunk_of(stage, slice);
-    T* buf = const_cast<T*>(chunk.buf);
-    if (threadIdx.x == 0 && chunk.range.body_vecs > 0) {
-      const uint32_t bytes = static_cast<uint32_t>(chunk.range.body_vecs * 16);
-      cuda::device::memcpy_async_tx(buf + chunk.range.head, src + chunk.range.head,
-                                    cuda::aligned_size_t<16>(bytes), loaded[stage]);
-      return cuda::device::barrier_arrive_tx(loaded[stage], 1, bytes);
+    T* buf = reinterpret_cast<T*>(buffer) + range.misalign;
+    Barrier::arrival_token token;
+    if (threadIdx.x == 0 && range.body_vecs > 0) {
+      const uint32_t bytes = static_cast<uint32_t>(range.body_vecs * 16);
+      cuda::device::memcpy_async_tx(buf + range.head, src + range.head, cuda::aligned_size_t<16>(bytes), loaded);
+      token = cuda::device::barrier_arrive_tx(loaded, 1, bytes);
+    } else {
+      const int e = static_cast<int>(threadIdx.x) - 1;
+      if (e >= 0 && e < range.ragged()) buf[range.ragged_index(e)] = src[range.ragged_index(e)];
+      token = loaded.arrive();
     }
-    const int e = static_cast<int>(threadIdx.x) - 1;
-    if (e >= 0 && e < chunk.range.ragged()) {
-      buf[chunk.range.ragged_index(e)] = src[chunk.range.ragged_index(e)];
-    }
-    return loaded[stage].arrive();
-  };
-
-  if (threadIdx.x == 0) {
-    init(&loaded[0], kThreads);
-    init(&loaded[1], kThreads);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
-  }
-  __syncthreads();
-  Barrier::arrival_token tokens[2];
-  for (int stage = 0; stage < args.stages; ++stage) {
-    const int64_t slice = group + stage * groups;
-    if (slice < args.num_slices) tokens[stage] = start_load(stage, slice);
-  }
-
-  int stage = 0;
-  for (int64_t slice = group; slice < args.num_slices; slice += groups) {
-    loaded[stage].wait(std::move(tokens[stage]));
-    const Chunk chunk = chunk_of(stage, slice);
+    loaded.wait(std::move(token));
+    const Chunk chunk{buf, range, len};
     const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
 
     if (group_size == 1) {
@@ -114,11 +98,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     const SliceAffine<Acc> affine =
         finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
     chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned);
-    __syncthreads();  // this buffer and peer_stats are free again
-
-    const int64_t next = slice + args.stages * groups;
-    if (next < args.num_slices) tokens[stage] = start_load(stage, next);
-    stage = args.stages == 2 ? stage ^ 1 : 0;
+    __syncthreads();  // the buffer and peer_stats are free for the next slice
   }
 }
 

@@ -34,37 +34,38 @@ Plan plan_of(const ForwardParams& p, const PlanOptions& options = {}) {
   return plan;
 }
 
-TEST(Planner, SeedFloat32UsesElevenCtasPerSliceDoubleBuffered) {
-  // 1 MiB slices: 11 CTAs x 93 KiB, two buffers each, one CTA per SM; 12 groups fill all 132 SMs.
+TEST(Planner, SeedFloat32UsesElevenCtasPerSliceTwoPerSm) {
+  // 1 MiB slices: 11 CTAs x 93 KiB; two CTAs per SM, 24 groups fill all 132 SMs.
   const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
   EXPECT_EQ(plan.ctas_per_slice, 11);
-  EXPECT_EQ(plan.stages, 2);
-  EXPECT_EQ(plan.ctas_per_sm, 1);
-  EXPECT_EQ(plan.grid, 132);
+  EXPECT_EQ(plan.ctas_per_sm, 2);
+  EXPECT_EQ(plan.grid, 264);
   EXPECT_EQ(plan.chunk_len, 23832);  // ceil(262144 / 11) rounded up to 4
   EXPECT_EQ(plan.threads, 512);
-  EXPECT_LE(plan.smem_bytes + detail::kSharedStaticReserve, hopper_h200_limits().max_smem_per_block_optin);
+  EXPECT_EQ(plan.smem_bytes, 256 + 95360);  // 11 chunk statistics, then the chunk + 16, 128-aligned
   // Chunk statistics of every (slice, rank) and one arrival counter per slice.
   EXPECT_EQ(plan.workspace_bytes, 7168u * 11 * 16 + 7168 * 4);
   EXPECT_TRUE(plan.y_coaligned);
 }
 
-TEST(Planner, SeedHalfTypesUseSixCtasPerSlice) {
+TEST(Planner, SeedHalfTypesUseElevenCtasPerSliceFourPerSm) {
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     const Plan plan = plan_of(problem(dtype, {112, 64, 512, 512}));
     EXPECT_EQ(plan.path, Path::kSharedResident);
-    EXPECT_EQ(plan.ctas_per_slice, 6);  // 132 = 22 groups of 6
-    EXPECT_EQ(plan.stages, 2);
-    EXPECT_EQ(plan.grid, 132);
+    EXPECT_EQ(plan.ctas_per_slice, 11);
+    EXPECT_EQ(plan.ctas_per_sm, 4);
+    EXPECT_EQ(plan.threads, 256);
+    EXPECT_EQ(plan.grid, 528);
   }
 }
 
-TEST(Planner, MidAffineUsesThreeCtasPerSlice) {
+TEST(Planner, MidAffineUsesSixCtasPerSm) {
   const Plan plan = plan_of(problem(DType::kFloat32, {32, 128, 256, 256}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.ctas_per_slice, 3);
-  EXPECT_EQ(plan.stages, 2);
+  EXPECT_EQ(plan.ctas_per_sm, 6);
+  EXPECT_EQ(plan.ctas_per_slice, 9);
+  EXPECT_EQ(plan.grid, 792);
 }
 
 TEST(Planner, TinySlicesUseWarpVectorRegisters) {
@@ -77,36 +78,34 @@ TEST(Planner, TinySlicesUseWarpVectorRegisters) {
 }
 
 TEST(Planner, OddHalfSlicesUseOneCtaEach) {
-  // 127 x 129 half values: 32766 bytes, slices not 16-byte aligned; three CTAs per SM.
+  // 127 x 129 half values: 32766 bytes, slices not 16-byte aligned. Four CTAs per SM give 528
+  // CTAs for 1024 slices: two full rounds (six would leave the second round a third empty).
   const Plan plan = plan_of(problem(DType::kFloat16, {16, 64, 127, 129}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
   EXPECT_EQ(plan.ctas_per_slice, 1);
-  EXPECT_EQ(plan.ctas_per_sm, 3);
-  EXPECT_EQ(plan.grid, 396);
+  EXPECT_EQ(plan.ctas_per_sm, 4);
+  EXPECT_EQ(plan.grid, 528);
   EXPECT_EQ(plan.chunk_len, 16384);
   EXPECT_EQ(plan.threads, 256);
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-TEST(Planner, FewLargeSlicesSpreadOverTheWholeGrid) {
-  // 16 MiB slices: every SM holds a single-buffered chunk of one slice at a time.
+TEST(Planner, SlicesLargerThanTwelveCtasSplit) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
-  EXPECT_EQ(few.path, Path::kSharedResident);
-  EXPECT_EQ(few.ctas_per_slice, 132);
-  EXPECT_EQ(few.stages, 1);
-  // 8 MiB slices: 132 chunks of 62 KiB, double-buffered.
+  EXPECT_EQ(few.path, Path::kSplitSlice);
+  EXPECT_EQ(few.parts_per_slice, 176);  // 2 x 8 CTAs per SM x 132 SMs over 12 slices
+  EXPECT_EQ(few.chunk_len, 23832);
+  EXPECT_EQ(few.workspace_bytes, 12u * 176 * sizeof(detail::SplitPartial));  // 50688, a multiple of 256
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
-  EXPECT_EQ(vol.path, Path::kSharedResident);
-  EXPECT_EQ(vol.ctas_per_slice, 132);
-  EXPECT_EQ(vol.stages, 2);
-}
-
-TEST(Planner, SlicesLargerThanTheChipSplit) {
+  EXPECT_EQ(vol.path, Path::kSplitSlice);
+  EXPECT_EQ(vol.parts_per_slice, 33);
+  EXPECT_EQ(vol.chunk_len, 63552);
+  // Parts are at least 4096 values: 690,385 values make 168 parts, not 704.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
   EXPECT_EQ(split.path, Path::kSplitSlice);
-  EXPECT_EQ(split.parts_per_slice, 704);  // 2 x 8 CTAs per SM x 132 SMs over 3 slices
-  EXPECT_EQ(split.workspace_bytes, 3u * 704 * sizeof(detail::SplitPartial));
+  EXPECT_EQ(split.parts_per_slice, 168);
+  EXPECT_EQ(split.describe(), "split_slice parts=168 part_len=4112");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
@@ -157,12 +156,12 @@ TEST(Planner, SharedBoundaries) {
     const int64_t largest = detail::largest_resident_slice(dtype, limits);
     const Plan at = plan_of(problem(dtype, {1, 2, largest}));
     EXPECT_EQ(at.path, Path::kSharedResident) << dtype_name(dtype);
-    EXPECT_EQ(at.ctas_per_slice, limits.sm_count);
-    EXPECT_EQ(at.stages, 1);
+    EXPECT_EQ(at.ctas_per_slice, detail::kSharedMaxCtasPerSlice);
+    EXPECT_EQ(at.ctas_per_sm, 1);
     EXPECT_LE(at.smem_bytes + detail::kSharedStaticReserve, limits.max_smem_per_block_optin);
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
-  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 7530864);
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 690384);
 }
 
 TEST(Planner, OccupancyCapIsHonoured) {
@@ -200,10 +199,8 @@ TEST(Planner, ForcedPaths) {
   PlanOptions options;
   options.force_path = Path::kSharedResident;
   options.force_ctas_per_slice = 3;
-  options.force_stages = 1;
   Plan plan = plan_of(p, options);
   EXPECT_EQ(plan.ctas_per_slice, 3);
-  EXPECT_EQ(plan.stages, 1);
   EXPECT_EQ(plan.chunk_len, 1368);  // ceil(4097 / 3) rounded up to 4
   EXPECT_EQ(plan.grid, 6 * 3);      // no more groups than slices
   options = PlanOptions{};
@@ -256,7 +253,7 @@ TEST(Planner, PlanMatchesOnlyCompatibleParams) {
 
 TEST(Planner, Describe) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).describe(),
-            "shared_resident ctas_per_slice=11 stages=2 ctas_per_sm=1 threads=512 chunk=23832 grid=132");
+            "shared_resident ctas_per_slice=11 ctas_per_sm=2 threads=512 chunk=23832 grid=264");
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
             "group_registers group=32 items=2 vector");
 }
