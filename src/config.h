@@ -28,9 +28,10 @@ inline constexpr int kGroupMaxVectorItems = 8;
 inline constexpr int kSharedMinThreads = 128;
 inline constexpr int kSharedMaxThreads = 512;
 inline constexpr int kSharedThreadsPerSm = 1024;
-// Measured on the H200 (dev/VARIANTS.md): more CTAs per SM hide each other's reduction and
-// exchange, up to about 6; more CTAs per slice lengthen the exchange on every slice's critical
-// path (18 per slice lost to 11 on the seed, 132 took 3.3x copy on vol3d): beyond 12, split.
+// Measured on the H200 (dev/VARIANTS.md): a second CTA per SM hides one's reduction and exchange
+// behind the other's loads and stores, more help little; more CTAs per slice lengthen the exchange
+// on every slice's critical path (18 per slice lost to 11 on the seed, 132 took 3.3x copy on
+// vol3d against 1.7x for the split path): beyond 12, split.
 inline constexpr int kSharedMaxCtasPerSm = 6;
 inline constexpr int kSharedMaxCtasPerSlice = 12;
 // Static shared memory of the kernel (barriers, CUB storage) stays below this.

@@ -328,9 +328,11 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-// Searches (CTAs per SM, CTAs per slice) for the plan that keeps the most SMs busy, then has the
-// most independent CTAs per SM (each hides the others' reduction and exchange latency), then
-// shares a slice among the fewest CTAs.
+// Searches (CTAs per SM, CTAs per slice) for the plan that keeps the most SMs busy, then has at
+// least two CTAs per SM (one hides the other's reduction and exchange), then shares a slice among
+// the fewest CTAs (a shorter exchange), then has more CTAs per SM. Measured on the H200
+// (dev/VARIANTS.md): seed fp32 11 CTAs/slice at 2/SM 1.22x copy; bf16 6 at 2/SM 1.31x against 11
+// at 4/SM 1.34x; mid-affine 3 at 2/SM 1.18x against 9 at 6/SM 1.27x; odd-fp16 1 at 4/SM 0.94x.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t vec = 16 / elem;
@@ -341,8 +343,9 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t ctas_per_slice = 0;
     bool better_than(const Score& o) const {
       if (util_percent != o.util_percent) return util_percent > o.util_percent;
-      if (ctas_per_sm != o.ctas_per_sm) return ctas_per_sm > o.ctas_per_sm;
-      return ctas_per_slice < o.ctas_per_slice;
+      if (std::min(ctas_per_sm, 2) != std::min(o.ctas_per_sm, 2)) return ctas_per_sm > o.ctas_per_sm;
+      if (ctas_per_slice != o.ctas_per_slice) return ctas_per_slice < o.ctas_per_slice;
+      return ctas_per_sm > o.ctas_per_sm;
     }
   };
   Score best;
