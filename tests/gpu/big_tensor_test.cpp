@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "case_runner.h"
 #include "testing/compare.h"
 #include "testing/device_data.h"
 #include "testing/oracle.h"
@@ -18,11 +19,6 @@ namespace {
 
 constexpr int64_t kTwoToThe31 = int64_t{1} << 31;
 
-#define INORM_REQUIRE_GPU()                                   \
-  do {                                                        \
-    std::string why_;                                         \
-    if (!cuda_device_available(&why_)) GTEST_SKIP() << why_;  \
-  } while (0)
 #define ASSERT_OK(expr)                         \
   do {                                          \
     const Status s_ = (expr);                   \

@@ -10,6 +10,13 @@
 #include "inorm/inorm.h"
 #include "testing/device_data.h"
 
+// First line of every GPU test: skips it, with the reason, where no CUDA device is usable.
+#define INORM_REQUIRE_GPU()                                              \
+  do {                                                                   \
+    std::string why_;                                                    \
+    if (!::inorm::testing::cuda_device_available(&why_)) GTEST_SKIP() << why_; \
+  } while (0)
+
 namespace inorm::testing {
 
 enum class Running { kNone, kUpdate, kEval };

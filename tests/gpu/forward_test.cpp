@@ -13,11 +13,6 @@
 namespace inorm::testing {
 namespace {
 
-#define INORM_REQUIRE_GPU()                                   \
-  do {                                                        \
-    std::string why_;                                         \
-    if (!cuda_device_available(&why_)) GTEST_SKIP() << why_;  \
-  } while (0)
 
 void expect_passes(const Case& c, const std::string& why) {
   const Outcome outcome = run_case(c);
