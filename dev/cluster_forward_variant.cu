@@ -20,7 +20,7 @@ inline constexpr int kVariantMaxClusterSize = 16;
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
-  using Chunk = SharedChunk<T, kThreads>;
+  using Chunk = ChunkView<T, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ cuda::barrier<cuda::thread_scope_block> loaded;
@@ -45,17 +45,7 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   }
   __syncthreads();
-  cuda::barrier<cuda::thread_scope_block>::arrival_token token;
-  if (threadIdx.x == 0 && range.body_vecs > 0) {
-    const uint32_t bytes = static_cast<uint32_t>(range.body_vecs * 16);
-    cuda::device::memcpy_async_tx(buf + range.head, src + range.head, cuda::aligned_size_t<16>(bytes), loaded);
-    token = cuda::device::barrier_arrive_tx(loaded, 1, bytes);
-  } else {
-    const int e = static_cast<int>(threadIdx.x) - 1;
-    if (e >= 0 && e < range.ragged()) buf[range.ragged_index(e)] = src[range.ragged_index(e)];
-    token = loaded.arrive();
-  }
-  loaded.wait(std::move(token));
+  loaded.wait(start_chunk_load(loaded, buf, src, range));
 
   const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
   cluster.barrier_wait(std::move(cluster_started));

@@ -19,7 +19,6 @@ Status query_device_limits(int device, DeviceLimits* limits) {
     const char* name;
   };
   int major = 0;
-  int l2 = 0;
   const Query queries[] = {
       {cudaDevAttrComputeCapabilityMajor, &major, "ComputeCapabilityMajor"},
       {cudaDevAttrMultiProcessorCount, &limits->sm_count, "MultiProcessorCount"},
@@ -27,7 +26,6 @@ Status query_device_limits(int device, DeviceLimits* limits) {
       {cudaDevAttrMaxSharedMemoryPerMultiprocessor, &limits->smem_per_sm, "MaxSharedMemoryPerMultiprocessor"},
       {cudaDevAttrMaxSharedMemoryPerBlockOptin, &limits->max_smem_per_block_optin, "MaxSharedMemoryPerBlockOptin"},
       {cudaDevAttrReservedSharedMemoryPerBlock, &limits->reserved_smem_per_block, "ReservedSharedMemoryPerBlock"},
-      {cudaDevAttrL2CacheSize, &l2, "L2CacheSize"},
   };
   for (const Query& query : queries) {
     Status status = cuda_status(cudaDeviceGetAttribute(query.out, query.attr, device),
@@ -39,7 +37,6 @@ Status query_device_limits(int device, DeviceLimits* limits) {
                   "inorm: device " + std::to_string(device) + " has compute capability " +
                       std::to_string(major) + ".x; inorm is built for sm_90 (Hopper)");
   }
-  limits->l2_bytes = l2;
   return Status::Ok();
 }
 

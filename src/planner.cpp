@@ -57,7 +57,6 @@ DeviceLimits hopper_h200_limits() {
   limits.smem_per_sm = 233472;
   limits.max_smem_per_block_optin = 232448;
   limits.reserved_smem_per_block = 1024;
-  limits.l2_bytes = 60 * 1024 * 1024;
   return limits;
 }
 

@@ -81,7 +81,6 @@ struct DeviceLimits {
   int smem_per_sm = 0;                // bytes
   int max_smem_per_block_optin = 0;   // bytes a block may use after opting in
   int reserved_smem_per_block = 0;    // bytes the driver keeps per resident block
-  int64_t l2_bytes = 0;
 };
 Status query_device_limits(int device, DeviceLimits* limits);
 // The limits of an H200 / H100 SXM (sm_90, 132 SMs): for CPU-side planning and tests.

@@ -1,8 +1,10 @@
-// A CTA's chunk of a slice held in shared memory: its statistics, their combination across the
-// CTAs of a slice, and its normalization back to global memory.
+// A CTA's chunk of a slice: its load into shared memory, its statistics, their combination
+// across the CTAs of a slice, and its normalization back to global memory.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
+#include <cuda/barrier>
+#include <utility>
 
 #include "kernels/common.cuh"
 
@@ -20,9 +22,9 @@ static_assert(sizeof(ChunkStats<float>) == 16 && sizeof(ChunkStats<double>) == 3
               "plan_internal.h chunk_stats_bytes sizes the workspace from four fields");
 
 // buf[i] holds element i of a chunk of `len` elements laid out like `range` (16-byte aligned body,
-// ragged ends).
+// ragged ends), in shared memory or in global memory.
 template <typename T, int kThreads>
-struct SharedChunk {
+struct ChunkView {
   using Acc = AccOf<T>;
   using SumReduce = cub::BlockReduce<Acc, kThreads>;
   using PairReduce = cub::BlockReduce<PairSum<Acc>, kThreads>;
@@ -96,6 +98,21 @@ struct SharedChunk {
     }
   }
 };
+
+// Starts copying src[0, range's len) into buf, which mirrors src's alignment modulo 16: one bulk
+// async copy of the body by thread 0, ragged ends by ordinary loads; every thread arrives once.
+template <typename T>
+__device__ __forceinline__ cuda::barrier<cuda::thread_scope_block>::arrival_token start_chunk_load(
+    cuda::barrier<cuda::thread_scope_block>& loaded, T* buf, const T* src, const RaggedRange<T>& range) {
+  if (threadIdx.x == 0 && range.body_vecs > 0) {
+    const uint32_t bytes = static_cast<uint32_t>(range.body_vecs * 16);
+    cuda::device::memcpy_async_tx(buf + range.head, src + range.head, cuda::aligned_size_t<16>(bytes), loaded);
+    return cuda::device::barrier_arrive_tx(loaded, 1, bytes);
+  }
+  const int e = static_cast<int>(threadIdx.x) - 1;
+  if (e >= 0 && e < range.ragged()) buf[range.ragged_index(e)] = src[range.ragged_index(e)];
+  return loaded.arrive();
+}
 
 // Combines the chunks of a slice in rank order around chunk 0's mean (the differences are small,
 // so no digits are lost to an offset); every caller gets the same bits.

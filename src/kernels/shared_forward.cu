@@ -9,7 +9,6 @@
 // the same bits), then 16-byte streaming stores. The other CTAs on the SM overlap one CTA's
 // reduction and exchange with their loads and stores. dev/VARIANTS.md records the designs this one
 // beat (clusters with distributed shared memory, double buffering inside a CTA).
-#include <cub/block/block_reduce.cuh>
 #include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/ptx>
@@ -31,7 +30,7 @@ template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
-  using Chunk = SharedChunk<T, kThreads>;
+  using Chunk = ChunkView<T, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
@@ -57,17 +56,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     const RaggedRange<T> range(src, len);
     // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
     T* buf = reinterpret_cast<T*>(buffer) + range.misalign;
-    Barrier::arrival_token token;
-    if (threadIdx.x == 0 && range.body_vecs > 0) {
-      const uint32_t bytes = static_cast<uint32_t>(range.body_vecs * 16);
-      cuda::device::memcpy_async_tx(buf + range.head, src + range.head, cuda::aligned_size_t<16>(bytes), loaded);
-      token = cuda::device::barrier_arrive_tx(loaded, 1, bytes);
-    } else {
-      const int e = static_cast<int>(threadIdx.x) - 1;
-      if (e >= 0 && e < range.ragged()) buf[range.ragged_index(e)] = src[range.ragged_index(e)];
-      token = loaded.arrive();
-    }
-    loaded.wait(std::move(token));
+    loaded.wait(start_chunk_load(loaded, buf, src, range));
     const Chunk chunk{buf, range, len};
     const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
 

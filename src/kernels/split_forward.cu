@@ -8,6 +8,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "config.h"
+#include "kernels/chunk_stats.cuh"
 #include "kernels/common.cuh"
 #include "kernels/launchers.h"
 #include "plan_internal.h"
@@ -88,7 +89,6 @@ __global__ void __launch_bounds__(kSplitThreads) split_stats_kernel(const Kernel
 template <typename T>
 __global__ void __launch_bounds__(kSplitThreads) split_normalize_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
-  constexpr int kVec = kVecOf<T>;
   using Reduce = cub::BlockReduce<SplitPartial, kSplitThreads>;
   __shared__ typename Reduce::TempStorage reduce_storage;
   __shared__ SplitPartial slice_stats;
@@ -115,23 +115,8 @@ __global__ void __launch_bounds__(kSplitThreads) split_normalize_kernel(const Ke
   const int64_t len = min(args.chunk_len, args.slice_len - begin);
   const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
   T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
-  auto normalize = [&](T value) { return Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(value))); };
-  if (args.y_coaligned) {
-    const RaggedRange<T> range(src, len);
-    const Pack<T>* body = reinterpret_cast<const Pack<T>*>(src + range.head);
-    for (int64_t v = threadIdx.x; v < range.body_vecs; v += kSplitThreads) {
-      Pack<T> pack = body[v];
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) pack.v[k] = normalize(pack.v[k]);
-      store_pack_streaming(dst + range.head + v * kVec, pack);
-    }
-    if (threadIdx.x < range.ragged()) {
-      const int64_t i = range.ragged_index(threadIdx.x);
-      dst[i] = normalize(src[i]);
-    }
-  } else {
-    for (int64_t i = threadIdx.x; i < len; i += kSplitThreads) dst[i] = normalize(src[i]);
-  }
+  // Plain loads: the reverse order means the first of them find the statistics pass's data in L2.
+  ChunkView<T, kSplitThreads>{src, RaggedRange<T>(src, len), len}.normalize(dst, affine, args.y_coaligned);
 }
 
 }  // namespace
