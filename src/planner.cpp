@@ -451,8 +451,10 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
     *plan = base;
     plan->path = Path::kElementwiseEval;
     plan->threads = detail::kEvalThreads;
+    // Four full waves of the grid-stride loop at most.
     plan->grid = std::min<int64_t>(ceil_div(numel, detail::kEvalThreads),
-                                   static_cast<int64_t>(limits.sm_count) * 2048 / detail::kEvalThreads * 4);
+                                   static_cast<int64_t>(limits.sm_count) * limits.max_threads_per_sm /
+                                       detail::kEvalThreads * 4);
     plan->workspace_bytes = detail::workspace_layout(*plan).total;
     return Status::Ok();
   }

@@ -182,6 +182,13 @@ TEST(Planner, EmptyAndEval) {
   p.running_var = reinterpret_cast<void*>(kAligned * 3);
   const Plan plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kElementwiseEval);
+  EXPECT_EQ(plan.grid, 1);  // 6 elements
+  EXPECT_EQ(plan_of([&] {
+              ForwardParams big = p;
+              big.batch = 1 << 20;
+              return big;
+            }()).grid,
+            132 * 2048 / 256 * 4);  // four waves of the grid-stride loop
   EXPECT_FALSE(plan.update_running_stats);
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
