@@ -35,7 +35,7 @@ inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_
 int64_t shared_slot_bytes(int64_t ctas_per_slice, DType dtype);
 int64_t shared_buffer_bytes(int64_t chunk_bytes);
 
-// The largest slice (elements) kSharedResident can hold: every SM holds a full chunk.
+// The largest slice (elements) kSharedResident can hold: a full group of full CTAs.
 int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits);
 
 // A plan holding only what the params decide (shape, dtype, flags, alignment facts).
