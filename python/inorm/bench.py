@@ -1,0 +1,181 @@
+"""python -m inorm.bench: eager PyTorch, torch.compile, inorm and a copy, side by side.
+
+One process, the same input tensor for all four, CUDA events, warm-up, median of --iters timed
+samples. Each sample times enough back-to-back calls to cover at least --min-sample-ms of GPU work,
+so host overhead overlaps the GPU the way it does in a real model (and shows where it cannot).
+Every inorm output is checked against eager PyTorch. Prints a markdown table; --out DIR also writes
+torch-bench.{json,md,png} (the PNG is a bar chart of each implementation's ratio to the copy)."""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import inorm
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+TOLERANCES = {torch.float32: 1e-4, torch.float64: 1e-9, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
+MODULES = {3: (torch.nn.InstanceNorm1d, inorm.InstanceNorm1d),
+           4: (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d),
+           5: (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d)}
+IMPLEMENTATIONS = ("eager", "compile", "inorm")
+
+
+def default_suite():
+    # The shared suite beside the repository, else the repository's copy of it.
+    for path in ("../shared/suites/public.json", "bench/suites/public.json"):
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def time_ms(function, iters, min_sample_ms):
+    """Median milliseconds per call over `iters` samples (CUDA events, after warm-up)."""
+    for _ in range(3):
+        function()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    function()
+    end.record()
+    end.synchronize()
+    calls = max(1, int(min_sample_ms / max(start.elapsed_time(end), 1e-3)))
+    samples = []
+    for _ in range(iters):
+        start.record()
+        for _ in range(calls):
+            function()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / calls)
+    return statistics.median(samples)
+
+
+def run_case(case, iters, min_sample_ms):
+    shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
+    torch_cls, inorm_cls = MODULES[len(shape)]
+    x = torch.rand(shape, device="cuda", dtype=torch.float32).to(dtype)
+    if case.get("layout", "nchw") == "nhwc":
+        x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    reference = torch_cls(shape[1], affine=case.get("affine", False), device="cuda", dtype=dtype)
+    ours = inorm_cls(shape[1], affine=case.get("affine", False), device="cuda", dtype=dtype)
+    ours.load_state_dict(reference.state_dict())
+    torch._dynamo.reset()  # a fresh compile per shape, never the recompile limit's eager fallback
+    compiled = torch.compile(reference, fullgraph=True)
+    copy_target = torch.empty_like(x)
+    functions = {"copy": lambda: copy_target.copy_(x), "eager": lambda: reference(x),
+                 "compile": lambda: compiled(x), "inorm": lambda: ours(x)}
+
+    with torch.no_grad():
+        expected, actual = reference(x), ours(x)
+        tolerance = TOLERANCES[dtype]
+        max_error = (actual.double() - expected.double()).abs().max().item() if x.numel() else 0.0
+        verified = torch.allclose(actual, expected, atol=tolerance, rtol=tolerance)
+        del expected, actual
+        times = {name: time_ms(function, iters, min_sample_ms) for name, function in functions.items()}
+    gigabytes = 2 * x.numel() * x.element_size() / 1e9  # read x once, write y once
+    row = {"id": case["id"], "shape": list(shape), "dtype": case["dtype"], "layout": case.get("layout", "nchw"),
+           "affine": case.get("affine", False), "verified": bool(verified), "max_abs_error": max_error}
+    for name, ms in times.items():
+        row[f"{name}_ms"] = ms
+        row[f"{name}_x_copy"] = ms / times["copy"]
+    row["inorm_gb_per_s"] = gigabytes / (times["inorm"] / 1e3)
+    return row
+
+
+def markdown(rows, header):
+    lines = [header, "",
+             "| case | shape | dtype | copy ms | eager ms (x copy) | torch.compile ms (x copy) | inorm ms (x copy) | inorm GB/s | verified |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [f"{r[f'{name}_ms']:.3f} ({r[f'{name}_x_copy']:.2f})" for name in IMPLEMENTATIONS]
+        lines.append(f"| {r['id']} | {'x'.join(map(str, r['shape']))}{' nhwc' if r['layout'] == 'nhwc' else ''} | "
+                     f"{r['dtype']} | {r['copy_ms']:.3f} | {' | '.join(cells)} | {r['inorm_gb_per_s']:.0f} | "
+                     f"{'yes' if r['verified'] else 'NO (max err %.2e)' % r['max_abs_error']} |")
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows, header, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(max(8, 1.3 * len(rows)), 5))
+    width = 0.27
+    colors = {"eager": "#9e9e9e", "compile": "#5c8ac4", "inorm": "#d9822b"}
+    labels = {"eager": "eager PyTorch", "compile": "torch.compile", "inorm": "inorm"}
+    for i, name in enumerate(IMPLEMENTATIONS):
+        positions = [k + (i - 1) * width for k in range(len(rows))]
+        values = [r[f"{name}_x_copy"] for r in rows]
+        bars = axes.bar(positions, values, width, label=labels[name], color=colors[name])
+        axes.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, rotation=90, padding=2)
+    axes.axhline(1.0, color="black", linewidth=1, linestyle="--", label="copy (floor)")
+    axes.set_yscale("log")
+    axes.set_ylabel("time / device copy of the same tensor (log)")
+    axes.set_xticks(range(len(rows)), [f"{r['id']}\n{r['dtype']}" for r in rows], fontsize=8)
+    axes.set_title(header, fontsize=9)
+    axes.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def commit():
+    if os.environ.get("INORM_COMMIT"):
+        return os.environ["INORM_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m inorm.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default=default_suite(),
+                        help="suite JSON (default: ../shared/suites/public.json, else bench/suites/public.json)")
+    parser.add_argument("--cases", help="comma-separated case ids to run (default: all)")
+    parser.add_argument("--iters", type=int, default=30, help="timed samples per measurement (at least 20)")
+    parser.add_argument("--min-sample-ms", type=float, default=1.0, help="GPU time each sample covers at least")
+    parser.add_argument("--out", help="directory for torch-bench.json, torch-bench.md and torch-bench.png")
+    args = parser.parse_args(argv)
+    if args.suite is None or not os.path.exists(args.suite):
+        parser.error(f"no suite file: {args.suite!r} (pass --suite PATH)")
+    if args.iters < 20:
+        parser.error("--iters must be at least 20")
+    if not torch.cuda.is_available():
+        print("inorm.bench: no CUDA device; nothing to measure", file=sys.stderr)
+        return 2
+    with open(args.suite) as f:
+        cases = json.load(f)["cases"]
+    if args.cases:
+        wanted = args.cases.split(",")
+        cases = [c for c in cases if c["id"] in wanted]
+
+    header = (f"{torch.cuda.get_device_name()}, {datetime.date.today()}, inorm {inorm.__version__} at {commit()}, "
+              f"torch {torch.__version__}, suite {os.path.basename(args.suite)}: median of {args.iters} samples")
+    print(header, flush=True)
+    rows = []
+    for case in cases:
+        rows.append(run_case(case, args.iters, args.min_sample_ms))
+        r = rows[-1]
+        print(f"  {r['id']}: copy {r['copy_ms']:.3f} ms, " + ", ".join(
+            f"{name} {r[f'{name}_x_copy']:.2f}x" for name in IMPLEMENTATIONS), flush=True)
+    table = markdown(rows, header)
+    print(table)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "torch-bench.json"), "w") as f:
+            json.dump({"header": header, "cases": rows}, f, indent=1)
+        with open(os.path.join(args.out, "torch-bench.md"), "w") as f:
+            f.write(table)
+        chart(rows, header, os.path.join(args.out, "torch-bench.png"))
+    return 0 if all(r["verified"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

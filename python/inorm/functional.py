@@ -1,0 +1,35 @@
+"""inorm.instance_norm: torch.nn.functional.instance_norm's signature and checks, inorm's kernels."""
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Optional[Tensor] = None,
+    running_var: Optional[Tensor] = None,
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Instance normalization of a CUDA tensor (N, C, *), as torch.nn.functional.instance_norm.
+
+    With use_input_stats and running stats given, the running stats are updated in place
+    (mean and unbiased variance averaged over the batch, weighted by momentum)."""
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    return torch.ops.inorm.instance_norm(
+        input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps
+    )
+
+
+def _verify_spatial_size(size: torch.Size) -> None:
+    # The same check and message as torch.nn.functional.instance_norm.
+    size_prods = 1
+    for i in range(2, len(size)):
+        size_prods *= size[i]
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")

@@ -1,0 +1,80 @@
+"""Shared pieces of the inorm pytest suite (imported by the test modules after torch is found)."""
+import json
+import os
+
+import pytest
+import torch
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# Output tolerances against torch.nn in the same dtype. float32: the seed harness's atol = rtol = 1e-4.
+# Half types: both sides compute statistics in float32 and round the output once; the bounds allow a
+# one-ulp difference in that rounding (2^-11 relative for float16, 2^-8 for bfloat16).
+TOLERANCES = {
+    torch.float32: dict(atol=1e-4, rtol=1e-4),
+    torch.float64: dict(atol=1e-9, rtol=1e-9),
+    torch.float16: dict(atol=1e-3, rtol=1e-3),
+    torch.bfloat16: dict(atol=1e-2, rtol=1.6e-2),
+}
+DTYPES = list(TOLERANCES)
+DTYPE_NAMES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+
+
+def _gpu_skip_reason():
+    if not torch.cuda.is_available():
+        return "no CUDA device: inorm's GPU tests are skipped"
+    major, minor = torch.cuda.get_device_capability()
+    if major < 9:
+        return f"the GPU is sm_{major}{minor}; inorm is built for sm_90"
+    return None
+
+
+requires_gpu = pytest.mark.skipif(_gpu_skip_reason() is not None, reason=_gpu_skip_reason() or "")
+
+
+def public_suite_cases():
+    """The public suite: ../shared/suites/public.json beside the repo, else the repo's copy."""
+    for path in (os.path.join(REPO, "..", "shared", "suites", "public.json"),
+                 os.path.join(REPO, "bench", "suites", "public.json")):
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f)["cases"]
+    raise FileNotFoundError("public.json: neither ../shared/suites nor bench/suites has it")
+
+
+def make_input(shape, dtype, data="uniform", channels_last=False, seed=0):
+    """Fresh random CUDA data: U[0,1) (the suite's data) or 1000 + randn (offset, for numerics)."""
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    if data == "uniform":
+        x = torch.rand(shape, generator=generator, device="cuda", dtype=torch.float32)
+    elif data == "offset":
+        x = 1000 + torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32)
+    else:
+        raise ValueError(data)
+    x = x.to(dtype)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    return x
+
+
+def poison_next_allocation(like):
+    """Fill a freed block of `like`'s size with 0xFF bytes (NaN in every float dtype): the caching
+    allocator hands it to the next allocation of that size, so output that the kernel does not write
+    stays NaN and fails the comparison. Returns the poisoned block's address."""
+    block = torch.empty(like.numel() * like.element_size(), dtype=torch.uint8, device=like.device)
+    block.fill_(0xFF)
+    address = block.data_ptr()
+    del block
+    return address
+
+
+def make_pair(torch_cls, inorm_cls, num_features, **kwargs):
+    """A torch.nn module and an inorm one with the same (random) affine parameters."""
+    reference = torch_cls(num_features, **kwargs).cuda()
+    ours = inorm_cls(num_features, **kwargs).cuda()
+    with torch.no_grad():
+        if reference.weight is not None:
+            reference.weight.uniform_(0.5, 1.5)
+            reference.bias.uniform_(-0.5, 0.5)
+    ours.load_state_dict(reference.state_dict())
+    return reference, ours
