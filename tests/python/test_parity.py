@@ -3,7 +3,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's Python tests need it")
 import inorm  # noqa: E402
-from helpers import DTYPE_NAMES, DTYPES, TOLERANCES, make_input, make_pair, poison_next_allocation, public_suite_cases, requires_gpu  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from helpers import DTYPE_NAMES, DTYPES, ORACLE_TOLERANCES, TOLERANCES, make_input, make_pair, poison_next_allocation, public_suite_cases, requires_gpu  # noqa: E402
 
 pytestmark = requires_gpu
 
@@ -42,6 +43,13 @@ def test_public_suite_case(case):
     torch.testing.assert_close(actual, expected, **TOLERANCES[dtype])
 
 
+def float64_reference(x, module):
+    """The module's forward from its initial state, in float64 on the same input values."""
+    as64 = lambda t: None if t is None else t.detach().double().clone()  # noqa: E731
+    return F.instance_norm(x.double(), as64(module.running_mean), as64(module.running_var), as64(module.weight),
+                           as64(module.bias), True, module.momentum, module.eps)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", EDGE_SHAPES)
 @pytest.mark.parametrize("data", ["uniform", "offset"])
@@ -49,8 +57,16 @@ def test_edge_shape(shape, dtype, data):
     x = make_input(shape, dtype, data=data, seed=len(shape))
     # Parameters and running stats in the input's dtype, like a module built with dtype=...
     reference, ours = make_pair(*MODULES[len(shape)], shape[1], affine=True, track_running_stats=True, dtype=dtype)
+    exact = float64_reference(x, ours)
     expected, actual, _ = run_both(reference, ours, x)
-    torch.testing.assert_close(actual, expected, **TOLERANCES[dtype])
+    torch.testing.assert_close(actual.double(), exact, **ORACLE_TOLERANCES[dtype])
+    if data == "uniform":
+        torch.testing.assert_close(actual, expected, **TOLERANCES[dtype])
+    else:
+        # On 1000 + randn torch.nn's float32 output strays past 1e-4 (its statistics lose digits);
+        # parity here means inorm is no further from float64 than torch.nn is.
+        tolerance = ORACLE_TOLERANCES[dtype]["atol"]
+        assert (actual.double() - exact).abs().max() <= (expected.double() - exact).abs().max() + tolerance
     # Running stats are float32 or float64 sums of S values; compare them at the output's bound.
     torch.testing.assert_close(ours.running_mean, reference.running_mean, **TOLERANCES[dtype])
     torch.testing.assert_close(ours.running_var, reference.running_var, **TOLERANCES[dtype])
