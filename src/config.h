@@ -34,9 +34,6 @@ inline constexpr int kSharedThreadsPerSm = 1024;
 // vol3d against 1.7x for the split path): beyond 12, split.
 inline constexpr int kSharedMaxCtasPerSm = 6;
 inline constexpr int kSharedMaxCtasPerSlice = 12;
-// A CTA's chunk loads as this many bulk copies, so that the next slice's pieces can be loaded while
-// this slice's are still being normalized and stored.
-inline constexpr int kSharedLoadPieces = 4;
 // Static shared memory of the kernel (barriers, CUB storage) stays below this.
 inline constexpr int kSharedStaticReserve = 2048;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).

@@ -80,35 +80,22 @@ struct ChunkView {
 
   // y[i] = affine(buf[i]) with 16-byte streaming stores where y is aligned like x.
   __device__ void normalize(T* dst, const SliceAffine<Acc>& affine, bool y_coaligned) const {
-    if (y_coaligned) {
-      normalize_body(dst, affine, 0, range.body_vecs);
-      normalize_ragged(dst, affine);
-    } else {
-      for (int64_t i = threadIdx.x; i < len; i += kThreads) dst[i] = normalize_one(affine, buf[i]);
-    }
-  }
-
-  // Body vectors [first, end) only; y must be aligned like x.
-  __device__ void normalize_body(T* dst, const SliceAffine<Acc>& affine, int64_t first, int64_t end) const {
     constexpr int kVec = kVecOf<T>;
-    for (int64_t v = first + threadIdx.x; v < end; v += kThreads) {
-      Pack<T> pack = body()[v];
+    auto normalize_one = [&](T value) { return Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(value))); };
+    if (y_coaligned) {
+      for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
+        Pack<T> pack = body()[v];
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) pack.v[k] = normalize_one(affine, pack.v[k]);
-      store_pack_streaming(dst + range.head + v * kVec, pack);
+        for (int k = 0; k < kVec; ++k) pack.v[k] = normalize_one(pack.v[k]);
+        store_pack_streaming(dst + range.head + v * kVec, pack);
+      }
+      if (threadIdx.x < range.ragged()) {
+        const int64_t i = range.ragged_index(threadIdx.x);
+        dst[i] = normalize_one(buf[i]);
+      }
+    } else {
+      for (int64_t i = threadIdx.x; i < len; i += kThreads) dst[i] = normalize_one(buf[i]);
     }
-  }
-
-  __device__ void normalize_ragged(T* dst, const SliceAffine<Acc>& affine) const {
-    if (threadIdx.x < range.ragged()) {
-      const int64_t i = range.ragged_index(threadIdx.x);
-      dst[i] = normalize_one(affine, buf[i]);
-    }
-  }
-
- private:
-  static __device__ __forceinline__ T normalize_one(const SliceAffine<Acc>& affine, T value) {
-    return Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(value)));
   }
 };
 

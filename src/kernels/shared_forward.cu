@@ -3,14 +3,14 @@
 //
 // A persistent grid of up to 6 CTAs per SM. Consecutive CTAs form groups of `ctas_per_slice`; a
 // group walks its slices (group, group + groups, ...) and each CTA holds the same chunk of every
-// slice: bulk async copies in, corrected two-pass statistics from shared memory, an exchange of
+// slice: one bulk async copy in, corrected two-pass statistics from shared memory, an exchange of
 // chunk statistics within the group through L2 (a release counter per slice; the cooperative launch
 // guarantees that every CTA of a group is resident), a rank-ordered combination (every CTA computes
-// the same bits), then 16-byte streaming stores, piece by piece, each piece's buffer refilled with
-// the next slice's copy as soon as it is stored. The other CTAs on the SM overlap one CTA's
+// the same bits), then 16-byte streaming stores. The other CTAs on the SM overlap one CTA's
 // reduction and exchange with their loads and stores. dev/VARIANTS.md records the designs this one
 // beat (clusters with distributed shared memory, double buffering inside a CTA).
 #include <cuda/atomic>
+#include <cuda/barrier>
 #include <cuda/ptx>
 #include <mutex>
 #include <set>
@@ -24,49 +24,7 @@
 namespace inorm::detail {
 namespace {
 
-// A CTA's chunk of one slice, in shared memory: the body arrives as kSharedLoadPieces bulk async
-// copies, each completing its own mbarrier, the ragged ends by ordinary loads.
-template <typename T>
-struct ChunkSlot {
-  const T* src;
-  RaggedRange<T> range;
-  T* buf;  // mirrors src modulo 16 bytes, so the body is 16-byte aligned
-  int64_t piece_vecs;
-
-  __device__ __forceinline__ ChunkSlot(const T* chunk_src, int64_t len, unsigned char* buffer)
-      : src(chunk_src), range(chunk_src, len) {
-    buf = reinterpret_cast<T*>(buffer) + range.misalign;
-    piece_vecs = (range.body_vecs + kSharedLoadPieces - 1) / kSharedLoadPieces;
-  }
-  __device__ __forceinline__ int64_t piece_begin(int piece) const { return min(range.body_vecs, piece * piece_vecs); }
-  __device__ __forceinline__ int64_t piece_end(int piece) const { return piece_begin(piece + 1); }
-
-  // Thread 0 only. The piece's previous contents must have been read by every thread (a barrier
-  // before this); the proxy fence orders those generic reads before the copy engine's writes.
-  __device__ __forceinline__ void start_piece(int piece, uint64_t* loaded) const {
-    const int64_t first = piece_begin(piece);
-    const uint32_t bytes = static_cast<uint32_t>((piece_end(piece) - first) * 16);
-    if (bytes == 0) return;
-    const int64_t offset = range.head + first * kVecOf<T>;
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                         &loaded[piece], bytes);
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, buf + offset, src + offset, bytes,
-                             &loaded[piece]);
-  }
-
-  // Every thread: loads its ragged element, waits for the pieces (the `parity` phase of each
-  // piece's barrier), then a CTA barrier makes the ragged stores visible.
-  __device__ __forceinline__ void finish_load(const uint64_t* loaded, uint32_t parity) const {
-    if (threadIdx.x < range.ragged()) buf[range.ragged_index(threadIdx.x)] = src[range.ragged_index(threadIdx.x)];
-    for (int piece = 0; piece < kSharedLoadPieces; ++piece) {
-      if (piece_end(piece) == piece_begin(piece)) continue;
-      while (!cuda::ptx::mbarrier_try_wait_parity(const_cast<uint64_t*>(&loaded[piece]), parity)) {
-      }
-    }
-    __syncthreads();
-  }
-};
+using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
@@ -74,7 +32,8 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   using Acc = AccOf<T>;
   using Chunk = ChunkView<T, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint64_t piece_loaded[kSharedLoadPieces];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ Barrier loaded;
   __shared__ typename Chunk::TempStorage reduce_storage;
   __shared__ Acc broadcast;
 
@@ -85,27 +44,20 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   const int64_t len = min(args.slice_len - begin, args.chunk_len);
   auto* peer_stats = reinterpret_cast<ChunkStats<Acc>*>(smem);
   unsigned char* buffer = smem + args.slot_bytes;
-  const T* x = static_cast<const T*>(args.x);
-  // When every slice's chunk sits alike modulo 16 bytes (and y like x), piece p of the next slice
-  // lands exactly where piece p of this one was: it is loaded as soon as p is normalized, so the
-  // next slice's loads overlap this slice's stores. Otherwise the next slice loads afterwards.
-  const bool overlap_next_load = args.y_coaligned && (args.slice_len * sizeof(T)) % 16 == 0;
 
   if (threadIdx.x == 0) {
-    for (int piece = 0; piece < kSharedLoadPieces; ++piece) cuda::ptx::mbarrier_init(&piece_loaded[piece], 1);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
+    init(&loaded, kThreads);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
   }
   __syncthreads();
 
-  int64_t slice = blockIdx.x / group_size;
-  if (threadIdx.x == 0 && slice < args.num_slices) {
-    const ChunkSlot<T> first(x + slice * args.slice_len + begin, len, buffer);
-    for (int piece = 0; piece < kSharedLoadPieces; ++piece) first.start_piece(piece, piece_loaded);
-  }
-  for (uint32_t parity = 0; slice < args.num_slices; slice += groups, parity ^= 1u) {
-    const ChunkSlot<T> slot(x + slice * args.slice_len + begin, len, buffer);
-    slot.finish_load(piece_loaded, parity);
-    const Chunk chunk{slot.buf, slot.range, len};
+  for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups) {
+    const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
+    const RaggedRange<T> range(src, len);
+    // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
+    T* buf = reinterpret_cast<T*>(buffer) + range.misalign;
+    loaded.wait(start_chunk_load(loaded, buf, src, range));
+    const Chunk chunk{buf, range, len};
     const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
 
     if (group_size == 1) {
@@ -134,24 +86,8 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     combine_chunks(peer_stats, group_size, &mean_hi, &mean_lo, &m2);
     const SliceAffine<Acc> affine =
         finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-    T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
-    const int64_t next = slice + groups;
-    if (overlap_next_load) {
-      const ChunkSlot<T> next_slot(x + min(next, args.num_slices - 1) * args.slice_len + begin, len, buffer);
-      chunk.normalize_ragged(dst, affine);
-      for (int piece = 0; piece < kSharedLoadPieces; ++piece) {
-        chunk.normalize_body(dst, affine, slot.piece_begin(piece), slot.piece_end(piece));
-        __syncthreads();  // piece read by every thread (and, after the last, peer_stats too)
-        if (threadIdx.x == 0 && next < args.num_slices) next_slot.start_piece(piece, piece_loaded);
-      }
-    } else {
-      chunk.normalize(dst, affine, args.y_coaligned);
-      __syncthreads();  // the buffer and peer_stats are free for the next slice
-      if (threadIdx.x == 0 && next < args.num_slices) {
-        const ChunkSlot<T> next_slot(x + next * args.slice_len + begin, len, buffer);
-        for (int piece = 0; piece < kSharedLoadPieces; ++piece) next_slot.start_piece(piece, piece_loaded);
-      }
-    }
+    chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned);
+    __syncthreads();  // the buffer and peer_stats are free for the next slice
   }
 }
 
