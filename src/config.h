@@ -43,7 +43,13 @@ inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 inline constexpr int kSplitThreads = 256;
 inline constexpr int kSplitMaxParts = 1024;
 inline constexpr int kSplitMinPartLen = 4096;
-inline constexpr int kSplitCtasPerSm = 8;  // 2048 threads per SM at 256 threads per CTA
+// The kernels are compiled for this many resident CTAs per SM (at most 64 registers a thread),
+// and the grid is sized for kSplitWaves full waves of them.
+inline constexpr int kSplitCtasPerSm = 4;
+inline constexpr int kSplitWaves = 4;
+// Vectors each thread of split_normalize loads before it stores any: bytes in flight to cover the
+// latency of the second read of x from device memory.
+inline constexpr int kSplitLoadBatch = 4;
 
 // kElementwiseEval
 inline constexpr int kEvalThreads = 256;

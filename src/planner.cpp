@@ -397,7 +397,7 @@ Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts
   const int64_t vec = 16 / static_cast<int64_t>(dtype_size(base.dtype));
   int64_t parts = forced_parts;
   if (parts == 0) {
-    const int64_t target_ctas = static_cast<int64_t>(limits.sm_count) * detail::kSplitCtasPerSm * 2;
+    const int64_t target_ctas = static_cast<int64_t>(limits.sm_count) * detail::kSplitCtasPerSm * detail::kSplitWaves;
     parts = std::clamp<int64_t>(ceil_div(target_ctas, base.num_slices), 1,
                                 std::max<int64_t>(1, std::min<int64_t>(detail::kSplitMaxParts,
                                                                        base.slice_len / detail::kSplitMinPartLen)));

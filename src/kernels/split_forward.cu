@@ -47,7 +47,7 @@ __device__ __forceinline__ SplitPartial batch_partial(const Acc (&values)[kCount
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kSplitThreads) split_stats_kernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
   constexpr int kVec = kVecOf<T>;
   constexpr int kBatch = 4;  // vectors in flight per thread
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kSplitThreads) split_stats_kernel(const Kernel
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kSplitThreads) split_normalize_kernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_normalize_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
   using Reduce = cub::BlockReduce<SplitPartial, kSplitThreads>;
   __shared__ typename Reduce::TempStorage reduce_storage;
@@ -116,7 +116,8 @@ __global__ void __launch_bounds__(kSplitThreads) split_normalize_kernel(const Ke
   const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
   T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
   // Plain loads: the reverse order means the first of them find the statistics pass's data in L2.
-  ChunkView<T, kSplitThreads>{src, RaggedRange<T>(src, len), len}.normalize(dst, affine, args.y_coaligned);
+  ChunkView<T, kSplitThreads>{src, RaggedRange<T>(src, len), len}.template normalize<kSplitLoadBatch>(
+      dst, affine, args.y_coaligned);
 }
 
 }  // namespace
