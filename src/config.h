@@ -50,6 +50,14 @@ inline constexpr int kSplitWaves = 4;
 // Vectors each thread of split_normalize loads before it stores any: bytes in flight to cover the
 // latency of the second read of x from device memory.
 inline constexpr int kSplitLoadBatch = 4;
+// split_stats brings its part into shared memory in stages of at most this many bytes (one bulk
+// async copy each: many bytes in flight), two CTAs per SM; the planner makes parts this small
+// where kSplitMaxParts allows.
+inline constexpr int kSplitStageBytes = 96 * 1024;
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline constexpr std::size_t split_stage_len(std::size_t elem_size) { return kSplitStageBytes / elem_size; }
 
 // kElementwiseEval
 inline constexpr int kEvalThreads = 256;

@@ -1,7 +1,10 @@
 // The device-facing half of the API: device limits, residency check, launch.
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "inorm/inorm.h"
 #include "kernels/launchers.h"
@@ -10,6 +13,34 @@
 namespace inorm {
 
 using detail::cuda_status;
+
+namespace detail {
+
+// Lets a kernel use the device's whole opt-in shared memory; done once per kernel and device.
+Status allow_max_dynamic_smem(const void* kernel) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> prepared;
+  int device = 0;
+  Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
+  if (!status.ok()) return status;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (prepared.count({kernel, device}) != 0) return Status::Ok();
+  int optin = 0;
+  status = cuda_status(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                       "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+  if (!status.ok()) return status;
+  cudaFuncAttributes attributes{};
+  status = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+  if (!status.ok()) return status;
+  status = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            optin - static_cast<int>(attributes.sharedSizeBytes)),
+                       "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  if (!status.ok()) return status;
+  prepared.insert({kernel, device});
+  return Status::Ok();
+}
+
+}  // namespace detail
 
 Status query_device_limits(int device, DeviceLimits* limits) {
   if (limits == nullptr) return Status(StatusCode::kInvalidArgument, "inorm: limits is null");

@@ -19,6 +19,9 @@ Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream
 Status launch_running_stats(const Plan& plan, const ForwardParams& params, const void* slice_mean,
                             const void* slice_var, cudaStream_t stream);
 
+// Lets `kernel` use the device's whole opt-in shared memory; done once per kernel and device.
+Status allow_max_dynamic_smem(const void* kernel);
+
 inline Status cuda_status(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::Ok();
   return Status(StatusCode::kCudaError, std::string("inorm: ") + what + ": " +

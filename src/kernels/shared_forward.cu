@@ -12,9 +12,6 @@
 #include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/ptx>
-#include <mutex>
-#include <set>
-#include <utility>
 
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
@@ -105,30 +102,6 @@ KernelFn shared_kernel_for(int threads) {
 static_assert(kSharedMinThreads == 128 && kSharedMaxThreads == 512,
               "shared_kernel_for lists every power of two the planner may choose");
 
-// Lets a kernel use the device's whole opt-in shared memory; done once per kernel and device.
-Status prepare_kernel(const void* kernel) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> prepared;
-  int device = 0;
-  Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
-  if (!status.ok()) return status;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (prepared.count({kernel, device}) != 0) return Status::Ok();
-  int optin = 0;
-  status = cuda_status(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                       "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
-  if (!status.ok()) return status;
-  cudaFuncAttributes attributes{};
-  status = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-  if (!status.ok()) return status;
-  status = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            optin - static_cast<int>(attributes.sharedSizeBytes)),
-                       "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-  if (!status.ok()) return status;
-  prepared.insert({kernel, device});
-  return Status::Ok();
-}
-
 Status shared_kernel(const Plan& plan, KernelFn* kernel) {
   const Status status = dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     *kernel = shared_kernel_for<decltype(tag)>(plan.threads);
@@ -139,7 +112,7 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan names a shared_resident thread count that is not compiled in");
   }
-  return prepare_kernel(reinterpret_cast<const void*>(*kernel));
+  return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel));
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 // Partials are (count, mean, M2) in float64, merged with Chan's formula in a fixed order, so the
 // statistics are robust to data far from zero and the same from run to run.
 #include <cub/block/block_reduce.cuh>
+#include <cuda/barrier>
+#include <cuda/ptx>
 
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
@@ -30,59 +32,41 @@ struct MergeOp {
   }
 };
 
-// Exact two-pass statistics of a few values held in registers, as a partial.
-template <typename Acc, int kCount>
-__device__ __forceinline__ SplitPartial batch_partial(const Acc (&values)[kCount], int valid) {
-  Acc sum = Acc(0);
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) sum += i < valid ? values[i] : Acc(0);
-  const Acc mean = sum / static_cast<Acc>(valid);
-  Acc m2 = Acc(0);
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) {
-    const Acc d = values[i] - mean;
-    m2 += i < valid ? d * d : Acc(0);
-  }
-  return {static_cast<double>(valid), static_cast<double>(mean), static_cast<double>(m2)};
-}
-
+// The part's statistics, stage by stage: a bulk async copy into shared memory, exact two-pass
+// statistics of the stage there (ChunkView, as the shared_resident path), merged in float64.
 template <typename T>
 __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
-  constexpr int kVec = kVecOf<T>;
-  constexpr int kBatch = 4;  // vectors in flight per thread
-  using Reduce = cub::BlockReduce<SplitPartial, kSplitThreads>;
-  __shared__ typename Reduce::TempStorage reduce_storage;
+  using Chunk = ChunkView<T, kSplitThreads>;
+  extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ cuda::barrier<cuda::thread_scope_block> loaded;
+  __shared__ typename Chunk::TempStorage reduce_storage;
+  __shared__ Acc broadcast;
 
   const int64_t slice = blockIdx.x / args.parts_per_slice;
-  const int64_t begin = (blockIdx.x % args.parts_per_slice) * args.chunk_len;
-  const int64_t len = min(args.chunk_len, args.slice_len - begin);
-  const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-  const RaggedRange<T> range(src, len);
-  const Pack<T>* body = reinterpret_cast<const Pack<T>*>(src + range.head);
+  const int64_t part_begin = (blockIdx.x % args.parts_per_slice) * args.chunk_len;
+  const int64_t part_end = min(part_begin + args.chunk_len, args.slice_len);
+  const int64_t stage_len = static_cast<int64_t>(split_stage_len(sizeof(T)));
+  const T* x = static_cast<const T*>(args.x) + slice * args.slice_len;
+  if (threadIdx.x == 0) {
+    init(&loaded, kSplitThreads);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
+  }
+  __syncthreads();
 
-  SplitPartial acc{0.0, 0.0, 0.0};
-  for (int64_t first = threadIdx.x; first < range.body_vecs; first += kSplitThreads * kBatch) {
-    Acc values[kBatch * kVec];
-    int valid_vecs = 0;
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int64_t v = first + b * kSplitThreads;
-      Pack<T> pack{};
-      if (v < range.body_vecs) {
-        pack = body[v];  // default caching: the second kernel wants these in L2
-        ++valid_vecs;
-      }
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) values[b * kVec + k] = Traits<T>::to_acc(pack.v[k]);
-    }
-    acc = merge(acc, batch_partial(values, valid_vecs * kVec));
+  SplitPartial acc{0.0, 0.0, 0.0};  // thread 0's
+  for (int64_t begin = part_begin; begin < part_end; begin += stage_len) {
+    const int64_t len = min(stage_len, part_end - begin);
+    const RaggedRange<T> range(x + begin, len);
+    T* buf = reinterpret_cast<T*>(smem) + range.misalign;  // mirrors x modulo 16 bytes
+    loaded.wait(start_chunk_load(loaded, buf, x + begin, range));
+    // Ends with a barrier after the last read of buf: the next stage may overwrite it.
+    const ChunkStats<Acc> stage = Chunk{buf, range, len}.statistics(reduce_storage, broadcast);
+    acc = merge(acc, SplitPartial{static_cast<double>(stage.count),
+                                  static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
+                                  static_cast<double>(stage.m2)});
   }
-  if (threadIdx.x < range.ragged()) {
-    const double value = static_cast<double>(Traits<T>::to_acc(src[range.ragged_index(threadIdx.x)]));
-    acc = merge(acc, SplitPartial{1.0, value, 0.0});
-  }
-  acc = Reduce(reduce_storage).Reduce(acc, MergeOp{});
   if (threadIdx.x == 0) static_cast<SplitPartial*>(args.split_partials)[blockIdx.x] = acc;
 }
 
@@ -126,8 +110,10 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const unsigned grid = static_cast<unsigned>(plan.grid);
-    split_stats_kernel<T><<<grid, kSplitThreads, 0, stream>>>(args);
-    Status status = cuda_status(cudaGetLastError(), "split_slice statistics launch");
+    Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_stats_kernel<T>));
+    if (!status.ok()) return status;
+    split_stats_kernel<T><<<grid, kSplitThreads, plan.smem_bytes, stream>>>(args);
+    status = cuda_status(cudaGetLastError(), "split_slice statistics launch");
     if (!status.ok()) return status;
     split_normalize_kernel<T><<<grid, kSplitThreads, 0, stream>>>(args);
     return cuda_status(cudaGetLastError(), "split_slice normalize launch");

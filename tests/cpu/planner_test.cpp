@@ -94,13 +94,21 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 TEST(Planner, SlicesLargerThanTwelveCtasSplit) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitSlice);
-  EXPECT_EQ(few.parts_per_slice, 176);  // 2 x 8 CTAs per SM x 132 SMs over 12 slices
+  EXPECT_EQ(few.parts_per_slice, 176);  // 4 waves x 4 CTAs per SM x 132 SMs over 12 slices
   EXPECT_EQ(few.chunk_len, 23832);
+  EXPECT_EQ(few.smem_bytes, 23832 * 4 + 16);  // a part is one stage
   EXPECT_EQ(few.workspace_bytes, 12u * 176 * sizeof(detail::SplitPartial));  // 50688, a multiple of 256
+  // 64 slices would need only 33 parts for the waves; 86 make each part one 96 KiB stage.
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitSlice);
-  EXPECT_EQ(vol.parts_per_slice, 33);
-  EXPECT_EQ(vol.chunk_len, 63552);
+  EXPECT_EQ(vol.parts_per_slice, 86);
+  EXPECT_EQ(vol.chunk_len, 24388);
+  EXPECT_EQ(vol.smem_bytes, 24388 * 4 + 16);
+  // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
+  const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}));
+  EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
+  EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
+  EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
   // Parts are at least 4096 values: 690,385 values make 168 parts, not 704.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));

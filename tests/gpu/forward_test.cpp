@@ -240,6 +240,28 @@ TEST(GpuForward, EveryPathForced) {
   }
 }
 
+// split_stats walks a part longer than its 96 KiB stage buffer in several stages (the planner does
+// this only past kSplitMaxParts parts, in the 2^31-element test): force it on a small slice, with
+// x and y one element off 16-byte alignment so every stage starts misaligned.
+TEST(GpuForward, SplitPartsSpanSeveralStages) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (int parts : {1, 2}) {
+      Case c;
+      c.shape = {2, 3, 60001};  // float32: 2.4 stages a slice; float64: 4.9; half types: 1.2
+      c.dtype = dtype;
+      c.affine = true;
+      c.running = Running::kUpdate;
+      c.x_offset = 1;
+      c.y_offset = 1;
+      c.options.force_path = Path::kSplitSlice;
+      c.options.force_parts_per_slice = parts;
+      c.expect_path = Path::kSplitSlice;
+      expect_passes(c, "S=60001 in " + std::to_string(parts) + " part(s)");
+    }
+  }
+}
+
 // The largest slice each path takes, and one more, on this device's limits.
 TEST(GpuForward, PlannerBoundaries) {
   INORM_REQUIRE_GPU();
