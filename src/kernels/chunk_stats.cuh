@@ -78,7 +78,7 @@ struct ChunkView {
     return ChunkStats<Acc>{count, mean, resid, dev.second - dev.first * resid};
   }
 
-  // y[i] = affine(buf[i]) with 16-byte streaming stores where y is aligned like x. Each thread
+  // y[i] = affine(buf[i]) with 16-byte stores (L2 only) where y is aligned like x. Each thread
   // loads kLoadBatch vectors before storing any (more bytes in flight when buf is in device memory;
   // a thread stores only what it loaded, so y may be x).
   template <int kLoadBatch = 1>
@@ -99,7 +99,7 @@ struct ChunkView {
           if (v >= range.body_vecs) break;
 #pragma unroll
           for (int k = 0; k < kVec; ++k) packs[b].v[k] = normalize_one(packs[b].v[k]);
-          store_pack_streaming(dst + range.head + v * kVec, packs[b]);
+          store_pack_l2(dst + range.head + v * kVec, packs[b]);
         }
       }
       if (threadIdx.x < range.ragged()) {

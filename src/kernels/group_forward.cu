@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_forward_kernel(const K
       Pack<T> pack;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) pack.v[k] = Traits<T>::from_acc(affine.apply(values[j][k]));
-      store_pack_streaming(y + first, pack);
+      store_pack_l2(y + first, pack);
     } else {
       __stcs(y + first, Traits<T>::from_acc(affine.apply(values[j][0])));
     }

@@ -6,7 +6,7 @@
 // slice: one bulk async copy in, corrected two-pass statistics from shared memory, an exchange of
 // chunk statistics within the group through L2 (a release counter per slice; the cooperative launch
 // guarantees that every CTA of a group is resident), a rank-ordered combination (every CTA computes
-// the same bits), then 16-byte streaming stores. The other CTAs on the SM overlap one CTA's
+// the same bits), then 16-byte stores. The other CTAs on the SM overlap one CTA's
 // reduction and exchange with their loads and stores. dev/VARIANTS.md records the designs this one
 // beat (clusters with distributed shared memory, double buffering inside a CTA).
 #include <cuda/atomic>
