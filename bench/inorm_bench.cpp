@@ -5,7 +5,7 @@
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,split,split64 (also time forced plans: CTAs per
-//            slice and a cap on CTAs per SM of shared_resident, parts of split_slice;
+//            slice and CTAs per SM of shared_resident, parts of split_slice;
 //            see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
@@ -269,11 +269,11 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     v.name = item;
     int ctas = 0;
     int per_sm = 0;
-    // g<CTAs per slice, 0: planner's>[c<max CTAs per SM>], e.g. g11, g0c3
+    // g<CTAs per slice, 0: planner's>[c<CTAs per SM, exactly>], e.g. g11, g0c3
     if (std::sscanf(item.c_str(), "g%dc%d", &ctas, &per_sm) >= 1) {
       v.options.force_path = Path::kSharedResident;
       v.options.force_ctas_per_slice = ctas;
-      v.options.max_ctas_per_sm = per_sm;
+      v.options.force_ctas_per_sm = per_sm;
     } else if (item.rfind("split", 0) == 0) {
       v.options.force_path = Path::kSplitSlice;
       v.options.force_parts_per_slice = std::atoi(item.c_str() + 5);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace inorm::detail {
 
@@ -28,12 +29,16 @@ inline constexpr int kGroupMaxVectorItems = 8;
 inline constexpr int kSharedMinThreads = 128;
 inline constexpr int kSharedMaxThreads = 512;
 inline constexpr int kSharedThreadsPerSm = 1024;
-// Measured on the H200 (dev/VARIANTS.md): a second CTA per SM hides one's reduction and exchange
-// behind the other's loads and stores, more help little; more CTAs per slice lengthen the exchange
-// on every slice's critical path (18 per slice lost to 11 on the seed, 132 took 3.3x copy on
-// vol3d against 1.7x for the split path): beyond 12, split.
+// Measured on the H200 (dev/VARIANTS.md, variants 4 and 9): one CTA per SM loses wherever two
+// fit; chunks of at most 64 KiB filling about 192 KiB of each SM beat every other split of a
+// slice (seed fp32: 16 CTAs per slice at three per SM 1.16x copy against 11 at two per SM 1.21x);
+// beyond 16 CTAs per slice the exchange grows (22 and 24 ran 1.31-1.34x), and 132 took 3.3x copy
+// on vol3d against 1.7x for the split path.
 inline constexpr int kSharedMaxCtasPerSm = 6;
-inline constexpr int kSharedMaxCtasPerSlice = 12;
+inline constexpr int kSharedMaxCtasPerSlice = 16;
+inline constexpr int64_t kSharedSteadyChunkBytes = 64 * 1024;
+inline constexpr int64_t kSharedSteadyBytesPerSm = 192 * 1024;
+inline constexpr int kSharedSteadyMinRounds = 2;
 // Static shared memory of the kernel (barriers, CUB storage) stays below this.
 inline constexpr int kSharedStaticReserve = 2048;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).

@@ -327,22 +327,31 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-// Searches (CTAs per SM, CTAs per slice) for the plan that keeps the most SMs busy, then has at
-// least two CTAs per SM (one hides the other's reduction and exchange), then shares a slice among
-// the fewest CTAs (a shorter exchange), then has more CTAs per SM. Measured on the H200
-// (dev/VARIANTS.md): seed fp32 11 CTAs/slice at 2/SM 1.22x copy; bf16 6 at 2/SM 1.31x against 11
-// at 4/SM 1.34x; mid-affine 3 at 2/SM 1.18x against 9 at 6/SM 1.27x; odd-fp16 1 at 4/SM 0.94x.
+// Searches (CTAs per SM, CTAs per slice) for the plan that has at least two CTAs per SM (one CTA
+// per SM ran 1.33-2.2x copy wherever two fit), then is the steady plan, then keeps the most CTA
+// slots busy, then shares a slice among the fewest CTAs (a shorter exchange), then has more CTAs
+// per SM. The steady plan, for grids that run at least kSharedSteadyMinRounds rounds of slices:
+// the fewest CTAs per slice whose chunks hold at most kSharedSteadyChunkBytes, as many of them per
+// SM as kSharedSteadyBytesPerSm allows. Measured on the H200 (dev/VARIANTS.md, variant 9): it ran
+// 0.96-1.26x copy on eleven shapes where the search alone picked plans of 1.07-2.2x; an idle slot
+// in the last round costs less than the search's measure of busy slots says.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t vec = 16 / elem;
   const int64_t slice_bytes = base.slice_len * elem;
+  const int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
+  const int64_t steady_chunk_bytes = ceil_div(ceil_div(base.slice_len, steady_group), vec) * vec * elem;
+  const int64_t steady_ctas_per_sm =
+      std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   struct Score {
-    int64_t util_percent = -1;
     int ctas_per_sm = 0;
+    bool steady = false;
+    int64_t util_percent = -1;
     int64_t ctas_per_slice = 0;
     bool better_than(const Score& o) const {
-      if (util_percent != o.util_percent) return util_percent > o.util_percent;
       if (std::min(ctas_per_sm, 2) != std::min(o.ctas_per_sm, 2)) return ctas_per_sm > o.ctas_per_sm;
+      if (steady != o.steady) return steady;
+      if (util_percent != o.util_percent) return util_percent > o.util_percent;
       if (ctas_per_slice != o.ctas_per_slice) return ctas_per_slice < o.ctas_per_slice;
       return ctas_per_sm > o.ctas_per_sm;
     }
@@ -350,6 +359,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   Score best;
   for (int ctas_per_sm = 1; ctas_per_sm <= detail::kSharedMaxCtasPerSm; ++ctas_per_sm) {
     if (options.max_ctas_per_sm != 0 && ctas_per_sm > options.max_ctas_per_sm) continue;
+    if (options.force_ctas_per_sm != 0 && ctas_per_sm != options.force_ctas_per_sm) continue;
     const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
     const int64_t threads = std::clamp<int64_t>(next_pow2(detail::kSharedThreadsPerSm / ctas_per_sm + 1) / 2,
                                                 detail::kSharedMinThreads, detail::kSharedMaxThreads);
@@ -371,6 +381,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       const int64_t rounds = ceil_div(base.num_slices, groups);
       Score score;
       score.util_percent = base.num_slices * group * 100 / (rounds * total);
+      score.steady = group == steady_group && ctas_per_sm == steady_ctas_per_sm &&
+                     rounds >= detail::kSharedSteadyMinRounds;
       score.ctas_per_sm = ctas_per_sm;
       score.ctas_per_slice = group;
       if (!score.better_than(best)) continue;

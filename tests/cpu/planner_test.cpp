@@ -34,39 +34,71 @@ Plan plan_of(const ForwardParams& p, const PlanOptions& options = {}) {
   return plan;
 }
 
-TEST(Planner, SeedFloat32UsesElevenCtasPerSliceTwoPerSm) {
-  // 1 MiB slices: 11 CTAs x 93 KiB; two CTAs per SM, 24 groups fill all 132 SMs.
+// The steady plan: 64 KiB chunks, three CTAs per SM.
+TEST(Planner, SeedFloat32UsesSixteenCtasPerSliceThreePerSm) {
   const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.ctas_per_slice, 11);
-  EXPECT_EQ(plan.ctas_per_sm, 2);
-  EXPECT_EQ(plan.grid, 264);
-  EXPECT_EQ(plan.chunk_len, 23832);  // ceil(262144 / 11) rounded up to 4
-  EXPECT_EQ(plan.threads, 512);
-  EXPECT_EQ(plan.smem_bytes, 256 + 95360);  // 11 chunk statistics, then the chunk + 16, 128-aligned
-  // Chunk statistics of every (slice, rank) and one arrival counter per slice.
-  EXPECT_EQ(plan.workspace_bytes, 7168u * 11 * 16 + 7168 * 4);
+  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_EQ(plan.grid, 384);  // 24 groups of 16; 12 of the 396 CTA slots stay empty
+  EXPECT_EQ(plan.chunk_len, 16384);
+  EXPECT_EQ(plan.threads, 256);
+  EXPECT_EQ(plan.smem_bytes, 256 + 65664);  // 16 chunk statistics, then the chunk + 16, 128-aligned
+  // Chunk statistics of every (slice, CTA), then the arrival counters.
+  EXPECT_EQ(plan.workspace_bytes, 7168u * 16 * 16 + 7168 * 4);
   EXPECT_TRUE(plan.y_coaligned);
 }
 
-TEST(Planner, SeedHalfTypesUseSixCtasPerSliceTwoPerSm) {
-  // 512 KiB slices: two CTAs per SM with 6 per slice beat four per SM with 11 (1.31x vs 1.34x).
-  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+TEST(Planner, SeedHalfTypesUseEightCtasPerSliceThreePerSm) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
     const Plan plan = plan_of(problem(dtype, {112, 64, 512, 512}));
+    SCOPED_TRACE(dtype_name(dtype));
     EXPECT_EQ(plan.path, Path::kSharedResident);
-    EXPECT_EQ(plan.ctas_per_slice, 6);
-    EXPECT_EQ(plan.ctas_per_sm, 2);
-    EXPECT_EQ(plan.threads, 512);
-    EXPECT_EQ(plan.grid, 264);
+    EXPECT_EQ(plan.ctas_per_slice, 8);
+    EXPECT_EQ(plan.ctas_per_sm, 3);
+    EXPECT_EQ(plan.threads, 256);
+    EXPECT_EQ(plan.grid, 392);
   }
 }
 
-TEST(Planner, MidAffineUsesThreeCtasPerSliceTwoPerSm) {
+TEST(Planner, MidAffineUsesFourCtasPerSliceThreePerSm) {
   const Plan plan = plan_of(problem(DType::kFloat32, {32, 128, 256, 256}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.ctas_per_sm, 2);
-  EXPECT_EQ(plan.ctas_per_slice, 3);
-  EXPECT_EQ(plan.grid, 264);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_EQ(plan.ctas_per_slice, 4);
+  EXPECT_EQ(plan.grid, 396);
+}
+
+// Measured (dev/VARIANTS.md, variant 9): these shapes fell to slow plans before the steady rule.
+TEST(Planner, SteadyPlanAvoidsTheOldCliffs) {
+  // 512 slices of 576 KiB: one CTA per SM kept more slots busy and ran 2.2x copy; nine 64 KiB
+  // chunks at three per SM ran 1.15x.
+  const Plan wide = plan_of(problem(DType::kFloat32, {8, 64, 384, 384}));
+  EXPECT_EQ(wide.ctas_per_slice, 9);
+  EXPECT_EQ(wide.ctas_per_sm, 3);
+  // 8192 slices of 32 KiB: two CTAs a slice kept more slots busy and ran 1.38x; one, six per SM,
+  // ran 1.07x.
+  const Plan small = plan_of(problem(DType::kFloat16, {64, 128, 128, 128}));
+  EXPECT_EQ(small.ctas_per_slice, 1);
+  EXPECT_EQ(small.ctas_per_sm, 6);
+  EXPECT_EQ(small.threads, 128);
+}
+
+// Fewer than two rounds of slices: the search keeps the most CTA slots busy (128 slices of
+// 16 KiB on 128 CTAs, two per SM), and 1.7 MiB slices that fit two CTAs per SM only as 16 CTAs
+// of 108 KiB take that over one CTA per SM (1.38x against 1.64x).
+TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
+  const Plan few = plan_of(problem(DType::kFloat32, {2, 64, 64, 64}));
+  EXPECT_EQ(few.ctas_per_slice, 1);
+  EXPECT_EQ(few.ctas_per_sm, 2);
+  EXPECT_EQ(few.grid, 128);
+  const Plan vol = plan_of(problem(DType::kBFloat16, {2, 64, 96, 96, 96}));
+  EXPECT_EQ(vol.ctas_per_slice, 16);
+  EXPECT_EQ(vol.ctas_per_sm, 2);
+  // 2 MiB slices fit only one CTA per SM; that (1.53x) still beats the split path (1.67x).
+  const Plan big = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
+  EXPECT_EQ(big.path, Path::kSharedResident);
+  EXPECT_EQ(big.ctas_per_sm, 1);
 }
 
 TEST(Planner, TinySlicesUseWarpVectorRegisters) {
@@ -84,14 +116,14 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
   const Plan plan = plan_of(problem(DType::kFloat16, {16, 64, 127, 129}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
   EXPECT_EQ(plan.ctas_per_slice, 1);
-  EXPECT_EQ(plan.ctas_per_sm, 4);
-  EXPECT_EQ(plan.grid, 528);
+  EXPECT_EQ(plan.ctas_per_sm, 6);  // 32 KiB slices: six fill 192 KiB of an SM
+  EXPECT_EQ(plan.grid, 792);
   EXPECT_EQ(plan.chunk_len, 16384);
-  EXPECT_EQ(plan.threads, 256);
+  EXPECT_EQ(plan.threads, 128);
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-TEST(Planner, SlicesLargerThanTwelveCtasSplit) {
+TEST(Planner, SlicesLargerThanSixteenCtasSplit) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitSlice);
   EXPECT_EQ(few.parts_per_slice, 176);  // 4 waves x 4 CTAs per SM x 132 SMs over 12 slices
@@ -109,12 +141,12 @@ TEST(Planner, SlicesLargerThanTwelveCtasSplit) {
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
   EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
-  // Parts are at least 4096 values: 690,385 values make 168 parts, not 704.
+  // Parts are at least 4096 values: 920,513 values make 224 parts, not 939.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
   EXPECT_EQ(split.path, Path::kSplitSlice);
-  EXPECT_EQ(split.parts_per_slice, 168);
-  EXPECT_EQ(split.describe(), "split_slice parts=168 part_len=4112");
+  EXPECT_EQ(split.parts_per_slice, 224);
+  EXPECT_EQ(split.describe(), "split_slice parts=224 part_len=4112");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
@@ -170,7 +202,7 @@ TEST(Planner, SharedBoundaries) {
     EXPECT_LE(at.smem_bytes + detail::kSharedStaticReserve, limits.max_smem_per_block_optin);
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
-  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 690384);
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 920512);
 }
 
 TEST(Planner, OccupancyCapIsHonoured) {
@@ -179,6 +211,17 @@ TEST(Planner, OccupancyCapIsHonoured) {
   const Plan plan = plan_of(problem(DType::kFloat16, {16, 64, 127, 129}), options);
   EXPECT_EQ(plan.ctas_per_sm, 2);
   EXPECT_EQ(plan.grid, 264);
+}
+
+TEST(Planner, ForcedCtasPerSm) {
+  PlanOptions options;
+  options.force_ctas_per_sm = 4;
+  const Plan plan = plan_of(problem(DType::kFloat32, {32, 128, 256, 256}), options);
+  EXPECT_EQ(plan.ctas_per_sm, 4);
+  EXPECT_EQ(plan.ctas_per_slice, 6);  // of those whose chunks fit four to an SM, the busiest slots
+  // 1 MiB slices cannot be held by 16 CTAs at four per SM.
+  Plan none;
+  EXPECT_FALSE(plan_forward(problem(DType::kFloat32, {112, 64, 512, 512}), hopper_h200_limits(), &none, options).ok());
 }
 
 TEST(Planner, EmptyAndEval) {
@@ -269,7 +312,7 @@ TEST(Planner, PlanMatchesOnlyCompatibleParams) {
 
 TEST(Planner, Describe) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).describe(),
-            "shared_resident ctas_per_slice=11 ctas_per_sm=2 threads=512 chunk=23832 grid=264");
+            "shared_resident ctas_per_slice=16 ctas_per_sm=3 threads=256 chunk=16384 grid=384");
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
             "group_registers group=32 items=2 vector");
 }

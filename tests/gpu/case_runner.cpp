@@ -154,6 +154,10 @@ Outcome run_case(const Case& c) {
     failures.push_back("planner chose " + outcome.plan + ", expected ctas_per_slice " +
                        std::to_string(c.expect_ctas_per_slice));
   }
+  if (c.expect_ctas_per_sm != 0 && plan.ctas_per_sm != c.expect_ctas_per_sm) {
+    failures.push_back("planner chose " + outcome.plan + ", expected ctas_per_sm " +
+                       std::to_string(c.expect_ctas_per_sm));
+  }
   INORM_CHECK(workspace.allocate(plan.workspace_bytes));
 
   std::vector<unsigned char> first_bits;

@@ -39,6 +39,7 @@ struct Case {
   PlanOptions options;
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
   int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
+  int expect_ctas_per_sm = 0;      // when set, the plan must put this many CTAs on each SM
 };
 
 struct Outcome {

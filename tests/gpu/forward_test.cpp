@@ -52,7 +52,7 @@ const std::vector<Shape>& one_shape_per_path() {
       {"group_registers", {64, 32, 16, 16}},
       {"shared_resident, one CTA per slice", {4, 8, 63, 65}},
       {"shared_resident, CTAs share a slice, more slices than groups", {40, 4, 256, 256}},
-      {"shared_resident, 12 CTAs share each of two slices", {1, 2, 600, 1000}},
+      {"shared_resident, 16 CTAs share each of two slices", {1, 2, 600, 1000}},
       {"split_slice", {1, 2, 1100, 1000}},
   };
   return shapes;
@@ -205,7 +205,7 @@ TEST(GpuForward, BitwiseRepeatable) {
 }
 
 // Every path on shapes it would not be chosen for: odd S, ragged chunks, groups that do not
-// divide the slice, CTAs of a group with no data at all (S=100 over 12 CTAs).
+// divide the slice, CTAs of a group with no data at all (S=100 over 12 and 16 CTAs).
 TEST(GpuForward, EveryPathForced) {
   INORM_REQUIRE_GPU();
   const std::vector<Shape> shapes = {
@@ -217,7 +217,8 @@ TEST(GpuForward, EveryPathForced) {
   };
   const Forced forced[] = {{Path::kSharedResident, 1, 0}, {Path::kSharedResident, 2, 0},
                            {Path::kSharedResident, 3, 0}, {Path::kSharedResident, 5, 0},
-                           {Path::kSharedResident, 12, 0}, {Path::kSplitSlice, 0, 1},
+                           {Path::kSharedResident, 12, 0}, {Path::kSharedResident, 16, 0},
+                           {Path::kSplitSlice, 0, 1},
                            {Path::kSplitSlice, 0, 3},      {Path::kSplitSlice, 0, 7}};
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
     for (const Shape& s : shapes) {
@@ -237,6 +238,39 @@ TEST(GpuForward, EveryPathForced) {
                              std::to_string(f.ctas_per_slice + f.parts));
       }
     }
+  }
+}
+
+// The planner's steady plans (chunks of at most 64 KiB, about 192 KiB of them per SM, two or more
+// rounds of slices per CTA), which the seed-sized cases take: whole 64 KiB chunks, ragged chunks
+// of a misaligned view, and 32 KiB slices six CTAs to an SM.
+TEST(GpuForward, SteadyPlans) {
+  INORM_REQUIRE_GPU();
+  struct Steady {
+    const char* why;
+    std::vector<int64_t> shape;
+    DType dtype;
+    int64_t offset;
+    int ctas_per_slice;
+    int ctas_per_sm;
+  };
+  const Steady cases[] = {
+      {"two 64 KiB chunks a slice, three CTAs per SM", {400, 1, 65536}, DType::kBFloat16, 0, 2, 3},
+      {"four ragged chunks of a misaligned view", {500, 1, 49157}, DType::kFloat32, 1, 4, 3},
+      {"one 32 KiB slice a CTA, six CTAs per SM", {1600, 1, 16384}, DType::kFloat16, 0, 1, 6},
+  };
+  for (const Steady& s : cases) {
+    Case c;
+    c.shape = s.shape;
+    c.dtype = s.dtype;
+    c.affine = true;
+    c.x_offset = s.offset;
+    c.y_offset = s.offset;
+    ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+    c.expect_path = Path::kSharedResident;
+    c.expect_ctas_per_slice = s.ctas_per_slice;
+    c.expect_ctas_per_sm = s.ctas_per_sm;
+    expect_passes(c, s.why);
   }
 }
 
