@@ -29,8 +29,8 @@ inline constexpr int kGroupMaxVectorItems = 8;
 inline constexpr int kSharedMinThreads = 128;
 inline constexpr int kSharedMaxThreads = 512;
 inline constexpr int kSharedThreadsPerSm = 1024;
-// Measured on the H200 (dev/VARIANTS.md, variants 4 and 9): one CTA per SM loses wherever two
-// fit; chunks of at most 64 KiB filling about 192 KiB of each SM beat every other split of a
+// Measured on the H200 (dev/VARIANTS.md, variants 4 and 9): one CTA per SM never beat two or more
+// where two fit; chunks of at most 64 KiB filling about 192 KiB of each SM beat every other split of a
 // slice (seed fp32: 16 CTAs per slice at three per SM 1.16x copy against 11 at two per SM 1.21x);
 // beyond 16 CTAs per slice the exchange grows (22 and 24 ran 1.31-1.34x), and 132 took 3.3x copy
 // on vol3d against 1.7x for the split path.

@@ -327,14 +327,16 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-// Searches (CTAs per SM, CTAs per slice) for the plan that has at least two CTAs per SM (one CTA
-// per SM ran 1.33-2.2x copy wherever two fit), then is the steady plan, then keeps the most CTA
-// slots busy, then shares a slice among the fewest CTAs (a shorter exchange), then has more CTAs
-// per SM. The steady plan, for grids that run at least kSharedSteadyMinRounds rounds of slices:
-// the fewest CTAs per slice whose chunks hold at most kSharedSteadyChunkBytes, as many of them per
-// SM as kSharedSteadyBytesPerSm allows. Measured on the H200 (dev/VARIANTS.md, variant 9): it ran
-// 0.96-1.26x copy on eleven shapes where the search alone picked plans of 1.07-2.2x; an idle slot
-// in the last round costs less than the search's measure of busy slots says.
+// Searches (CTAs per SM, CTAs per slice) for the plan that has at least two CTAs per SM, then is
+// the steady plan, then keeps the most CTA slots busy, then shares a slice among the fewest CTAs
+// (a shorter exchange), then has more CTAs per SM. The steady plan, for grids that run at least
+// kSharedSteadyMinRounds rounds of slices: the fewest CTAs per slice whose chunks hold at most
+// kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows.
+// Measured on the H200 (bench/results/2026-11-30-h200-f6cbc97/planner.md): one CTA per SM ran
+// 1.21-2.2x copy and never beat the best plan with two or more; the steady plan took the seed
+// fp32 from 1.21x to 1.15x, seed bf16 from 1.29x to 1.18x, 8x64x384x384 fp32 from 2.2x to 1.15x
+// and 32 KiB fp16 slices from 1.38x to 1.07x. An idle slot in the last round costs less than the
+// busy-slot measure says: 1024 slices of 64 KiB ran 0.96-1.02x at three per SM, 1.05-1.14x at two.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t vec = 16 / elem;
