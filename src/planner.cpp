@@ -100,6 +100,12 @@ std::size_t align_up(std::size_t value, std::size_t alignment) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Elements of each of `pieces` equal chunks of a slice, rounded up to whole 16-byte vectors of
+// `vec` elements (the last chunk may be shorter).
+int64_t chunk_len_for(int64_t slice_len, int64_t pieces, int64_t vec) {
+  return ceil_div(ceil_div(slice_len, pieces), vec) * vec;
+}
+
 int64_t next_pow2(int64_t value) {
   int64_t result = 1;
   while (result < value) result *= 2;
@@ -196,6 +202,7 @@ bool aligned_to(const void* ptr, std::size_t alignment) {
 }
 
 using detail::ceil_div;
+using detail::chunk_len_for;
 using detail::next_pow2;
 
 bool known_dtype(DType dtype) { return dtype_size(dtype) != 0; }
@@ -342,7 +349,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   const int64_t vec = 16 / elem;
   const int64_t slice_bytes = base.slice_len * elem;
   const int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
-  const int64_t steady_chunk_bytes = ceil_div(ceil_div(base.slice_len, steady_group), vec) * vec * elem;
+  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, vec) * elem;
   const int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   struct Score {
@@ -371,7 +378,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                                     std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
-      const int64_t chunk_len = ceil_div(ceil_div(base.slice_len, group), vec) * vec;
+      const int64_t chunk_len = chunk_len_for(base.slice_len, group, vec);
       const int64_t smem = detail::shared_slot_bytes(group, base.dtype) + detail::shared_buffer_bytes(chunk_len * elem);
       const int64_t groups = std::min(total / group, base.num_slices);
       if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin ||
@@ -425,7 +432,7 @@ Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts
                    ", got " + std::to_string(parts));
   }
   plan->path = Path::kSplitSlice;
-  plan->chunk_len = ceil_div(ceil_div(base.slice_len, parts), vec) * vec;
+  plan->chunk_len = chunk_len_for(base.slice_len, parts, vec);
   plan->parts_per_slice = static_cast<int>(ceil_div(base.slice_len, plan->chunk_len));
   plan->threads = detail::kSplitThreads;
   // The statistics kernel's stage buffer, plus room to mirror x's alignment modulo 16 bytes.
