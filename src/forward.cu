@@ -1,6 +1,7 @@
 // The device-facing half of the API: device limits, residency check, launch.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <string>
@@ -16,8 +17,7 @@ using detail::cuda_status;
 
 namespace detail {
 
-// Lets a kernel use the device's whole opt-in shared memory; done once per kernel and device.
-Status allow_max_dynamic_smem(const void* kernel) {
+Status allow_max_dynamic_smem(const void* kernel, bool non_portable_clusters) {
   static std::mutex mutex;
   static std::set<std::pair<const void*, int>> prepared;
   int device = 0;
@@ -36,6 +36,11 @@ Status allow_max_dynamic_smem(const void* kernel) {
                                             optin - static_cast<int>(attributes.sharedSizeBytes)),
                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   if (!status.ok()) return status;
+  if (non_portable_clusters) {
+    status = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                         "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
+    if (!status.ok()) return status;
+  }
   prepared.insert({kernel, device});
   return Status::Ok();
 }
@@ -78,9 +83,10 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
   DeviceLimits limits;
   status = query_device_limits(device, &limits);
   if (!status.ok()) return status;
-  // The planner assumes the shared_resident kernel fits kSharedThreadsPerSm threads per SM; if the
-  // compiled kernel reaches fewer CTAs per SM here, plan again under that cap (cooperative launches
-  // need the grid resident).
+  // The planner assumes the shared_resident kernel fits kSharedThreadsPerSm threads per SM, and
+  // knows nothing of GPCs: if the compiled kernel reaches fewer CTAs per SM here, or no cluster of
+  // the plan's size fits, plan again under that cap (every iteration lowers a cap). Fewer clusters
+  // than the plan's grid holds shrink the grid: the persistent loop gives them more slices each.
   PlanOptions capped = options;
   for (;;) {
     status = plan_forward(params, limits, plan, capped);
@@ -88,13 +94,27 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
     int resident = 0;
     status = detail::shared_resident_ctas_per_sm(*plan, &resident);
     if (!status.ok()) return status;
-    if (resident >= plan->ctas_per_sm) return Status::Ok();
     if (resident == 0) {
       return Status(StatusCode::kUnsupported,
                     "inorm: the shared_resident kernel with " + std::to_string(plan->smem_bytes) +
                         " bytes of shared memory cannot be resident on this device");
     }
-    capped.max_ctas_per_sm = resident;
+    if (resident < plan->ctas_per_sm) {
+      capped.max_ctas_per_sm = resident;
+      continue;
+    }
+    int clusters = 0;
+    status = detail::shared_resident_clusters(*plan, &clusters);
+    if (!status.ok()) return status;
+    if (clusters == 0) {
+      if (plan->ctas_per_slice == 1) {  // not expected: one CTA fits (resident > 0)
+        return Status(StatusCode::kUnsupported, "inorm: no cluster of one shared_resident CTA fits on this device");
+      }
+      capped.max_ctas_per_slice = plan->ctas_per_slice - 1;
+      continue;
+    }
+    plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(clusters) * plan->ctas_per_slice);
+    return Status::Ok();
   }
 }
 
@@ -138,14 +158,6 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     args.slice_var_ws = ws + layout.slice_var;
   }
   if (plan.path == Path::kSplitSlice) args.split_partials = ws + layout.split_partials;
-  args.ctas_per_slice = plan.ctas_per_slice;
-  if (plan.path == Path::kSharedResident) {
-    args.slot_bytes = static_cast<int>(detail::shared_slot_bytes(plan.ctas_per_slice, plan.dtype));
-    if (plan.ctas_per_slice > 1) {
-      args.chunk_partials = ws + layout.chunk_partials;
-      args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
-    }
-  }
 
   switch (plan.path) {
     case Path::kElementwiseEval: status = detail::launch_eval(plan, args, stream); break;

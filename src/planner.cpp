@@ -114,10 +114,6 @@ int64_t next_pow2(int64_t value) {
 
 }  // namespace
 
-// Shared memory before the buffers: the chunk statistics of every CTA of the slice.
-int64_t shared_slot_bytes(int64_t ctas_per_slice, DType dtype) {
-  return static_cast<int64_t>(align_up(static_cast<std::size_t>(ctas_per_slice) * chunk_stats_bytes(dtype), 128));
-}
 int64_t shared_buffer_bytes(int64_t chunk_bytes) {
   return static_cast<int64_t>(align_up(static_cast<std::size_t>(chunk_bytes) + 16, 128));  // + alignment mirror
 }
@@ -125,14 +121,6 @@ int64_t shared_buffer_bytes(int64_t chunk_bytes) {
 WorkspaceLayout workspace_layout(const Plan& plan) {
   WorkspaceLayout layout;
   std::size_t offset = 0;
-  if (plan.path == Path::kSharedResident && plan.ctas_per_slice > 1) {
-    layout.chunk_partials = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.ctas_per_slice *
-                                   chunk_stats_bytes(plan.dtype),
-                      kWorkspaceAlign);
-    layout.slice_arrivals = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
-  }
   if (plan.path == Path::kSplitSlice) {
     layout.split_partials = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
@@ -151,10 +139,11 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   return layout;
 }
 
-int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
+int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits, int max_ctas_per_slice) {
   // The largest group, each CTA alone on its SM.
-  const int64_t ctas = std::min(limits.sm_count, kSharedMaxCtasPerSlice);
-  const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve - shared_slot_bytes(ctas, dtype)) / 128 * 128;
+  const int64_t cap = max_ctas_per_slice > 0 ? std::min(max_ctas_per_slice, kSharedMaxCtasPerSlice) : kSharedMaxCtasPerSlice;
+  const int64_t ctas = std::min<int64_t>(limits.sm_count, cap);
+  const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve) / 128 * 128;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
   return ctas * ((buffer - 16) / 16 * 16 / elem);
 }
@@ -377,9 +366,10 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t hi = std::min<int64_t>({total, detail::kSharedMaxCtasPerSlice,
                                     std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
+    if (options.max_ctas_per_slice != 0) hi = std::min<int64_t>(hi, options.max_ctas_per_slice);
     for (int64_t group = lo; group <= hi; ++group) {
       const int64_t chunk_len = chunk_len_for(base.slice_len, group, vec);
-      const int64_t smem = detail::shared_slot_bytes(group, base.dtype) + detail::shared_buffer_bytes(chunk_len * elem);
+      const int64_t smem = detail::shared_buffer_bytes(chunk_len * elem);
       const int64_t groups = std::min(total / group, base.num_slices);
       if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin ||
           ctas_per_sm * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) > limits.smem_per_sm ||
@@ -488,7 +478,8 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
 
   const int vec = static_cast<int>(16 / elem);
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
-  const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
+  const bool fits_shared =
+      base.slice_len <= detail::largest_resident_slice(base.dtype, limits, options.max_ctas_per_slice);
   if (path == Path::kAuto) {
     path = group_config >= 0 ? Path::kGroupRegisters
            : fits_shared     ? Path::kSharedResident

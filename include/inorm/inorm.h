@@ -100,6 +100,7 @@ const char* path_name(Path path);
 struct PlanOptions {
   Path force_path = Path::kAuto;
   int force_ctas_per_slice = 0;   // kSharedResident: CTAs sharing a slice
+  int max_ctas_per_slice = 0;     // kSharedResident: cap on CTAs sharing a slice (0: no cap)
   int force_ctas_per_sm = 0;      // kSharedResident: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice

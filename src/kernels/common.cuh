@@ -33,11 +33,6 @@ struct KernelArgs {
   int parts_per_slice;  // kSplitSlice
   bool y_coaligned;     // y - x is a multiple of 16 bytes
   void* split_partials; // kSplitSlice workspace
-  // kSharedResident
-  int ctas_per_slice;
-  int slot_bytes;         // shared memory before the chunk buffer: the chunk statistics of the group
-  void* chunk_partials;   // ChunkStats<stats type> [num_slices * ctas_per_slice]
-  unsigned* slice_arrivals;  // [num_slices], zeroed before the launch
 };
 
 template <typename T>

@@ -19,8 +19,12 @@ Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream
 Status launch_running_stats(const Plan& plan, const ForwardParams& params, const void* slice_mean,
                             const void* slice_var, cudaStream_t stream);
 
-// Lets `kernel` use the device's whole opt-in shared memory; done once per kernel and device.
-Status allow_max_dynamic_smem(const void* kernel);
+// How many clusters of the plan's shared_resident kernel fit on the device at once (occupancy API).
+Status shared_resident_clusters(const Plan& plan, int* clusters);
+
+// Lets `kernel` use the device's whole opt-in shared memory, and with `non_portable_clusters`
+// clusters of more than 8 CTAs; done once per kernel and device.
+Status allow_max_dynamic_smem(const void* kernel, bool non_portable_clusters = false);
 
 inline Status cuda_status(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::Ok();

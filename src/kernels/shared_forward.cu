@@ -1,17 +1,25 @@
 // kSharedResident: each slice lives in shared memory between its statistics and its
 // normalization, so x is read once and y written once.
 //
-// A persistent grid of up to 6 CTAs per SM. Consecutive CTAs form groups of `ctas_per_slice`; a
-// group walks its slices (group, group + groups, ...) and each CTA holds the same chunk of every
-// slice: one bulk async copy in, corrected two-pass statistics from shared memory, an exchange of
-// chunk statistics within the group through L2 (a release counter per slice; the cooperative launch
-// guarantees that every CTA of a group is resident), a rank-ordered combination (every CTA computes
-// the same bits), then 16-byte stores. The other CTAs on the SM overlap one CTA's
-// reduction and exchange with their loads and stores. dev/VARIANTS.md records the designs this one
-// beat (clusters with distributed shared memory, double buffering inside a CTA).
-#include <cuda/atomic>
+// A persistent grid of up to 6 CTAs per SM. Each thread-block cluster of `ctas_per_slice` CTAs
+// walks its slices (cluster, cluster + clusters, ...) and each CTA holds the same chunk of every
+// slice: one bulk async copy in, corrected two-pass statistics from shared memory, then thread 0
+// sends the chunk statistics into every peer's shared memory with st.async, which completes bytes
+// on the peer's mbarrier; each CTA waits on its own barrier, combines the chunks in rank order
+// (every CTA computes the same bits), then stores with 16-byte stores. The other CTAs on the SM
+// overlap one CTA's reduction and exchange with their loads and stores. Clusters share nothing,
+// so the grid needs no cooperative launch. dev/VARIANTS.md records the designs this one beat (an
+// exchange through L2 with a release counter per slice: seed fp32 1.17x copy against 1.12x in the
+// same process; non-persistent clusters; double buffering inside a CTA).
+#include <cooperative_groups.h>
+
 #include <cuda/barrier>
 #include <cuda/ptx>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
@@ -21,7 +29,55 @@
 namespace inorm::detail {
 namespace {
 
+namespace cg = cooperative_groups;
 using Barrier = cuda::barrier<cuda::thread_scope_block>;
+
+// The chunk statistics of the CTAs of a cluster, exchanged through distributed shared memory:
+// thread 0 of every CTA sends its statistics of round `round` into every peer's inbox with st.async,
+// which completes bytes on that peer's mbarrier `arrived` (one arrival, this CTA's own, plus the
+// bytes); afterwards every thread may read all of them in rank order. Two inboxes alternate: a
+// peer can be at most one round ahead, since finishing a round needs this CTA's statistics of it.
+template <typename Acc>
+using Inbox = ChunkStats<Acc>[2][kSharedMaxCtasPerSlice];
+
+__device__ __forceinline__ void init_exchange(uint64_t (&arrived)[2]) {
+  cuda::ptx::mbarrier_init(&arrived[0], 1);
+  cuda::ptx::mbarrier_init(&arrived[1], 1);
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);  // peers see them
+}
+
+template <typename Acc>
+__device__ __forceinline__ void send_chunk_stats(Inbox<Acc>& inbox, uint64_t (&arrived)[2], int round,
+                                                 const ChunkStats<Acc>& mine) {
+  constexpr int kWords = sizeof(ChunkStats<Acc>) / sizeof(uint32_t);
+  static_assert(kWords % 4 == 0, "statistics travel in 16-byte st.async pieces");
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int b = round & 1;
+  const int size = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                       &arrived[b], static_cast<uint32_t>(size * sizeof(ChunkStats<Acc>)));
+  uint32_t words[kWords];
+  memcpy(words, &mine, sizeof(words));
+  for (int r = 0; r < size; ++r) {
+    auto* slot = reinterpret_cast<uint32_t*>(cluster.map_shared_rank(&inbox[b][rank], r));
+    uint64_t* peer_arrived = cluster.map_shared_rank(&arrived[b], r);
+#pragma unroll
+    for (int w = 0; w < kWords; w += 4) {
+      const uint32_t piece[4] = {words[w], words[w + 1], words[w + 2], words[w + 3]};
+      cuda::ptx::st_async(slot + w, piece, peer_arrived);
+    }
+  }
+}
+
+template <typename Acc>
+__device__ __forceinline__ const ChunkStats<Acc>* receive_chunk_stats(const Inbox<Acc>& inbox,
+                                                                      uint64_t (&arrived)[2], int round) {
+  const int b = round & 1;
+  while (!cuda::ptx::mbarrier_try_wait_parity(&arrived[b], static_cast<uint32_t>((round >> 1) & 1))) {
+  }
+  return inbox[b];
+}
 
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
@@ -33,59 +89,43 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   __shared__ Barrier loaded;
   __shared__ typename Chunk::TempStorage reduce_storage;
   __shared__ Acc broadcast;
+  __shared__ alignas(16) Inbox<Acc> inbox;
+  __shared__ uint64_t arrived[2];
 
-  const int group_size = args.ctas_per_slice;
+  const int group_size = static_cast<int>(cg::this_cluster().num_blocks());
   const int64_t groups = gridDim.x / group_size;
-  const int rank = static_cast<int>(blockIdx.x % group_size);
+  const int rank = static_cast<int>(cg::this_cluster().block_rank());
   const int64_t begin = min(args.slice_len, rank * args.chunk_len);
   const int64_t len = min(args.slice_len - begin, args.chunk_len);
-  auto* peer_stats = reinterpret_cast<ChunkStats<Acc>*>(smem);
-  unsigned char* buffer = smem + args.slot_bytes;
 
   if (threadIdx.x == 0) {
     init(&loaded, kThreads);
+    init_exchange(arrived);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
   }
-  __syncthreads();
+  cg::this_cluster().sync();  // peers' barriers are initialized before anyone sends
 
-  for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups) {
+  int round = 0;
+  for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups, ++round) {
     const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
+    T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
     const RaggedRange<T> range(src, len);
     // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
-    T* buf = reinterpret_cast<T*>(buffer) + range.misalign;
+    T* buf = reinterpret_cast<T*>(smem) + range.misalign;
     loaded.wait(start_chunk_load(loaded, buf, src, range));
     const Chunk chunk{buf, range, len};
     const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
-
-    if (group_size == 1) {
-      if (threadIdx.x == 0) peer_stats[0] = mine;
-    } else {
-      auto* partials = static_cast<ChunkStats<Acc>*>(args.chunk_partials) + slice * group_size;
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[slice]);
-      if (threadIdx.x == 0) {
-        partials[rank] = mine;
-        arrivals.fetch_add(1u, cuda::memory_order_release);
-      }
-      for (int r = threadIdx.x; r < group_size; r += kThreads) {
-        while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(group_size)) {
-        }
-        // L2, not a possibly stale L1 line shared with another slice's partials.
-        ChunkStats<Acc> peer;
-        peer.count = __ldcg(&partials[r].count);
-        peer.mean = __ldcg(&partials[r].mean);
-        peer.resid = __ldcg(&partials[r].resid);
-        peer.m2 = __ldcg(&partials[r].m2);
-        peer_stats[r] = peer;
-      }
-    }
-    __syncthreads();
+    if (threadIdx.x == 0) send_chunk_stats(inbox, arrived, round, mine);
     Acc mean_hi, mean_lo, m2;
-    combine_chunks(peer_stats, group_size, &mean_hi, &mean_lo, &m2);
+    // The cluster size again rather than group_size: one register fewer across the loop.
+    combine_chunks(receive_chunk_stats(inbox, arrived, round), static_cast<int>(cg::this_cluster().num_blocks()),
+                   &mean_hi, &mean_lo, &m2);
     const SliceAffine<Acc> affine =
         finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-    chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned);
-    __syncthreads();  // the buffer and peer_stats are free for the next slice
+    chunk.normalize(dst, affine, args.y_coaligned);
+    __syncthreads();  // the buffer is free for the next slice
   }
+  cg::this_cluster().sync();  // no CTA exits while a peer may still address its shared memory
 }
 
 using KernelFn = void (*)(KernelArgs);
@@ -112,33 +152,33 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan names a shared_resident thread count that is not compiled in");
   }
-  return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel));
+  // Clusters of up to kSharedMaxCtasPerSlice CTAs; above 8 they are "non-portable" on sm_90.
+  return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/true);
+}
+
+cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* cluster, cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
+  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
+  config.stream = stream;
+  cluster->id = cudaLaunchAttributeClusterDimension;
+  cluster->val.clusterDim.x = static_cast<unsigned>(plan.ctas_per_slice);
+  cluster->val.clusterDim.y = 1;
+  cluster->val.clusterDim.z = 1;
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  return config;
 }
 
 }  // namespace
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   KernelFn kernel = nullptr;
-  Status status = shared_kernel(plan, &kernel);
+  const Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;
-  if (plan.ctas_per_slice > 1) {
-    status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
-                                         static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), stream),
-                         "cudaMemsetAsync(slice arrivals)");
-    if (!status.ok()) return status;
-  }
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
-  config.stream = stream;
-  // CTAs of a group wait for each other: they must all be resident, which a cooperative launch
-  // guarantees (or refuses with an error instead of hanging).
-  cudaLaunchAttribute cooperative{};
-  cooperative.id = cudaLaunchAttributeCooperative;
-  cooperative.val.cooperative = 1;
-  config.attrs = &cooperative;
-  config.numAttrs = plan.ctas_per_slice > 1 ? 1 : 0;
+  cudaLaunchAttribute cluster{};
+  const cudaLaunchConfig_t config = launch_config(plan, &cluster, stream);
   return cuda_status(cudaLaunchKernelEx(&config, kernel, args), "shared_resident launch");
 }
 
@@ -149,6 +189,31 @@ Status shared_resident_ctas_per_sm(const Plan& plan, int* ctas_per_sm) {
   return cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, kernel, plan.threads,
                                                                    static_cast<std::size_t>(plan.smem_bytes)),
                      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
+Status shared_resident_clusters(const Plan& plan, int* clusters) {
+  KernelFn kernel = nullptr;
+  const Status status = shared_kernel(plan, &kernel);
+  if (!status.ok()) return status;
+  // The answer depends only on the kernel, its launch shape and the device: asked once each.
+  using Key = std::tuple<const void*, int, int, int, int>;
+  static std::mutex mutex;
+  static std::map<Key, int> known;
+  int device = 0;
+  Status queried = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
+  if (!queried.ok()) return queried;
+  const Key key{reinterpret_cast<const void*>(kernel), device, plan.threads, plan.smem_bytes, plan.ctas_per_slice};
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(key);
+  if (found != known.end()) {
+    *clusters = found->second;
+    return Status::Ok();
+  }
+  cudaLaunchAttribute cluster{};
+  const cudaLaunchConfig_t config = launch_config(plan, &cluster, nullptr);
+  queried = cuda_status(cudaOccupancyMaxActiveClusters(clusters, kernel, &config), "cudaOccupancyMaxActiveClusters");
+  if (queried.ok()) known.emplace(key, *clusters);
+  return queried;
 }
 
 }  // namespace inorm::detail

@@ -43,9 +43,8 @@ TEST(Planner, SeedFloat32UsesSixteenCtasPerSliceThreePerSm) {
   EXPECT_EQ(plan.grid, 384);  // 24 groups of 16; 12 of the 396 CTA slots stay empty
   EXPECT_EQ(plan.chunk_len, 16384);
   EXPECT_EQ(plan.threads, 256);
-  EXPECT_EQ(plan.smem_bytes, 256 + 65664);  // 16 chunk statistics, then the chunk + 16, 128-aligned
-  // Chunk statistics of every (slice, CTA), then the arrival counters.
-  EXPECT_EQ(plan.workspace_bytes, 7168u * 16 * 16 + 7168 * 4);
+  EXPECT_EQ(plan.smem_bytes, 65664);  // the chunk + 16, 128-aligned
+  EXPECT_EQ(plan.workspace_bytes, 0u);  // the cluster exchanges chunk statistics on chip
   EXPECT_TRUE(plan.y_coaligned);
 }
 
@@ -141,12 +140,12 @@ TEST(Planner, SlicesLargerThanSixteenCtasSplit) {
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
   EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
-  // Parts are at least 4096 values: 920,513 values make 224 parts, not 939.
+  // Parts are at least 4096 values: 921,537 values make 224 parts, not 940.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
   EXPECT_EQ(split.path, Path::kSplitSlice);
   EXPECT_EQ(split.parts_per_slice, 224);
-  EXPECT_EQ(split.describe(), "split_slice parts=224 part_len=4112");
+  EXPECT_EQ(split.describe(), "split_slice parts=224 part_len=4116");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
@@ -202,7 +201,19 @@ TEST(Planner, SharedBoundaries) {
     EXPECT_LE(at.smem_bytes + detail::kSharedStaticReserve, limits.max_smem_per_block_optin);
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
-  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 920512);
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 921536);
+  // A cap on CTAs per slice (what plan_forward sets when clusters that large cannot be resident)
+  // moves the boundary with it.
+  PlanOptions capped;
+  capped.max_ctas_per_slice = 8;
+  const int64_t largest8 = detail::largest_resident_slice(DType::kFloat32, limits, 8);
+  EXPECT_EQ(largest8, 921536 / 2);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, largest8}), capped).ctas_per_slice, 8);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, largest8 + 1}), capped).path, Path::kSplitSlice);
+  // The seed under a cap of 8: chunks of 128 KiB or more, one CTA per SM.
+  const Plan seed = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}), capped);
+  EXPECT_LE(seed.ctas_per_slice, 8);
+  EXPECT_EQ(seed.ctas_per_sm, 1);
 }
 
 TEST(Planner, OccupancyCapIsHonoured) {
