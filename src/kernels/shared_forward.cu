@@ -55,11 +55,15 @@ __device__ __forceinline__ void send_chunk_stats(Inbox<Acc>& inbox, uint64_t (&a
   const int b = round & 1;
   const int size = static_cast<int>(cluster.num_blocks());
   const int rank = static_cast<int>(cluster.block_rank());
+  // This CTA's own slot by a plain store, released by its arrival below; st.async only to peers
+  // (compute-sanitizer flags st.async in a cluster of one CTA as an invalid shared write).
+  inbox[b][rank] = mine;
   cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                       &arrived[b], static_cast<uint32_t>(size * sizeof(ChunkStats<Acc>)));
+                                       &arrived[b], static_cast<uint32_t>((size - 1) * sizeof(ChunkStats<Acc>)));
   uint32_t words[kWords];
   memcpy(words, &mine, sizeof(words));
   for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
     auto* slot = reinterpret_cast<uint32_t*>(cluster.map_shared_rank(&inbox[b][rank], r));
     uint64_t* peer_arrived = cluster.map_shared_rank(&arrived[b], r);
 #pragma unroll
