@@ -32,82 +32,40 @@ namespace {
 namespace cg = cooperative_groups;
 using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
-// The chunk statistics of the CTAs of a cluster, exchanged through distributed shared memory:
-// thread 0 of every CTA sends its statistics of round `round` into every peer's inbox with st.async,
-// which completes bytes on that peer's mbarrier `arrived` (one arrival, this CTA's own, plus the
-// bytes); afterwards every thread may read all of them in rank order. Two inboxes alternate: a
-// peer can be at most one round ahead, since finishing a round needs this CTA's statistics of it.
-template <typename Acc>
-using Inbox = ChunkStats<Acc>[2][kSharedMaxCtasPerSlice];
-
-__device__ __forceinline__ void init_exchange(uint64_t (&arrived)[2]) {
-  cuda::ptx::mbarrier_init(&arrived[0], 1);
-  cuda::ptx::mbarrier_init(&arrived[1], 1);
-  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);  // peers see them
-}
-
-template <typename Acc>
-__device__ __forceinline__ void send_chunk_stats(Inbox<Acc>& inbox, uint64_t (&arrived)[2], int round,
-                                                 const ChunkStats<Acc>& mine) {
-  constexpr int kWords = sizeof(ChunkStats<Acc>) / sizeof(uint32_t);
-  static_assert(kWords % 4 == 0, "statistics travel in 16-byte st.async pieces");
-  const cg::cluster_group cluster = cg::this_cluster();
-  const int b = round & 1;
-  const int size = static_cast<int>(cluster.num_blocks());
-  const int rank = static_cast<int>(cluster.block_rank());
-  // This CTA's own slot by a plain store, released by its arrival below; st.async only to peers
-  // (compute-sanitizer flags st.async in a cluster of one CTA as an invalid shared write).
-  inbox[b][rank] = mine;
-  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                       &arrived[b], static_cast<uint32_t>((size - 1) * sizeof(ChunkStats<Acc>)));
-  uint32_t words[kWords];
-  memcpy(words, &mine, sizeof(words));
-  for (int r = 0; r < size; ++r) {
-    if (r == rank) continue;
-    auto* slot = reinterpret_cast<uint32_t*>(cluster.map_shared_rank(&inbox[b][rank], r));
-    uint64_t* peer_arrived = cluster.map_shared_rank(&arrived[b], r);
-#pragma unroll
-    for (int w = 0; w < kWords; w += 4) {
-      const uint32_t piece[4] = {words[w], words[w + 1], words[w + 2], words[w + 3]};
-      cuda::ptx::st_async(slot + w, piece, peer_arrived);
-    }
-  }
-}
-
-template <typename Acc>
-__device__ __forceinline__ const ChunkStats<Acc>* receive_chunk_stats(const Inbox<Acc>& inbox,
-                                                                      uint64_t (&arrived)[2], int round) {
-  const int b = round & 1;
-  while (!cuda::ptx::mbarrier_try_wait_parity(&arrived[b], static_cast<uint32_t>((round >> 1) & 1))) {
-  }
-  return inbox[b];
-}
-
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
   using Chunk = ChunkView<T, kThreads>;
+  // Chunk statistics travel as 16-byte st.async pieces.
+  constexpr int kPieces = sizeof(ChunkStats<Acc>) / 16;
+  static_assert(sizeof(ChunkStats<Acc>) % 16 == 0, "ChunkStats is a whole number of 16-byte pieces");
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
   __shared__ typename Chunk::TempStorage reduce_storage;
   __shared__ Acc broadcast;
-  __shared__ alignas(16) Inbox<Acc> inbox;
+  // Two inboxes alternate: a peer can be at most one round ahead, since finishing a round needs
+  // this CTA's statistics of that round. arrived[b] completes when this CTA has arrived (after
+  // writing its own slot) and every peer's st.async bytes have landed.
+  __shared__ alignas(16) ChunkStats<Acc> inbox[2][kSharedMaxCtasPerSlice];
   __shared__ uint64_t arrived[2];
 
-  const int group_size = static_cast<int>(cg::this_cluster().num_blocks());
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int group_size = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
   const int64_t groups = gridDim.x / group_size;
-  const int rank = static_cast<int>(cg::this_cluster().block_rank());
   const int64_t begin = min(args.slice_len, rank * args.chunk_len);
   const int64_t len = min(args.slice_len - begin, args.chunk_len);
 
   if (threadIdx.x == 0) {
     init(&loaded, kThreads);
-    init_exchange(arrived);
+    cuda::ptx::mbarrier_init(&arrived[0], 1);
+    cuda::ptx::mbarrier_init(&arrived[1], 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);  // peers see them
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
   }
-  cg::this_cluster().sync();  // peers' barriers are initialized before anyone sends
+  cluster.sync();  // every CTA's barriers are initialized before anyone sends
 
   int round = 0;
   for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups, ++round) {
@@ -119,17 +77,33 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     loaded.wait(start_chunk_load(loaded, buf, src, range));
     const Chunk chunk{buf, range, len};
     const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
-    if (threadIdx.x == 0) send_chunk_stats(inbox, arrived, round, mine);
+    const int b = round & 1;
+    if (threadIdx.x == 0) {
+      // Its own slot by a plain store (compute-sanitizer rejects st.async in a one-CTA cluster),
+      // released by this arrival; the peers' slots by st.async onto their barriers.
+      inbox[b][rank] = mine;
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &arrived[b], static_cast<uint32_t>((group_size - 1) * sizeof(mine)));
+      uint32_t words[kPieces][4];
+      memcpy(words, &mine, sizeof(words));
+      for (int r = 0; r < group_size; ++r) {
+        if (r == rank) continue;
+        auto* slot = reinterpret_cast<uint32_t(*)[4]>(cluster.map_shared_rank(&inbox[b][rank], r));
+        uint64_t* peer_arrived = cluster.map_shared_rank(&arrived[b], r);
+#pragma unroll
+        for (int p = 0; p < kPieces; ++p) cuda::ptx::st_async(slot[p], words[p], peer_arrived);
+      }
+    }
+    while (!cuda::ptx::mbarrier_try_wait_parity(&arrived[b], static_cast<uint32_t>((round >> 1) & 1))) {
+    }
     Acc mean_hi, mean_lo, m2;
-    // The cluster size again rather than group_size: one register fewer across the loop.
-    combine_chunks(receive_chunk_stats(inbox, arrived, round), static_cast<int>(cg::this_cluster().num_blocks()),
-                   &mean_hi, &mean_lo, &m2);
+    combine_chunks(inbox[b], group_size, &mean_hi, &mean_lo, &m2);
     const SliceAffine<Acc> affine =
         finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
     chunk.normalize(dst, affine, args.y_coaligned);
     __syncthreads();  // the buffer is free for the next slice
   }
-  cg::this_cluster().sync();  // no CTA exits while a peer may still address its shared memory
+  cluster.sync();  // no CTA exits while a peer may still address its shared memory
 }
 
 using KernelFn = void (*)(KernelArgs);
