@@ -63,6 +63,15 @@ __device__ float exchange(const Args& a, int64_t slice, int rank, float mine, fl
   return total;
 }
 
+// The library's kernel arguments plus what the L2 exchange of f6cbc97 needed (the library's
+// cluster exchange dropped them).
+struct ResidentArgs : KernelArgs {
+  int ctas_per_slice;
+  int slot_bytes;             // shared memory before the chunk buffer: the chunk statistics of the group
+  void* chunk_partials;       // ChunkStats<float> [num_slices * ctas_per_slice]
+  unsigned* slice_arrivals;   // [num_slices], zeroed before the launch
+};
+
 // A peer's chunk statistics from L2, not a possibly stale L1 line.
 template <typename Acc>
 __device__ __forceinline__ ChunkStats<Acc> load_partial(const ChunkStats<Acc>* partial) {
@@ -76,7 +85,7 @@ __device__ __forceinline__ ChunkStats<Acc> load_partial(const ChunkStats<Acc>* p
 // kSpin: 0 the library's exchange, 1 one thread polls, > 1 one thread polls with pauses of kSpin
 // ns, -1 tagged 64-bit words, < -1 tagged words with pauses of -kSpin ns.
 template <int kThreads, int kMode, int kSpin = 0>
-__global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real_kernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real_kernel(const ResidentArgs args) {
   using T = float;
   using Acc = float;
   using Chunk = ChunkView<T, kThreads>;
@@ -559,7 +568,7 @@ int main() {
 
   // Forward variants (fp32 seed; group = CTAs per slice, per_sm = CTAs per SM).
   auto forward_args = [&](int group) {
-    KernelArgs a{};
+    ResidentArgs a{};
     a.x = x;
     a.y = y;
     a.num_slices = slices;
@@ -576,7 +585,7 @@ int main() {
     return a;
   };
   auto run = [&](const std::string& name, auto kernel, int threads, int per_sm, int group) {
-    const KernelArgs a = forward_args(group);
+    const ResidentArgs a = forward_args(group);
     const int smem_bytes = a.slot_bytes + static_cast<int>((a.chunk_len * 4 + 16 + 127) / 128 * 128);
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
     int resident = 0;
@@ -593,7 +602,7 @@ int main() {
     }));
   };
   auto run_cluster = [&](const std::string& name, auto kernel, int threads, int group) {
-    const KernelArgs a = forward_args(group);
+    const ResidentArgs a = forward_args(group);
     const int smem_bytes = static_cast<int>((a.chunk_len * 4 + 16 + 127) / 128 * 128);
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
     cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
