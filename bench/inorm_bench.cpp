@@ -4,8 +4,8 @@
 //   inorm-bench                          the seed workload (112x64x512x512 float32, U[0,1))
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0c2,split,split64 (also time forced plans: CTAs per
-//            slice and CTAs per SM of shared_resident, parts of split_slice;
+//            --warmup N, --variants g11,g0c2,g16c3-global,split,split64 (also time forced plans:
+//            CTAs per slice, CTAs per SM and exchange of shared_resident, parts of split_slice;
 //            see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
@@ -269,11 +269,19 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     v.name = item;
     int ctas = 0;
     int per_sm = 0;
-    // g<CTAs per slice, 0: planner's>[c<CTAs per SM, exactly>], e.g. g11, g0c3
+    // g<CTAs per slice, 0: planner's>[c<CTAs per SM, exactly>][-<exchange>], e.g. g11, g0c3-global
     if (std::sscanf(item.c_str(), "g%dc%d", &ctas, &per_sm) >= 1) {
       v.options.force_path = Path::kSharedResident;
       v.options.force_ctas_per_slice = ctas;
       v.options.force_ctas_per_sm = per_sm;
+      const std::size_t dash = item.find('-');
+      if (dash != std::string::npos) {
+        const std::string exchange = item.substr(dash + 1);
+        if (exchange == "none") v.options.force_exchange = Exchange::kNone;
+        else if (exchange == "cluster") v.options.force_exchange = Exchange::kCluster;
+        else if (exchange == "global") v.options.force_exchange = Exchange::kGlobal;
+        else return false;
+      }
     } else if (item.rfind("split", 0) == 0) {
       v.options.force_path = Path::kSplitSlice;
       v.options.force_parts_per_slice = std::atoi(item.c_str() + 5);
@@ -288,7 +296,7 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,split,split64,...]\n",
+               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,split,split64,...]\n",
                message);
   return 2;
 }

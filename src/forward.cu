@@ -84,36 +84,36 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
   status = query_device_limits(device, &limits);
   if (!status.ok()) return status;
   // The planner assumes the shared_resident kernel fits kSharedThreadsPerSm threads per SM, and
-  // knows nothing of GPCs: if the compiled kernel reaches fewer CTAs per SM here, or no cluster of
-  // the plan's size fits, plan again under that cap (every iteration lowers a cap). Fewer clusters
-  // than the plan's grid holds shrink the grid: the persistent loop gives them more slices each.
+  // knows nothing of GPCs: if the compiled kernel reaches fewer CTAs per SM here, plan again under
+  // that cap; if no cluster of the plan's size fits, plan again with the L2 exchange. Each retry
+  // tightens an option, so the loop ends. Fewer clusters than the plan's grid holds shrink the
+  // grid: the persistent loop gives them more slices each.
   PlanOptions capped = options;
   for (;;) {
     status = plan_forward(params, limits, plan, capped);
     if (!status.ok() || plan->path != Path::kSharedResident) return status;
-    int resident = 0;
-    status = detail::shared_resident_ctas_per_sm(*plan, &resident);
+    detail::SharedOccupancy occupancy;
+    status = detail::shared_resident_occupancy(*plan, &occupancy);
     if (!status.ok()) return status;
-    if (resident == 0) {
+    if (occupancy.ctas_per_sm == 0) {
       return Status(StatusCode::kUnsupported,
                     "inorm: the shared_resident kernel with " + std::to_string(plan->smem_bytes) +
                         " bytes of shared memory cannot be resident on this device");
     }
-    if (resident < plan->ctas_per_sm) {
-      capped.max_ctas_per_sm = resident;
+    if (occupancy.ctas_per_sm < plan->ctas_per_sm) {
+      capped.max_ctas_per_sm = occupancy.ctas_per_sm;
       continue;
     }
-    int clusters = 0;
-    status = detail::shared_resident_clusters(*plan, &clusters);
-    if (!status.ok()) return status;
-    if (clusters == 0) {
-      if (plan->ctas_per_slice == 1) {  // not expected: one CTA fits (resident > 0)
-        return Status(StatusCode::kUnsupported, "inorm: no cluster of one shared_resident CTA fits on this device");
+    if (plan->exchange != Exchange::kCluster) return Status::Ok();
+    if (occupancy.clusters == 0) {  // not expected on an H200 (clusters of 16 at 3 per SM fit 21)
+      if (options.force_exchange == Exchange::kCluster) {
+        return Status(StatusCode::kUnsupported, "inorm: no cluster of " + std::to_string(plan->ctas_per_slice) +
+                                                    " shared_resident CTAs fits on this device");
       }
-      capped.max_ctas_per_slice = plan->ctas_per_slice - 1;
+      capped.force_exchange = Exchange::kGlobal;  // needs only that the CTAs are resident
       continue;
     }
-    plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(clusters) * plan->ctas_per_slice);
+    plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(occupancy.clusters) * plan->ctas_per_slice);
     return Status::Ok();
   }
 }
@@ -158,6 +158,13 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     args.slice_var_ws = ws + layout.slice_var;
   }
   if (plan.path == Path::kSplitSlice) args.split_partials = ws + layout.split_partials;
+  if (plan.path == Path::kSharedResident) {
+    args.ctas_per_slice = plan.ctas_per_slice;
+    if (plan.exchange == Exchange::kGlobal) {
+      args.chunk_partials = ws + layout.chunk_partials;
+      args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
+    }
+  }
 
   switch (plan.path) {
     case Path::kElementwiseEval: status = detail::launch_eval(plan, args, stream); break;

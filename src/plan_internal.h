@@ -17,6 +17,8 @@ struct SplitPartial {
 
 // Where each piece of the workspace starts.
 struct WorkspaceLayout {
+  std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
+  std::size_t slice_arrivals = 0;  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]
   std::size_t split_partials = 0;  // SplitPartial[num_slices * parts_per_slice]
   std::size_t slice_mean = 0;      // stats type [num_slices]: per-instance mean, for running stats
   std::size_t slice_var = 0;       // stats type [num_slices]: per-instance unbiased variance
@@ -26,12 +28,14 @@ WorkspaceLayout workspace_layout(const Plan& plan);
 
 int64_t slice_len_of(const ForwardParams& params);
 
+// Bytes of ChunkStats<stats type> (count, mean, resid, m2; kernels/chunk_stats.cuh).
+inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_dtype(dtype)); }
+
 // kSharedResident dynamic shared memory: the chunk buffer.
 int64_t shared_buffer_bytes(int64_t chunk_bytes);
 
-// The largest slice (elements) kSharedResident can hold: a full group of full CTAs, at most
-// `max_ctas_per_slice` (0: kSharedMaxCtasPerSlice) of them.
-int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits, int max_ctas_per_slice = 0);
+// The largest slice (elements) kSharedResident can hold: a full group of full CTAs.
+int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits);
 
 // A plan holding only what the params decide (shape, dtype, flags, alignment facts).
 Plan plan_signature(const ForwardParams& params);

@@ -50,6 +50,16 @@ const char* path_name(Path path) {
   return "unknown";
 }
 
+const char* exchange_name(Exchange exchange) {
+  switch (exchange) {
+    case Exchange::kAuto: return "auto";
+    case Exchange::kNone: return "none";
+    case Exchange::kCluster: return "cluster";
+    case Exchange::kGlobal: return "global";
+  }
+  return "unknown";
+}
+
 DeviceLimits hopper_h200_limits() {
   DeviceLimits limits;
   limits.sm_count = 132;
@@ -70,7 +80,7 @@ std::string Plan::describe() const {
       break;
     case Path::kSharedResident:
       out << " ctas_per_slice=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm
-          << " threads=" << threads << " chunk=" << chunk_len << " grid=" << grid
+          << " exchange=" << exchange_name(exchange) << " threads=" << threads << " chunk=" << chunk_len << " grid=" << grid
           << (y_coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitSlice:
@@ -121,6 +131,14 @@ int64_t shared_buffer_bytes(int64_t chunk_bytes) {
 WorkspaceLayout workspace_layout(const Plan& plan) {
   WorkspaceLayout layout;
   std::size_t offset = 0;
+  if (plan.path == Path::kSharedResident && plan.exchange == Exchange::kGlobal) {
+    layout.chunk_partials = offset;
+    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.ctas_per_slice *
+                                   chunk_stats_bytes(plan.dtype),
+                      kWorkspaceAlign);
+    layout.slice_arrivals = offset;
+    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
+  }
   if (plan.path == Path::kSplitSlice) {
     layout.split_partials = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
@@ -139,10 +157,9 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   return layout;
 }
 
-int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits, int max_ctas_per_slice) {
+int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
   // The largest group, each CTA alone on its SM.
-  const int64_t cap = max_ctas_per_slice > 0 ? std::min(max_ctas_per_slice, kSharedMaxCtasPerSlice) : kSharedMaxCtasPerSlice;
-  const int64_t ctas = std::min<int64_t>(limits.sm_count, cap);
+  const int64_t ctas = std::min<int64_t>(limits.sm_count, kSharedMaxCtasPerSlice);
   const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve) / 128 * 128;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
   return ctas * ((buffer - 16) / 16 * 16 / elem);
@@ -327,6 +344,26 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
 // the steady plan, then keeps the most CTA slots busy, then shares a slice among the fewest CTAs
 // (a shorter exchange), then has more CTAs per SM. The steady plan, for grids that run at least
 // kSharedSteadyMinRounds rounds of slices: the fewest CTAs per slice whose chunks hold at most
+// A group of one shares nothing. Otherwise the cluster exchange where two or more CTAs share an
+// SM, the L2 exchange at one CTA per SM. Measured on the H200 (bench/results/2026-11-30-h200-
+// cluster-exchange/): clusters won at 2-3 CTAs per SM (seed fp32 1.12x copy against 1.15x,
+// 16x32x256x256 bf16 1.01-1.06x against 1.22-1.25x, 8x32x768x512 fp32 1.11-1.15x against
+// 1.27-1.28x) even where their placement within GPCs leaves 15% of the slots idle; at one CTA per
+// SM that placement idled up to half the SMs (8x16x1024x512 fp32: 70 CTAs, 1.90x against 1.54x).
+Status choose_exchange(Exchange forced, Plan* plan) {
+  if (forced == Exchange::kNone && plan->ctas_per_slice > 1) {
+    return invalid("exchange none needs one CTA per slice, the plan has " + std::to_string(plan->ctas_per_slice));
+  }
+  if (forced != Exchange::kAuto) {
+    plan->exchange = forced;
+  } else if (plan->ctas_per_slice == 1) {
+    plan->exchange = Exchange::kNone;
+  } else {
+    plan->exchange = plan->ctas_per_sm >= 2 ? Exchange::kCluster : Exchange::kGlobal;
+  }
+  return Status::Ok();
+}
+
 // kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows.
 // Measured on the H200 (bench/results/2026-11-30-h200-f6cbc97/planner.md): one CTA per SM ran
 // 1.21-2.2x copy and never beat the best plan with two or more; the steady plan took the seed
@@ -366,7 +403,6 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t hi = std::min<int64_t>({total, detail::kSharedMaxCtasPerSlice,
                                     std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
-    if (options.max_ctas_per_slice != 0) hi = std::min<int64_t>(hi, options.max_ctas_per_slice);
     for (int64_t group = lo; group <= hi; ++group) {
       const int64_t chunk_len = chunk_len_for(base.slice_len, group, vec);
       const int64_t smem = detail::shared_buffer_bytes(chunk_len * elem);
@@ -400,7 +436,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     return invalid("no shared_resident plan holds a slice of " + std::to_string(slice_bytes) +
                    " bytes with these options on this device");
   }
-  return Status::Ok();
+  return choose_exchange(options.force_exchange, plan);
 }
 
 Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts, Plan* plan) {
@@ -478,8 +514,7 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
 
   const int vec = static_cast<int>(16 / elem);
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
-  const bool fits_shared =
-      base.slice_len <= detail::largest_resident_slice(base.dtype, limits, options.max_ctas_per_slice);
+  const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
   if (path == Path::kAuto) {
     path = group_config >= 0 ? Path::kGroupRegisters
            : fits_shared     ? Path::kSharedResident

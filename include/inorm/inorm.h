@@ -96,13 +96,22 @@ enum class Path : int {
 };
 const char* path_name(Path path);
 
+// How the CTAs of a kSharedResident group share their chunk statistics.
+enum class Exchange : int {
+  kAuto = 0,  // planner's choice (only in PlanOptions)
+  kNone,      // one CTA per slice: nothing to share
+  kCluster,   // the group is a thread-block cluster: st.async into the peers' shared memory
+  kGlobal,    // through L2: a release counter per slice, a cooperative launch, workspace
+};
+const char* exchange_name(Exchange exchange);
+
 // Overrides for benchmarks and tests; the default lets the planner choose.
 struct PlanOptions {
   Path force_path = Path::kAuto;
   int force_ctas_per_slice = 0;   // kSharedResident: CTAs sharing a slice
-  int max_ctas_per_slice = 0;     // kSharedResident: cap on CTAs sharing a slice (0: no cap)
   int force_ctas_per_sm = 0;      // kSharedResident: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
+  Exchange force_exchange = Exchange::kAuto;  // kSharedResident
   int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice
 };
 
@@ -126,6 +135,7 @@ struct Plan {
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group)
   int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
+  Exchange exchange = Exchange::kNone;  // kSharedResident
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitSlice: elements per part
   int parts_per_slice = 0;   // kSplitSlice
   int smem_bytes = 0;        // dynamic shared memory per CTA

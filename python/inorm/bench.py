@@ -36,12 +36,19 @@ def default_suite():
 
 
 def sleep_cycles_per_ms():
+    """GPU sleep cycles per millisecond at the busy clock: the highest rate of a few timed sleeps
+    after a warm-up sleep. An idle GPU runs a slower clock: a rate measured cold made later sleeps
+    too short to hide a call's queueing, which then counted as GPU time (70 us on mid-affine)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(1_000_000)
-    end.record()
-    end.synchronize()
-    return 1_000_000 / start.elapsed_time(end)
+    torch.cuda._sleep(50_000_000)
+    rates = []
+    for _ in range(5):
+        start.record()
+        torch.cuda._sleep(1_000_000)
+        end.record()
+        end.synchronize()
+        rates.append(1_000_000 / start.elapsed_time(end))
+    return max(rates)
 
 
 def time_ms(function, iters, min_sample_ms, cycles_per_ms):
@@ -57,7 +64,7 @@ def time_ms(function, iters, min_sample_ms, cycles_per_ms):
     queue_ms = (time.perf_counter() - queued) * 1e3
     end.synchronize()
     calls = max(1, int(min_sample_ms / max(start.elapsed_time(end), 1e-3)))
-    sleep_cycles = int(cycles_per_ms * (2 * calls * queue_ms + 0.2))  # outlasts the queueing of `calls`
+    sleep_cycles = int(cycles_per_ms * (2 * calls * queue_ms + 0.5))  # outlasts the queueing of `calls`
     samples = []
     for _ in range(iters):
         torch.cuda._sleep(sleep_cycles)

@@ -18,6 +18,8 @@ struct ChunkStats {
   Acc resid;  // mean of (x - mean): what the rounding missed
   Acc m2;     // sum of squared deviations from the exact chunk mean
 };
+static_assert(sizeof(ChunkStats<float>) == 16 && sizeof(ChunkStats<double>) == 32,
+              "plan_internal.h chunk_stats_bytes sizes the workspace from four fields");
 
 // buf[i] holds element i of a chunk of `len` elements laid out like `range` (16-byte aligned body,
 // ragged ends), in shared memory or in global memory.

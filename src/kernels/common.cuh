@@ -33,6 +33,10 @@ struct KernelArgs {
   int parts_per_slice;  // kSplitSlice
   bool y_coaligned;     // y - x is a multiple of 16 bytes
   void* split_partials; // kSplitSlice workspace
+  // kSharedResident with Exchange::kGlobal
+  int ctas_per_slice;
+  void* chunk_partials;      // ChunkStats<stats type> [num_slices * ctas_per_slice]
+  unsigned* slice_arrivals;  // [num_slices], zeroed before the launch
 };
 
 template <typename T>

@@ -12,15 +12,19 @@ namespace inorm::detail {
 
 Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
-// How many CTAs of the plan's shared_resident kernel fit on one SM (occupancy API).
-Status shared_resident_ctas_per_sm(const Plan& plan, int* ctas_per_sm);
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_running_stats(const Plan& plan, const ForwardParams& params, const void* slice_mean,
                             const void* slice_var, cudaStream_t stream);
 
-// How many clusters of the plan's shared_resident kernel fit on the device at once (occupancy API).
-Status shared_resident_clusters(const Plan& plan, int* clusters);
+// What the occupancy API says of the plan's shared_resident kernel: CTAs resident per SM, and for
+// the cluster exchange the clusters of the plan's size resident on the device at once (0 when no
+// CTA fits, and for the other exchanges).
+struct SharedOccupancy {
+  int ctas_per_sm = 0;
+  int clusters = 0;
+};
+Status shared_resident_occupancy(const Plan& plan, SharedOccupancy* occupancy);
 
 // Lets `kernel` use the device's whole opt-in shared memory, and with `non_portable_clusters`
 // clusters of more than 8 CTAs; done once per kernel and device.

@@ -44,6 +44,7 @@ TEST(Planner, SeedFloat32UsesSixteenCtasPerSliceThreePerSm) {
   EXPECT_EQ(plan.chunk_len, 16384);
   EXPECT_EQ(plan.threads, 256);
   EXPECT_EQ(plan.smem_bytes, 65664);  // the chunk + 16, 128-aligned
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
   EXPECT_EQ(plan.workspace_bytes, 0u);  // the cluster exchanges chunk statistics on chip
   EXPECT_TRUE(plan.y_coaligned);
 }
@@ -94,10 +95,45 @@ TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
   const Plan vol = plan_of(problem(DType::kBFloat16, {2, 64, 96, 96, 96}));
   EXPECT_EQ(vol.ctas_per_slice, 16);
   EXPECT_EQ(vol.ctas_per_sm, 2);
-  // 2 MiB slices fit only one CTA per SM; that (1.53x) still beats the split path (1.67x).
+  // 2 MiB slices fit only one CTA per SM; that (1.53x with the L2 exchange) still beats the split
+  // path (1.67x).
   const Plan big = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
   EXPECT_EQ(big.path, Path::kSharedResident);
   EXPECT_EQ(big.ctas_per_sm, 1);
+  EXPECT_EQ(big.exchange, Exchange::kGlobal);
+}
+
+// The exchange follows CTAs per SM (planner.cpp choose_exchange): none for groups of one,
+// clusters where two or more CTAs share an SM, L2 at one per SM; the L2 exchange alone needs
+// workspace (chunk statistics of every (slice, CTA), then an arrival counter per slice).
+TEST(Planner, ExchangeFollowsCtasPerSm) {
+  const Plan one = plan_of(problem(DType::kFloat32, {2, 64, 64, 64}));
+  EXPECT_EQ(one.ctas_per_slice, 1);
+  EXPECT_EQ(one.exchange, Exchange::kNone);
+  EXPECT_EQ(one.workspace_bytes, 0u);
+  const Plan big = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
+  EXPECT_EQ(big.exchange, Exchange::kGlobal);
+  EXPECT_EQ(big.workspace_bytes, 128u * big.ctas_per_slice * 16 + 512);
+  EXPECT_NE(big.describe().find("exchange=global"), std::string::npos) << big.describe();
+  const Plan fp64 = plan_of(problem(DType::kFloat64, {8, 16, 512, 512}));  // 32-byte chunk statistics
+  EXPECT_EQ(fp64.exchange, Exchange::kGlobal);
+  EXPECT_EQ(fp64.workspace_bytes, 128u * fp64.ctas_per_slice * 32 + 512);
+
+  PlanOptions global;  // forced: the seed's plan with the L2 exchange
+  global.force_exchange = Exchange::kGlobal;
+  const Plan seed = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}), global);
+  EXPECT_EQ(seed.ctas_per_slice, 16);
+  EXPECT_EQ(seed.exchange, Exchange::kGlobal);
+  EXPECT_EQ(seed.workspace_bytes, 7168u * 16 * 16 + 7168 * 4);
+  PlanOptions cluster;
+  cluster.force_exchange = Exchange::kCluster;
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}), cluster).exchange, Exchange::kCluster);
+  PlanOptions none;  // nothing to exchange only where a CTA holds a whole slice
+  none.force_exchange = Exchange::kNone;
+  Plan plan;
+  const Status status = plan_forward(problem(DType::kFloat32, {112, 64, 512, 512}), hopper_h200_limits(), &plan, none);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("exchange none"), std::string::npos) << status.message();
 }
 
 TEST(Planner, TinySlicesUseWarpVectorRegisters) {
@@ -202,18 +238,6 @@ TEST(Planner, SharedBoundaries) {
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
   EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 921536);
-  // A cap on CTAs per slice (what plan_forward sets when clusters that large cannot be resident)
-  // moves the boundary with it.
-  PlanOptions capped;
-  capped.max_ctas_per_slice = 8;
-  const int64_t largest8 = detail::largest_resident_slice(DType::kFloat32, limits, 8);
-  EXPECT_EQ(largest8, 921536 / 2);
-  EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, largest8}), capped).ctas_per_slice, 8);
-  EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, largest8 + 1}), capped).path, Path::kSplitSlice);
-  // The seed under a cap of 8: chunks of 128 KiB or more, one CTA per SM.
-  const Plan seed = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}), capped);
-  EXPECT_LE(seed.ctas_per_slice, 8);
-  EXPECT_EQ(seed.ctas_per_sm, 1);
 }
 
 TEST(Planner, OccupancyCapIsHonoured) {
@@ -323,7 +347,7 @@ TEST(Planner, PlanMatchesOnlyCompatibleParams) {
 
 TEST(Planner, Describe) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).describe(),
-            "shared_resident ctas_per_slice=16 ctas_per_sm=3 threads=256 chunk=16384 grid=384");
+            "shared_resident ctas_per_slice=16 ctas_per_sm=3 exchange=cluster threads=256 chunk=16384 grid=384");
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
             "group_registers group=32 items=2 vector");
 }

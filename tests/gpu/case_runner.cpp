@@ -158,6 +158,9 @@ Outcome run_case(const Case& c) {
     failures.push_back("planner chose " + outcome.plan + ", expected ctas_per_sm " +
                        std::to_string(c.expect_ctas_per_sm));
   }
+  if (c.expect_exchange != Exchange::kAuto && plan.exchange != c.expect_exchange) {
+    failures.push_back("planner chose " + outcome.plan + ", expected exchange " + exchange_name(c.expect_exchange));
+  }
   INORM_CHECK(workspace.allocate(plan.workspace_bytes));
 
   std::vector<unsigned char> first_bits;

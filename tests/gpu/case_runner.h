@@ -40,6 +40,7 @@ struct Case {
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
   int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
   int expect_ctas_per_sm = 0;      // when set, the plan must put this many CTAs on each SM
+  Exchange expect_exchange = Exchange::kAuto;  // when set, the plan must exchange this way
 };
 
 struct Outcome {

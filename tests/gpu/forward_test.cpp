@@ -214,10 +214,16 @@ TEST(GpuForward, EveryPathForced) {
     Path path;
     int ctas_per_slice;
     int parts;
+    Exchange exchange = Exchange::kAuto;
   };
-  const Forced forced[] = {{Path::kSharedResident, 1, 0}, {Path::kSharedResident, 2, 0},
-                           {Path::kSharedResident, 3, 0}, {Path::kSharedResident, 5, 0},
+  // Every group size the planner may pick small and large, with each exchange: clusters (the
+  // planner's choice here), L2, and a cluster of one CTA.
+  const Forced forced[] = {{Path::kSharedResident, 1, 0},  {Path::kSharedResident, 2, 0},
+                           {Path::kSharedResident, 3, 0},  {Path::kSharedResident, 5, 0},
                            {Path::kSharedResident, 12, 0}, {Path::kSharedResident, 16, 0},
+                           {Path::kSharedResident, 1, 0, Exchange::kCluster},
+                           {Path::kSharedResident, 3, 0, Exchange::kGlobal},
+                           {Path::kSharedResident, 16, 0, Exchange::kGlobal},
                            {Path::kSplitSlice, 0, 1},
                            {Path::kSplitSlice, 0, 3},      {Path::kSplitSlice, 0, 7}};
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
@@ -233,9 +239,11 @@ TEST(GpuForward, EveryPathForced) {
         c.options.force_path = f.path;
         c.options.force_ctas_per_slice = f.ctas_per_slice;
         c.options.force_parts_per_slice = f.parts;
+        c.options.force_exchange = f.exchange;
         c.expect_path = f.path;
+        c.expect_exchange = f.exchange;
         expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas/parts " +
-                             std::to_string(f.ctas_per_slice + f.parts));
+                             std::to_string(f.ctas_per_slice + f.parts) + " exchange " + exchange_name(f.exchange));
       }
     }
   }
@@ -253,11 +261,12 @@ TEST(GpuForward, SteadyPlans) {
     int64_t offset;
     int ctas_per_slice;
     int ctas_per_sm;
+    Exchange exchange;
   };
   const Steady cases[] = {
-      {"two 64 KiB chunks a slice, three CTAs per SM", {400, 1, 65536}, DType::kBFloat16, 0, 2, 3},
-      {"four ragged chunks of a misaligned view", {500, 1, 49157}, DType::kFloat32, 1, 4, 3},
-      {"one 32 KiB slice a CTA, six CTAs per SM", {1600, 1, 16384}, DType::kFloat16, 0, 1, 6},
+      {"two 64 KiB chunks a slice, three CTAs per SM", {400, 1, 65536}, DType::kBFloat16, 0, 2, 3, Exchange::kCluster},
+      {"four ragged chunks of a misaligned view", {500, 1, 49157}, DType::kFloat32, 1, 4, 3, Exchange::kCluster},
+      {"one 32 KiB slice a CTA, six CTAs per SM", {1600, 1, 16384}, DType::kFloat16, 0, 1, 6, Exchange::kNone},
   };
   for (const Steady& s : cases) {
     Case c;
@@ -270,6 +279,7 @@ TEST(GpuForward, SteadyPlans) {
     c.expect_path = Path::kSharedResident;
     c.expect_ctas_per_slice = s.ctas_per_slice;
     c.expect_ctas_per_sm = s.ctas_per_sm;
+    c.expect_exchange = s.exchange;
     expect_passes(c, s.why);
   }
 }
