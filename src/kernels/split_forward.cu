@@ -1,7 +1,8 @@
 // kSplitSlice: slices too large for the shared memory of the whole chip (and only those).
 // Two kernels: partial statistics per (slice, part), then normalization of each part after
 // combining its slice's partials. x is read twice; the second kernel walks the parts in reverse so
-// its first reads find what the first kernel read last still in L2.
+// its first reads find what the first kernel read last still in L2, and is launched early
+// (programmatic dependent launch) to fill the slots the first one frees.
 //
 // Partials are (count, mean, M2) in float64, merged with Chan's formula in a fixed order, so the
 // statistics are robust to data far from zero and the same from run to run.
@@ -54,6 +55,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_ke
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
   }
   __syncthreads();
+  // Once every CTA of this grid has started, the normalize grid may take the slots this grid frees
+  // (it waits for this grid's results before it reads anything): no launch gap, no idle tail.
+  cudaTriggerProgrammaticLaunchCompletion();
 
   SplitPartial acc{0.0, 0.0, 0.0};  // thread 0's
   for (int64_t begin = part_begin; begin < part_end; begin += stage_len) {
@@ -80,6 +84,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_normaliz
   const int64_t block = static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x;  // reverse order
   const int64_t slice = block / args.parts_per_slice;
   const int part = static_cast<int>(block % args.parts_per_slice);
+  // Launched early (programmatic dependent launch): the statistics grid's partials are complete
+  // and visible only after this wait, and y (which may be x) is written only after it.
+  cudaGridDependencySynchronize();
 
   // Every CTA of the slice merges the same partials in the same order: identical statistics.
   const SplitPartial* partials =
@@ -115,8 +122,16 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
     split_stats_kernel<T><<<grid, kSplitThreads, plan.smem_bytes, stream>>>(args);
     status = cuda_status(cudaGetLastError(), "split_slice statistics launch");
     if (!status.ok()) return status;
-    split_normalize_kernel<T><<<grid, kSplitThreads, 0, stream>>>(args);
-    return cuda_status(cudaGetLastError(), "split_slice normalize launch");
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(kSplitThreads);
+    config.stream = stream;
+    cudaLaunchAttribute early{};
+    early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &early;
+    config.numAttrs = 1;
+    return cuda_status(cudaLaunchKernelEx(&config, &split_normalize_kernel<T>, args), "split_slice normalize launch");
   });
 }
 
