@@ -372,6 +372,15 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // and 32 KiB fp16 slices from 1.38x to 1.07x. An idle slot in the last round costs less than the
 // busy-slot measure says: 1024 slices of 64 KiB ran 0.96-1.02x at three per SM, 1.05-1.14x at two.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+  // The kernel's inbox holds kSharedMaxCtasPerSlice chunk statistics.
+  if (options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > detail::kSharedMaxCtasPerSlice) {
+    return invalid("forced CTAs per slice must be in 1.." + std::to_string(detail::kSharedMaxCtasPerSlice) +
+                   ", got " + std::to_string(options.force_ctas_per_slice));
+  }
+  if (options.force_ctas_per_sm < 0 || options.force_ctas_per_sm > detail::kSharedMaxCtasPerSm) {
+    return invalid("forced CTAs per SM must be in 1.." + std::to_string(detail::kSharedMaxCtasPerSm) +
+                   ", got " + std::to_string(options.force_ctas_per_sm));
+  }
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t vec = 16 / elem;
   const int64_t slice_bytes = base.slice_len * elem;

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "config.h"
@@ -215,6 +216,13 @@ cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribut
 }  // namespace
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  // A plan edited by hand must still fit the kernel's inbox and its exchange.
+  if (plan.ctas_per_slice < 1 || plan.ctas_per_slice > kSharedMaxCtasPerSlice ||
+      (plan.exchange == Exchange::kNone && plan.ctas_per_slice != 1) || plan.exchange == Exchange::kAuto) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan's shared_resident group (" + std::to_string(plan.ctas_per_slice) +
+                      " CTAs per slice, exchange " + exchange_name(plan.exchange) + ") is not one the planner makes");
+  }
   KernelFn kernel = nullptr;
   Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;

@@ -136,6 +136,28 @@ TEST(Planner, ExchangeFollowsCtasPerSm) {
   EXPECT_NE(status.message().find("exchange none"), std::string::npos) << status.message();
 }
 
+// Forced group shapes outside what the kernel holds are refused by name, not planned: the kernel's
+// inbox has room for kSharedMaxCtasPerSlice chunk statistics.
+TEST(Planner, ForcedSharedShapesOutOfRangeAreRefused) {
+  const ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
+  for (int ctas : {-1, detail::kSharedMaxCtasPerSlice + 1}) {
+    PlanOptions options;
+    options.force_path = Path::kSharedResident;
+    options.force_ctas_per_slice = ctas;
+    Plan plan;
+    const Status status = plan_forward(seed, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << ctas;
+    EXPECT_NE(status.message().find("forced CTAs per slice must be in 1..16"), std::string::npos) << status.message();
+  }
+  PlanOptions per_sm;
+  per_sm.force_path = Path::kSharedResident;
+  per_sm.force_ctas_per_sm = detail::kSharedMaxCtasPerSm + 1;
+  Plan plan;
+  const Status status = plan_forward(seed, hopper_h200_limits(), &plan, per_sm);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("forced CTAs per SM must be in 1..6"), std::string::npos) << status.message();
+}
+
 TEST(Planner, TinySlicesUseWarpVectorRegisters) {
   const Plan plan = plan_of(problem(DType::kFloat32, {256, 256, 16, 16}));
   EXPECT_EQ(plan.path, Path::kGroupRegisters);

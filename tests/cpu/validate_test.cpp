@@ -193,5 +193,29 @@ TEST(Validate, ChannelsLastIsUnsupportedForNow) {
   expect_invalid(p, "unknown layout 9");
 }
 
+// launch_forward refuses a shared_resident plan edited into a shape the kernel cannot run (more
+// chunk statistics than its inbox holds, or a group with nothing exchanged) before it touches the
+// device; the pointers here are host addresses.
+TEST(Validate, LaunchRefusesHandEditedSharedPlans) {
+  ForwardParams p = valid_params();
+  p.spatial[0] = 128;  // 64 KiB slices: two chunks of 32 KiB
+  p.spatial[1] = 128;
+  PlanOptions options;
+  options.force_path = Path::kSharedResident;
+  options.force_ctas_per_slice = 2;
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan, options).ok());
+  ASSERT_EQ(plan.workspace_bytes, 0u);
+  Plan too_large = plan;
+  too_large.ctas_per_slice = 17;
+  Plan none_shared = plan;
+  none_shared.exchange = Exchange::kNone;
+  for (const Plan& edited : {too_large, none_shared}) {
+    const Status status = launch_forward(edited, p, nullptr, nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+    EXPECT_NE(status.message().find("is not one the planner makes"), std::string::npos) << status.message();
+  }
+}
+
 }  // namespace
 }  // namespace inorm
