@@ -157,11 +157,7 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     args.slice_mean_ws = ws + layout.slice_mean;
     args.slice_var_ws = ws + layout.slice_var;
   }
-  if (plan.path == Path::kSplitSlice) {
-    args.split_partials = ws + layout.split_partials;
-    args.split_arrivals = reinterpret_cast<unsigned*>(ws + layout.split_arrivals);
-    args.split_affine = ws + layout.split_affine;
-  }
+  if (plan.path == Path::kSplitSlice) args.split_partials = ws + layout.split_partials;
   if (plan.path == Path::kSharedResident) {
     args.ctas_per_slice = plan.ctas_per_slice;
     if (plan.exchange == Exchange::kGlobal) {

@@ -20,8 +20,6 @@ struct WorkspaceLayout {
   std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
   std::size_t slice_arrivals = 0;  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]
   std::size_t split_partials = 0;  // SplitPartial[num_slices * parts_per_slice]
-  std::size_t split_arrivals = 0;  // unsigned [num_slices], zeroed before the launch
-  std::size_t split_affine = 0;    // SliceAffine<stats type> [num_slices]
   std::size_t slice_mean = 0;      // stats type [num_slices]: per-instance mean, for running stats
   std::size_t slice_var = 0;       // stats type [num_slices]: per-instance unbiased variance
   std::size_t total = 0;
@@ -32,9 +30,6 @@ int64_t slice_len_of(const ForwardParams& params);
 
 // Bytes of ChunkStats<stats type> (count, mean, resid, m2; kernels/chunk_stats.cuh).
 inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_dtype(dtype)); }
-
-// Bytes of SliceAffine<stats type> (center_hi, center_lo, scale, shift; kernels/common.cuh).
-inline std::size_t slice_affine_bytes(DType dtype) { return 4 * dtype_size(stats_dtype(dtype)); }
 
 // kSharedResident dynamic shared memory: the chunk buffer.
 int64_t shared_buffer_bytes(int64_t chunk_bytes);

@@ -144,11 +144,6 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
                                    sizeof(SplitPartial),
                       kWorkspaceAlign);
-    layout.split_arrivals = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
-    layout.split_affine = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * slice_affine_bytes(plan.dtype),
-                      kWorkspaceAlign);
   }
   if (plan.update_running_stats) {
     const std::size_t stats_bytes =

@@ -32,9 +32,7 @@ struct KernelArgs {
   int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitSlice: elements per part
   int parts_per_slice;  // kSplitSlice
   bool y_coaligned;     // y - x is a multiple of 16 bytes
-  void* split_partials;      // kSplitSlice workspace: SplitPartial [num_slices * parts_per_slice]
-  unsigned* split_arrivals;  // kSplitSlice: [num_slices], zeroed before the launch
-  void* split_affine;        // kSplitSlice: SliceAffine<stats type> [num_slices]
+  void* split_partials; // kSplitSlice workspace
   // kSharedResident with Exchange::kGlobal
   int ctas_per_slice;
   void* chunk_partials;      // ChunkStats<stats type> [num_slices * ctas_per_slice]
@@ -126,8 +124,6 @@ struct SliceAffine {
     return fma((x - center_hi) - center_lo, scale, shift);
   }
 };
-static_assert(sizeof(SliceAffine<float>) == 16 && sizeof(SliceAffine<double>) == 32,
-              "plan_internal.h slice_affine_bytes sizes the workspace from four fields");
 
 // Turns a slice's statistics (mean = mean_hi + mean_lo, m2 = sum of squared deviations over
 // `count` = S elements) into its affine coefficients; the caller picked one thread per slice as

@@ -1,14 +1,12 @@
 // kSplitSlice: slices too large for the shared memory of the whole chip (and only those).
-// Two kernels: partial statistics per (slice, part), the last part of a slice to finish merging
-// them into the slice's affine coefficients; then normalization of each part with them. x is read
-// twice; the second kernel walks the parts in reverse so its first reads find what the first
-// kernel read last still in L2, and is launched early (programmatic dependent launch) to fill the
-// slots the first one frees.
+// Two kernels: partial statistics per (slice, part), then normalization of each part after
+// combining its slice's partials. x is read twice; the second kernel walks the parts in reverse so
+// its first reads find what the first kernel read last still in L2, and is launched early
+// (programmatic dependent launch) to fill the slots the first one frees.
 //
 // Partials are (count, mean, M2) in float64, merged with Chan's formula in a fixed order, so the
 // statistics are robust to data far from zero and the same from run to run.
 #include <cub/block/block_reduce.cuh>
-#include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/ptx>
 
@@ -73,43 +71,36 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_ke
                                   static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
                                   static_cast<double>(stage.m2)});
   }
-  // The last CTA of the slice to finish merges the slice's partials, once per slice rather than
-  // once per normalizing CTA (that merge held every normalize CTA's first load back).
-  SplitPartial* partials = static_cast<SplitPartial*>(args.split_partials) + slice * args.parts_per_slice;
-  __shared__ bool last;
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x % args.parts_per_slice] = acc;
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.split_arrivals[slice]);
-    // Release: this partial before the count; acquire: the other parts' partials after it.
-    last = arrivals.fetch_add(1u, cuda::memory_order_acq_rel) == static_cast<unsigned>(args.parts_per_slice - 1);
-  }
-  __syncthreads();
-  if (!last) return;
-  // Every part's partial, merged in part order whichever CTA is last: the same bits every run.
-  SplitPartial merged{0.0, 0.0, 0.0};
-  for (int i = threadIdx.x; i < args.parts_per_slice; i += kSplitThreads) {
-    merged = merge(merged, SplitPartial{__ldcg(&partials[i].count), __ldcg(&partials[i].mean), __ldcg(&partials[i].m2)});
-  }
-  __shared__ typename cub::BlockReduce<SplitPartial, kSplitThreads>::TempStorage merge_storage;
-  merged = cub::BlockReduce<SplitPartial, kSplitThreads>(merge_storage).Reduce(merged, MergeOp{});
-  if (threadIdx.x == 0) {
-    const Acc mean_hi = static_cast<Acc>(merged.mean);
-    static_cast<SliceAffine<Acc>*>(args.split_affine)[slice] =
-        finish_slice<Acc>(args, slice, mean_hi, static_cast<Acc>(merged.mean - static_cast<double>(mean_hi)),
-                          static_cast<Acc>(merged.m2), /*writer=*/true);
-  }
+  if (threadIdx.x == 0) static_cast<SplitPartial*>(args.split_partials)[blockIdx.x] = acc;
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_normalize_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
+  using Reduce = cub::BlockReduce<SplitPartial, kSplitThreads>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  __shared__ SplitPartial slice_stats;
+
   const int64_t block = static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x;  // reverse order
   const int64_t slice = block / args.parts_per_slice;
   const int part = static_cast<int>(block % args.parts_per_slice);
-  // Launched early (programmatic dependent launch): the statistics grid's results are complete
+  // Launched early (programmatic dependent launch): the statistics grid's partials are complete
   // and visible only after this wait, and y (which may be x) is written only after it.
   cudaGridDependencySynchronize();
-  const SliceAffine<Acc> affine = static_cast<const SliceAffine<Acc>*>(args.split_affine)[slice];
+
+  // Every CTA of the slice merges the same partials in the same order: identical statistics.
+  const SplitPartial* partials =
+      static_cast<const SplitPartial*>(args.split_partials) + slice * args.parts_per_slice;
+  SplitPartial acc{0.0, 0.0, 0.0};
+  for (int i = threadIdx.x; i < args.parts_per_slice; i += kSplitThreads) acc = merge(acc, partials[i]);
+  acc = Reduce(reduce_storage).Reduce(acc, MergeOp{});
+  if (threadIdx.x == 0) slice_stats = acc;
+  __syncthreads();
+  const double mean = slice_stats.mean;
+  const Acc mean_hi = static_cast<Acc>(mean);
+  const SliceAffine<Acc> affine =
+      finish_slice<Acc>(args, slice, mean_hi, static_cast<Acc>(mean - static_cast<double>(mean_hi)),
+                        static_cast<Acc>(slice_stats.m2), part == 0 && threadIdx.x == 0);
 
   const int64_t begin = part * args.chunk_len;
   const int64_t len = min(args.chunk_len, args.slice_len - begin);
@@ -127,10 +118,6 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
     using T = decltype(tag);
     const unsigned grid = static_cast<unsigned>(plan.grid);
     Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_stats_kernel<T>));
-    if (!status.ok()) return status;
-    status = cuda_status(cudaMemsetAsync(args.split_arrivals, 0,
-                                         static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), stream),
-                         "cudaMemsetAsync(split arrivals)");
     if (!status.ok()) return status;
     split_stats_kernel<T><<<grid, kSplitThreads, plan.smem_bytes, stream>>>(args);
     status = cuda_status(cudaGetLastError(), "split_slice statistics launch");
