@@ -63,13 +63,10 @@ __device__ float exchange(const Args& a, int64_t slice, int rank, float mine, fl
   return total;
 }
 
-// The library's kernel arguments plus what the L2 exchange of f6cbc97 needed (the library's
-// cluster exchange dropped them).
+// The library's kernel arguments plus the shared-memory offset of f6cbc97's kernel, which kept the
+// group's chunk statistics in dynamic shared memory before the chunk buffer.
 struct ResidentArgs : KernelArgs {
-  int ctas_per_slice;
-  int slot_bytes;             // shared memory before the chunk buffer: the chunk statistics of the group
-  void* chunk_partials;       // ChunkStats<float> [num_slices * ctas_per_slice]
-  unsigned* slice_arrivals;   // [num_slices], zeroed before the launch
+  int slot_bytes;
 };
 
 // A peer's chunk statistics from L2, not a possibly stale L1 line.
