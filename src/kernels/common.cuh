@@ -33,10 +33,11 @@ struct KernelArgs {
   int parts_per_slice;  // kSplitSlice
   bool y_coaligned;     // y - x is a multiple of 16 bytes
   void* split_partials; // kSplitSlice workspace
-  // kSharedResident with Exchange::kGlobal
+  // kSharedResident: the group size (the cluster kernel reads its cluster's instead), and the L2
+  // exchange's workspace
   int ctas_per_slice;
-  void* chunk_partials;      // ChunkStats<stats type> [num_slices * ctas_per_slice]
-  unsigned* slice_arrivals;  // [num_slices], zeroed before the launch
+  void* chunk_partials;      // Exchange::kGlobal: ChunkStats<stats type> [num_slices * ctas_per_slice]
+  unsigned* slice_arrivals;  // Exchange::kGlobal: [num_slices], zeroed before the launch
 };
 
 template <typename T>
