@@ -277,10 +277,10 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       const std::size_t dash = item.find('-');
       if (dash != std::string::npos) {
         const std::string exchange = item.substr(dash + 1);
-        if (exchange == "none") v.options.force_exchange = Exchange::kNone;
-        else if (exchange == "cluster") v.options.force_exchange = Exchange::kCluster;
-        else if (exchange == "global") v.options.force_exchange = Exchange::kGlobal;
-        else return false;
+        for (Exchange e : {Exchange::kNone, Exchange::kCluster, Exchange::kGlobal}) {
+          if (exchange == exchange_name(e)) v.options.force_exchange = e;  // the names describe() prints
+        }
+        if (v.options.force_exchange == Exchange::kAuto) return false;
       }
     } else if (item.rfind("split", 0) == 0) {
       v.options.force_path = Path::kSplitSlice;
