@@ -17,7 +17,6 @@
 #include <cuda/ptx>
 
 #include <string>
-#include <utility>
 
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
@@ -81,22 +80,17 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_slice_ke
   }
   __syncthreads();
 
-  // Stage `stage` of `part`: where it is in x, and its place in shared memory, which mirrors x
-  // modulo 16 bytes (16-byte aligned body).
-  struct Stage {
-    const T* src;
-    T* buf;
-    Chunk chunk;
-  };
-  auto stage_at = [&](const Part& part, int64_t stage) {
+  // Stage `stage` of `part` in shared memory, mirroring x modulo 16 bytes (16-byte aligned body);
+  // `load` false where it is already there.
+  auto stage_of = [&](const Part& part, int64_t stage, bool load) {
     const int64_t begin = part.begin + stage * stage_len;
     const int64_t len = min(stage_len, part.end - begin);
     const T* src = static_cast<const T*>(args.x) + part.slice * args.slice_len + begin;
     const RaggedRange<T> range(src, len);
     T* buf = reinterpret_cast<T*>(smem) + range.misalign;
-    return Stage{src, buf, Chunk{buf, range, len}};
+    if (load) loaded.wait(start_chunk_load(loaded, buf, src, range));
+    return Chunk{buf, range, len};
   };
-  auto start_load = [&](const Stage& s) { return start_chunk_load(loaded, s.buf, s.src, s.chunk.range); };
   auto stages_of = [&](const Part& part) { return (part.end - part.begin + stage_len - 1) / stage_len; };
 
   // Phase 1: partial statistics, oldest unit first.
@@ -104,13 +98,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_slice_ke
     const Part part(args, unit);
     SplitPartial acc{0.0, 0.0, 0.0};  // thread 0's
     for (int64_t stage = 0; stage < stages_of(part); ++stage) {
-      const Stage s = stage_at(part, stage);
-      loaded.wait(start_load(s));
       // Ends with a barrier after the last read of the buffer: the next stage may overwrite it.
-      const ChunkStats<Acc> c = s.chunk.statistics(storage.chunk, broadcast);
-      acc = merge(acc, SplitPartial{static_cast<double>(c.count),
-                                    static_cast<double>(c.mean) + static_cast<double>(c.resid),
-                                    static_cast<double>(c.m2)});
+      const ChunkStats<Acc> s = stage_of(part, stage, true).statistics(storage.chunk, broadcast);
+      acc = merge(acc, SplitPartial{static_cast<double>(s.count),
+                                    static_cast<double>(s.mean) + static_cast<double>(s.resid),
+                                    static_cast<double>(s.m2)});
     }
     if (threadIdx.x == 0) partials[unit] = acc;
   }
@@ -123,11 +115,6 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_slice_ke
   const int64_t last = blockIdx.x + (units - 1 - blockIdx.x) / gridDim.x * gridDim.x;
   for (int64_t unit = last; unit >= 0; unit -= gridDim.x) {
     const Part part(args, unit);
-    const int64_t stages = stages_of(part);
-    // The newest stage's copy starts first, so the merge's L2 round trips overlap it.
-    const Stage newest = stage_at(part, stages - 1);
-    cuda::barrier<cuda::thread_scope_block>::arrival_token token;
-    if (unit != last) token = start_load(newest);
     // Every CTA of the slice merges the same partials in the same order: identical statistics.
     // From L2 (__ldcg): other CTAs wrote them.
     const SplitPartial* mine = partials + part.slice * args.parts_per_slice;
@@ -143,15 +130,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_slice_ke
     const SliceAffine<Acc> affine =
         finish_slice<Acc>(args, part.slice, mean_hi, static_cast<Acc>(mean - static_cast<double>(mean_hi)),
                           static_cast<Acc>(slice_stats.m2), part.part == 0 && threadIdx.x == 0);
-    T* y = static_cast<T*>(args.y) + part.slice * args.slice_len + part.begin;
-    if (unit != last) loaded.wait(std::move(token));
-    newest.chunk.normalize(y + (stages - 1) * stage_len, affine, args.y_coaligned);
-    __syncthreads();  // the buffer, slice_stats and the merge storage are free again
-    for (int64_t stage = stages - 2; stage >= 0; --stage) {
-      const Stage s = stage_at(part, stage);
-      loaded.wait(start_load(s));
-      s.chunk.normalize(y + stage * stage_len, affine, args.y_coaligned);
-      __syncthreads();
+    T* y = static_cast<T*>(args.y) + part.slice * args.slice_len;
+    for (int64_t stage = stages_of(part) - 1; stage >= 0; --stage) {
+      const bool resident = unit == last && stage == stages_of(part) - 1;
+      stage_of(part, stage, !resident).normalize(y + part.begin + stage * stage_len, affine, args.y_coaligned);
+      __syncthreads();  // the buffer, slice_stats and the merge storage are free again
     }
   }
 }
