@@ -44,16 +44,21 @@ inline constexpr int kSharedStaticReserve = 2048;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 
-// kSplitSlice: one cooperative kernel, kSplitCtasPerSm CTAs on every SM (the kernel is compiled
-// for that), each bringing its parts into shared memory in stages of at most kSplitStageBytes (one
-// bulk async copy each); the planner makes the parts one stage long where kSplitMaxParts allows.
-// Three CTAs of 64 KiB per SM: the split of an SM's shared memory that shared_resident measured
-// best (dev/VARIANTS.md, 4 and 9).
+// kSplitSlice
 inline constexpr int kSplitThreads = 256;
 inline constexpr int kSplitMaxParts = 1024;
 inline constexpr int kSplitMinPartLen = 4096;
-inline constexpr int kSplitCtasPerSm = 3;
-inline constexpr int kSplitStageBytes = 64 * 1024;
+// The kernels are compiled for this many resident CTAs per SM (at most 64 registers a thread),
+// and the grid is sized for kSplitWaves full waves of them.
+inline constexpr int kSplitCtasPerSm = 4;
+inline constexpr int kSplitWaves = 4;
+// Vectors each thread of split_normalize loads before it stores any: bytes in flight to cover the
+// latency of the second read of x from device memory.
+inline constexpr int kSplitLoadBatch = 4;
+// split_stats brings its part into shared memory in stages of at most this many bytes (one bulk
+// async copy each: many bytes in flight), two CTAs per SM; the planner makes parts this small
+// where kSplitMaxParts allows.
+inline constexpr int kSplitStageBytes = 96 * 1024;
 #ifdef __CUDACC__
 __host__ __device__
 #endif

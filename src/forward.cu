@@ -2,11 +2,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "inorm/inorm.h"
@@ -47,61 +45,7 @@ Status allow_max_dynamic_smem(const void* kernel, bool non_portable_clusters) {
   return Status::Ok();
 }
 
-Status cached_occupancy(const void* kernel, const cudaLaunchConfig_t& config, Occupancy* occupancy) {
-  unsigned cluster_size = 0;
-  for (unsigned i = 0; i < config.numAttrs; ++i) {
-    if (config.attrs[i].id == cudaLaunchAttributeClusterDimension) cluster_size = config.attrs[i].val.clusterDim.x;
-  }
-  using Key = std::tuple<const void*, int, unsigned, std::size_t, unsigned>;
-  static std::mutex mutex;
-  static std::map<Key, Occupancy> known;
-  int device = 0;
-  Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
-  if (!status.ok()) return status;
-  const Key key{kernel, device, config.blockDim.x, config.dynamicSmemBytes, cluster_size};
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = known.find(key);
-  if (found != known.end()) {
-    *occupancy = found->second;
-    return Status::Ok();
-  }
-  Occupancy answer;
-  status = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&answer.ctas_per_sm, kernel,
-                                                                     static_cast<int>(config.blockDim.x),
-                                                                     config.dynamicSmemBytes),
-                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (!status.ok()) return status;
-  // The cluster query refuses a CTA that cannot be resident at all.
-  if (cluster_size > 0 && answer.ctas_per_sm > 0) {
-    status = cuda_status(cudaOccupancyMaxActiveClusters(&answer.clusters, kernel, &config),
-                         "cudaOccupancyMaxActiveClusters");
-    if (!status.ok()) return status;
-  }
-  known.emplace(key, answer);
-  *occupancy = answer;
-  return Status::Ok();
-}
-
 }  // namespace detail
-
-namespace {
-
-// The split_slice grid is as many CTAs as the planner assumes resident (kSplitCtasPerSm per SM);
-// its cooperative launch refuses more than are. Fewer resident here shrink the grid: the persistent
-// loop gives each CTA more parts.
-Status fit_split_grid(const DeviceLimits& limits, Plan* plan) {
-  detail::Occupancy occupancy;
-  const Status status = detail::split_slice_occupancy(*plan, &occupancy);
-  if (!status.ok()) return status;
-  if (occupancy.ctas_per_sm == 0) {
-    return Status(StatusCode::kUnsupported, "inorm: the split_slice kernel with " + std::to_string(plan->smem_bytes) +
-                                                " bytes of shared memory cannot be resident on this device");
-  }
-  plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(limits.sm_count) * occupancy.ctas_per_sm);
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status query_device_limits(int device, DeviceLimits* limits) {
   if (limits == nullptr) return Status(StatusCode::kInvalidArgument, "inorm: limits is null");
@@ -147,10 +91,8 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
   PlanOptions capped = options;
   for (;;) {
     status = plan_forward(params, limits, plan, capped);
-    if (!status.ok()) return status;
-    if (plan->path == Path::kSplitSlice) return fit_split_grid(limits, plan);
-    if (plan->path != Path::kSharedResident) return status;
-    detail::Occupancy occupancy;
+    if (!status.ok() || plan->path != Path::kSharedResident) return status;
+    detail::SharedOccupancy occupancy;
     status = detail::shared_resident_occupancy(*plan, &occupancy);
     if (!status.ok()) return status;
     if (occupancy.ctas_per_sm == 0) {

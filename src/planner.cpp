@@ -84,7 +84,7 @@ std::string Plan::describe() const {
           << (y_coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitSlice:
-      out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid
+      out << " parts=" << parts_per_slice << " part_len=" << chunk_len
           << (y_coaligned ? "" : " scalar-stores");
       break;
     default:
@@ -451,17 +451,14 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
 
 Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts, Plan* plan) {
   *plan = base;
+  const int64_t vec = 16 / static_cast<int64_t>(dtype_size(base.dtype));
   const std::size_t elem_size = dtype_size(base.dtype);
-  const int64_t vec = 16 / static_cast<int64_t>(elem_size);
   const int64_t stage_len = static_cast<int64_t>(detail::split_stage_len(elem_size));
-  const int64_t resident = static_cast<int64_t>(limits.sm_count) * detail::kSplitCtasPerSm;
   int64_t parts = forced_parts;
   if (parts == 0) {
-    // Parts of one stage at most, then as many more as fill the last round of the resident grid
-    // (every CTA the same number of units), within the part limits.
-    const int64_t min_parts = ceil_div(base.slice_len, stage_len);
-    const int64_t rounds = ceil_div(base.num_slices * min_parts, resident);
-    parts = std::max(min_parts, rounds * resident / base.num_slices);
+    // Enough CTAs for the waves, and parts no longer than one stage where the part limit allows.
+    const int64_t target_ctas = static_cast<int64_t>(limits.sm_count) * detail::kSplitCtasPerSm * detail::kSplitWaves;
+    parts = std::max(ceil_div(target_ctas, base.num_slices), ceil_div(base.slice_len, stage_len));
     parts = std::clamp<int64_t>(parts, 1,
                                 std::max<int64_t>(1, std::min<int64_t>(detail::kSplitMaxParts,
                                                                        base.slice_len / detail::kSplitMinPartLen)));
@@ -474,9 +471,12 @@ Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts
   plan->chunk_len = chunk_len_for(base.slice_len, parts, vec);
   plan->parts_per_slice = static_cast<int>(ceil_div(base.slice_len, plan->chunk_len));
   plan->threads = detail::kSplitThreads;
-  // The stage buffer, plus room to mirror x's alignment modulo 16 bytes.
+  // The statistics kernel's stage buffer, plus room to mirror x's alignment modulo 16 bytes.
   plan->smem_bytes = static_cast<int>(std::min(plan->chunk_len, stage_len) * static_cast<int64_t>(elem_size) + 16);
-  plan->grid = std::min(base.num_slices * plan->parts_per_slice, resident);
+  if (base.num_slices > std::numeric_limits<int32_t>::max() / plan->parts_per_slice) {
+    return unsupported("too many slices (" + std::to_string(base.num_slices) + ") for one launch");
+  }
+  plan->grid = base.num_slices * plan->parts_per_slice;
   return Status::Ok();
 }
 

@@ -92,8 +92,7 @@ enum class Path : int {
   kElementwiseEval,   // running statistics given: y = (x - rm) * rsqrt(rv + eps) * w + b
   kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
   kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
-  kSplitSlice,        // slice too large for the chip's shared memory: partial statistics, then normalization
-                      // newest part first (the last stage from shared memory, the rest read again)
+  kSplitSlice,        // slice too large for the chip's shared memory: partial statistics, then a second read
 };
 const char* path_name(Path path);
 
@@ -113,7 +112,7 @@ struct PlanOptions {
   int force_ctas_per_sm = 0;      // kSharedResident: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   Exchange force_exchange = Exchange::kAuto;  // kSharedResident
-  int force_parts_per_slice = 0;  // kSplitSlice: parts per slice
+  int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice
 };
 
 struct Plan {

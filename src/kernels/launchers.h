@@ -17,18 +17,14 @@ Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream
 Status launch_running_stats(const Plan& plan, const ForwardParams& params, const void* slice_mean,
                             const void* slice_var, cudaStream_t stream);
 
-// What the occupancy API says of a persistent kernel: CTAs resident per SM, and for a launch with
-// clusters the clusters of its size resident on the device at once (0 when no CTA fits, and for
-// launches without clusters).
-struct Occupancy {
+// What the occupancy API says of the plan's shared_resident kernel: CTAs resident per SM, and for
+// the cluster exchange the clusters of the plan's size resident on the device at once (0 when no
+// CTA fits, and for the other exchanges).
+struct SharedOccupancy {
   int ctas_per_sm = 0;
   int clusters = 0;
 };
-// For the launch `config` of `kernel` (its grid is ignored), asked once per kernel, device and
-// launch shape: plan_forward runs on every call of the PyTorch op.
-Status cached_occupancy(const void* kernel, const cudaLaunchConfig_t& config, Occupancy* occupancy);
-Status shared_resident_occupancy(const Plan& plan, Occupancy* occupancy);
-Status split_slice_occupancy(const Plan& plan, Occupancy* occupancy);
+Status shared_resident_occupancy(const Plan& plan, SharedOccupancy* occupancy);
 
 // Lets `kernel` use the device's whole opt-in shared memory, and with `non_portable_clusters`
 // clusters of more than 8 CTAs; done once per kernel and device.

@@ -21,7 +21,10 @@
 #include <cuda/ptx>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
@@ -234,12 +237,41 @@ Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stre
   return cuda_status(cudaLaunchKernelEx(&config, kernel, args), "shared_resident launch");
 }
 
-Status shared_resident_occupancy(const Plan& plan, Occupancy* occupancy) {
+Status shared_resident_occupancy(const Plan& plan, SharedOccupancy* occupancy) {
   KernelFn kernel = nullptr;
-  const Status status = shared_kernel(plan, &kernel);
+  Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;
-  cudaLaunchAttribute attribute{};
-  return cached_occupancy(reinterpret_cast<const void*>(kernel), launch_config(plan, &attribute, nullptr), occupancy);
+  // The answer depends only on the kernel, its launch shape and the device; plan_forward runs on
+  // every call of the PyTorch op, so each is asked once.
+  using Key = std::tuple<const void*, int, int, int, int>;
+  static std::mutex mutex;
+  static std::map<Key, SharedOccupancy> known;
+  int device = 0;
+  status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
+  if (!status.ok()) return status;
+  const Key key{reinterpret_cast<const void*>(kernel), device, plan.threads, plan.smem_bytes, plan.ctas_per_slice};
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(key);
+  if (found != known.end()) {
+    *occupancy = found->second;
+    return Status::Ok();
+  }
+  SharedOccupancy answer;
+  status = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&answer.ctas_per_sm, kernel, plan.threads,
+                                                                     static_cast<std::size_t>(plan.smem_bytes)),
+                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (!status.ok()) return status;
+  // The cluster query refuses a CTA that cannot be resident at all.
+  if (plan.exchange == Exchange::kCluster && answer.ctas_per_sm > 0) {
+    cudaLaunchAttribute cluster{};
+    const cudaLaunchConfig_t config = launch_config(plan, &cluster, nullptr);
+    status = cuda_status(cudaOccupancyMaxActiveClusters(&answer.clusters, kernel, &config),
+                         "cudaOccupancyMaxActiveClusters");
+    if (!status.ok()) return status;
+  }
+  known.emplace(key, answer);
+  *occupancy = answer;
+  return Status::Ok();
 }
 
 }  // namespace inorm::detail

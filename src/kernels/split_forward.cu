@@ -1,22 +1,14 @@
 // kSplitSlice: slices too large for the shared memory of the whole chip (and only those).
-// One persistent cooperative kernel, every CTA resident, in two phases:
-// 1. statistics: CTA b takes the units (slice, part) b, b + grid, b + 2 grid, ... in order; each
-//    part goes through shared memory in stages (one bulk async copy each) and leaves exact
-//    two-pass partial statistics in the workspace. The CTA's last stage stays in shared memory.
-// 2. after one grid-wide barrier, normalization of the same units newest first: the stage still
-//    in shared memory is not read again, and the next ones were the grid's last reads, so they
-//    come from L2 where they are still there. Only the rest is read twice from device memory.
-// dev/VARIANTS.md (15) records the two-kernel design this replaced.
+// Two kernels: partial statistics per (slice, part), then normalization of each part after
+// combining its slice's partials. x is read twice; the second kernel walks the parts in reverse so
+// its first reads find what the first kernel read last still in L2, and is launched early
+// (programmatic dependent launch) to fill the slots the first one frees.
 //
 // Partials are (count, mean, M2) in float64, merged with Chan's formula in a fixed order, so the
 // statistics are robust to data far from zero and the same from run to run.
-#include <cooperative_groups.h>
-
 #include <cub/block/block_reduce.cuh>
 #include <cuda/barrier>
 #include <cuda/ptx>
-
-#include <string>
 
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
@@ -26,8 +18,6 @@
 
 namespace inorm::detail {
 namespace {
-
-namespace cg = cooperative_groups;
 
 __device__ __forceinline__ SplitPartial merge(const SplitPartial& a, const SplitPartial& b) {
   if (b.count == 0.0) return a;
@@ -43,144 +33,105 @@ struct MergeOp {
   }
 };
 
-// Where a unit's part of its slice lies, in elements from the slice's start.
-struct Part {
-  int64_t slice;
-  int part;
-  int64_t begin;
-  int64_t end;
-  __device__ __forceinline__ Part(const KernelArgs& args, int64_t unit)
-      : slice(unit / args.parts_per_slice), part(static_cast<int>(unit % args.parts_per_slice)) {
-    begin = min(args.slice_len, part * args.chunk_len);
-    end = min(args.slice_len, begin + args.chunk_len);
-  }
-};
-
+// The part's statistics, stage by stage: a bulk async copy into shared memory, exact two-pass
+// statistics of the stage there (ChunkView, as the shared_resident path), merged in float64.
 template <typename T>
-__global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_slice_kernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
   using Chunk = ChunkView<T, kSplitThreads>;
-  using Merge = cub::BlockReduce<SplitPartial, kSplitThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ cuda::barrier<cuda::thread_scope_block> loaded;
-  __shared__ union {
-    typename Chunk::TempStorage chunk;
-    typename Merge::TempStorage merge;
-  } storage;
+  __shared__ typename Chunk::TempStorage reduce_storage;
   __shared__ Acc broadcast;
-  __shared__ SplitPartial slice_stats;
 
-  const int64_t units = args.num_slices * args.parts_per_slice;
+  const int64_t slice = blockIdx.x / args.parts_per_slice;
+  const int64_t part_begin = (blockIdx.x % args.parts_per_slice) * args.chunk_len;
+  const int64_t part_end = min(part_begin + args.chunk_len, args.slice_len);
   const int64_t stage_len = static_cast<int64_t>(split_stage_len(sizeof(T)));
-  auto* partials = static_cast<SplitPartial*>(args.split_partials);
+  const T* x = static_cast<const T*>(args.x) + slice * args.slice_len;
   if (threadIdx.x == 0) {
     init(&loaded, kSplitThreads);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
   }
   __syncthreads();
+  // Once every CTA of this grid has started, the normalize grid may take the slots this grid frees
+  // (it waits for this grid's results before it reads anything): no launch gap, no idle tail.
+  cudaTriggerProgrammaticLaunchCompletion();
 
-  // Stage `stage` of `part` in shared memory, mirroring x modulo 16 bytes (16-byte aligned body);
-  // `load` false where it is already there.
-  auto stage_of = [&](const Part& part, int64_t stage, bool load) {
-    const int64_t begin = part.begin + stage * stage_len;
-    const int64_t len = min(stage_len, part.end - begin);
-    const T* src = static_cast<const T*>(args.x) + part.slice * args.slice_len + begin;
-    const RaggedRange<T> range(src, len);
-    T* buf = reinterpret_cast<T*>(smem) + range.misalign;
-    if (load) loaded.wait(start_chunk_load(loaded, buf, src, range));
-    return Chunk{buf, range, len};
-  };
-  auto stages_of = [&](const Part& part) { return (part.end - part.begin + stage_len - 1) / stage_len; };
-
-  // Phase 1: partial statistics, oldest unit first.
-  for (int64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
-    const Part part(args, unit);
-    SplitPartial acc{0.0, 0.0, 0.0};  // thread 0's
-    for (int64_t stage = 0; stage < stages_of(part); ++stage) {
-      // Ends with a barrier after the last read of the buffer: the next stage may overwrite it.
-      const ChunkStats<Acc> s = stage_of(part, stage, true).statistics(storage.chunk, broadcast);
-      acc = merge(acc, SplitPartial{static_cast<double>(s.count),
-                                    static_cast<double>(s.mean) + static_cast<double>(s.resid),
-                                    static_cast<double>(s.m2)});
-    }
-    if (threadIdx.x == 0) partials[unit] = acc;
+  SplitPartial acc{0.0, 0.0, 0.0};  // thread 0's
+  for (int64_t begin = part_begin; begin < part_end; begin += stage_len) {
+    const int64_t len = min(stage_len, part_end - begin);
+    const RaggedRange<T> range(x + begin, len);
+    T* buf = reinterpret_cast<T*>(smem) + range.misalign;  // mirrors x modulo 16 bytes
+    loaded.wait(start_chunk_load(loaded, buf, x + begin, range));
+    // Ends with a barrier after the last read of buf: the next stage may overwrite it.
+    const ChunkStats<Acc> stage = Chunk{buf, range, len}.statistics(reduce_storage, broadcast);
+    acc = merge(acc, SplitPartial{static_cast<double>(stage.count),
+                                  static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
+                                  static_cast<double>(stage.m2)});
   }
-
-  // Every partial is written and x is read no more before any y is written (y may be x).
-  cg::this_grid().sync();
-  if (blockIdx.x >= units) return;  // had no unit (the planner's grids have none such)
-
-  // Phase 2: normalization, newest unit and stage first; the very newest is still in the buffer.
-  const int64_t last = blockIdx.x + (units - 1 - blockIdx.x) / gridDim.x * gridDim.x;
-  for (int64_t unit = last; unit >= 0; unit -= gridDim.x) {
-    const Part part(args, unit);
-    // Every CTA of the slice merges the same partials in the same order: identical statistics.
-    // From L2 (__ldcg): other CTAs wrote them.
-    const SplitPartial* mine = partials + part.slice * args.parts_per_slice;
-    SplitPartial acc{0.0, 0.0, 0.0};
-    for (int i = threadIdx.x; i < args.parts_per_slice; i += kSplitThreads) {
-      acc = merge(acc, SplitPartial{__ldcg(&mine[i].count), __ldcg(&mine[i].mean), __ldcg(&mine[i].m2)});
-    }
-    acc = Merge(storage.merge).Reduce(acc, MergeOp{});
-    if (threadIdx.x == 0) slice_stats = acc;
-    __syncthreads();
-    const double mean = slice_stats.mean;
-    const Acc mean_hi = static_cast<Acc>(mean);
-    const SliceAffine<Acc> affine =
-        finish_slice<Acc>(args, part.slice, mean_hi, static_cast<Acc>(mean - static_cast<double>(mean_hi)),
-                          static_cast<Acc>(slice_stats.m2), part.part == 0 && threadIdx.x == 0);
-    T* y = static_cast<T*>(args.y) + part.slice * args.slice_len;
-    for (int64_t stage = stages_of(part) - 1; stage >= 0; --stage) {
-      const bool resident = unit == last && stage == stages_of(part) - 1;
-      stage_of(part, stage, !resident).normalize(y + part.begin + stage * stage_len, affine, args.y_coaligned);
-      __syncthreads();  // the buffer, slice_stats and the merge storage are free again
-    }
-  }
+  if (threadIdx.x == 0) static_cast<SplitPartial*>(args.split_partials)[blockIdx.x] = acc;
 }
 
-// Cooperative: the grid-wide barrier needs every CTA resident (the launch refuses with an error
-// instead of hanging when they are not).
-cudaLaunchConfig_t split_launch_config(const Plan& plan, cudaLaunchAttribute* cooperative, cudaStream_t stream) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  config.blockDim = dim3(kSplitThreads);
-  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
-  config.stream = stream;
-  cooperative->id = cudaLaunchAttributeCooperative;
-  cooperative->val.cooperative = 1;
-  config.attrs = cooperative;
-  config.numAttrs = 1;
-  return config;
+template <typename T>
+__global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_normalize_kernel(const KernelArgs args) {
+  using Acc = AccOf<T>;
+  using Reduce = cub::BlockReduce<SplitPartial, kSplitThreads>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  __shared__ SplitPartial slice_stats;
+
+  const int64_t block = static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x;  // reverse order
+  const int64_t slice = block / args.parts_per_slice;
+  const int part = static_cast<int>(block % args.parts_per_slice);
+  // Launched early (programmatic dependent launch): the statistics grid's partials are complete
+  // and visible only after this wait, and y (which may be x) is written only after it.
+  cudaGridDependencySynchronize();
+
+  // Every CTA of the slice merges the same partials in the same order: identical statistics.
+  const SplitPartial* partials =
+      static_cast<const SplitPartial*>(args.split_partials) + slice * args.parts_per_slice;
+  SplitPartial acc{0.0, 0.0, 0.0};
+  for (int i = threadIdx.x; i < args.parts_per_slice; i += kSplitThreads) acc = merge(acc, partials[i]);
+  acc = Reduce(reduce_storage).Reduce(acc, MergeOp{});
+  if (threadIdx.x == 0) slice_stats = acc;
+  __syncthreads();
+  const double mean = slice_stats.mean;
+  const Acc mean_hi = static_cast<Acc>(mean);
+  const SliceAffine<Acc> affine =
+      finish_slice<Acc>(args, slice, mean_hi, static_cast<Acc>(mean - static_cast<double>(mean_hi)),
+                        static_cast<Acc>(slice_stats.m2), part == 0 && threadIdx.x == 0);
+
+  const int64_t begin = part * args.chunk_len;
+  const int64_t len = min(args.chunk_len, args.slice_len - begin);
+  const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
+  T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
+  // Plain loads: the reverse order means the first of them find the statistics pass's data in L2.
+  ChunkView<T, kSplitThreads>{src, RaggedRange<T>(src, len), len}.template normalize<kSplitLoadBatch>(
+      dst, affine, args.y_coaligned);
 }
 
 }  // namespace
 
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
-  // A plan edited by hand must give every CTA a unit: one without would have nothing in its buffer.
-  if (plan.grid < 1 || plan.grid > plan.num_slices * plan.parts_per_slice) {
-    return Status(StatusCode::kInvalidArgument,
-                  "inorm: the plan's split_slice grid (" + std::to_string(plan.grid) + " CTAs for " +
-                      std::to_string(plan.num_slices * plan.parts_per_slice) + " parts) is not one the planner makes");
-  }
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    const Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_slice_kernel<T>));
+    const unsigned grid = static_cast<unsigned>(plan.grid);
+    Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_stats_kernel<T>));
     if (!status.ok()) return status;
-    cudaLaunchAttribute cooperative{};
-    const cudaLaunchConfig_t config = split_launch_config(plan, &cooperative, stream);
-    return cuda_status(cudaLaunchKernelEx(&config, &split_slice_kernel<T>, args), "split_slice launch");
-  });
-}
-
-Status split_slice_occupancy(const Plan& plan, Occupancy* occupancy) {
-  return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const void* kernel = reinterpret_cast<const void*>(&split_slice_kernel<T>);
-    const Status status = allow_max_dynamic_smem(kernel);
+    split_stats_kernel<T><<<grid, kSplitThreads, plan.smem_bytes, stream>>>(args);
+    status = cuda_status(cudaGetLastError(), "split_slice statistics launch");
     if (!status.ok()) return status;
-    cudaLaunchAttribute cooperative{};
-    return cached_occupancy(kernel, split_launch_config(plan, &cooperative, nullptr), occupancy);
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(kSplitThreads);
+    config.stream = stream;
+    cudaLaunchAttribute early{};
+    early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &early;
+    config.numAttrs = 1;
+    return cuda_status(cudaLaunchKernelEx(&config, &split_normalize_kernel<T>, args), "split_slice normalize launch");
   });
 }
 

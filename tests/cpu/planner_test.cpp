@@ -181,38 +181,29 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 }
 
 TEST(Planner, SlicesLargerThanSixteenCtasSplit) {
-  // 12 slices of 256 stages (64 KiB) are 3072 units: 8 rounds of the 396 resident CTAs, and 264
-  // parts per slice fill the last round exactly.
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitSlice);
-  EXPECT_EQ(few.parts_per_slice, 264);
-  EXPECT_EQ(few.chunk_len, 15888);
-  EXPECT_EQ(few.grid, 396);
-  EXPECT_EQ(few.smem_bytes, 15888 * 4 + 16);  // a part is one stage
-  EXPECT_EQ(few.workspace_bytes, 12u * 264 * sizeof(detail::SplitPartial));  // 76032, a multiple of 256
-  EXPECT_EQ(few.describe(), "split_slice parts=264 part_len=15888 grid=396");
-  // 64 slices of 128 stages need 21 rounds; 129 parts fill 8256 of their 8316 slots.
+  EXPECT_EQ(few.parts_per_slice, 176);  // 4 waves x 4 CTAs per SM x 132 SMs over 12 slices
+  EXPECT_EQ(few.chunk_len, 23832);
+  EXPECT_EQ(few.smem_bytes, 23832 * 4 + 16);  // a part is one stage
+  EXPECT_EQ(few.workspace_bytes, 12u * 176 * sizeof(detail::SplitPartial));  // 50688, a multiple of 256
+  // 64 slices would need only 33 parts for the waves; 86 make each part one 96 KiB stage.
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitSlice);
-  EXPECT_EQ(vol.parts_per_slice, 129);
-  EXPECT_EQ(vol.chunk_len, 16260);
-  EXPECT_EQ(vol.grid, 396);
+  EXPECT_EQ(vol.parts_per_slice, 86);
+  EXPECT_EQ(vol.chunk_len, 24388);
+  EXPECT_EQ(vol.smem_bytes, 24388 * 4 + 16);
   // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
   const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}));
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
   EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
-  EXPECT_EQ(giant.grid, 396);
-  // Three of the smallest split slices fit one round: 132 parts each, every one left in shared
-  // memory by the statistics phase (x is read once).
+  // Parts are at least 4096 values: 921,537 values make 224 parts, not 940.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
-  const Plan round = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
-  EXPECT_EQ(round.path, Path::kSplitSlice);
-  EXPECT_EQ(round.describe(), "split_slice parts=132 part_len=6984 grid=396");
-  // Parts are at least 4096 values: one slice of 921,537 makes 224 parts, not 396, and the grid
-  // is no larger than the parts (a CTA without one would have nothing to normalize).
-  const Plan one = plan_of(problem(DType::kFloat32, {1, 1, largest + 1}));
-  EXPECT_EQ(one.describe(), "split_slice parts=224 part_len=4116 grid=224");
+  const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
+  EXPECT_EQ(split.path, Path::kSplitSlice);
+  EXPECT_EQ(split.parts_per_slice, 224);
+  EXPECT_EQ(split.describe(), "split_slice parts=224 part_len=4116");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
