@@ -33,14 +33,19 @@ inline constexpr int kSharedThreadsPerSm = 1024;
 // where two fit; chunks of at most 64 KiB filling about 192 KiB of each SM beat every other split of a
 // slice (seed fp32: 16 CTAs per slice at three per SM 1.16x copy against 11 at two per SM 1.21x);
 // beyond 16 CTAs per slice the exchange grows (22 and 24 ran 1.31-1.34x), and 132 took 3.3x copy
-// on vol3d against 1.7x for the split path.
+// on vol3d against 1.7x for the split path. Groups of up to 16 CTAs (a cluster on sm_90) hold the
+// largest slice that does not split; wider groups, through L2 only, serve slices that would
+// otherwise have one CTA per SM (8x16x1024x512 fp32: 32 CTAs at three per SM 1.28-1.31x against
+// 1.52-1.54x with 10 at one per SM).
 inline constexpr int kSharedMaxCtasPerSm = 6;
-inline constexpr int kSharedMaxCtasPerSlice = 16;
+inline constexpr int kSharedMaxClusterCtas = 16;
+inline constexpr int kSharedMaxCtasPerSlice = 64;
 inline constexpr int64_t kSharedSteadyChunkBytes = 64 * 1024;
 inline constexpr int64_t kSharedSteadyBytesPerSm = 192 * 1024;
 inline constexpr int kSharedSteadyMinRounds = 2;
-// Static shared memory of the kernel (barriers, CUB storage) stays below this.
-inline constexpr int kSharedStaticReserve = 2048;
+// Static shared memory of the kernel (barriers, CUB storage, the inbox of kSharedMaxCtasPerSlice
+// chunk statistics) stays below this.
+inline constexpr int kSharedStaticReserve = 3072;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 

@@ -158,8 +158,10 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
 }
 
 int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
-  // The largest group, each CTA alone on its SM.
-  const int64_t ctas = std::min<int64_t>(limits.sm_count, kSharedMaxCtasPerSlice);
+  // The largest cluster, each CTA alone on its SM. Wider groups could hold more, but only at one
+  // CTA per SM, where the exchange through L2 among many CTAs loses to the split path (every SM
+  // on one slice: 3.3x copy on vol3d against 1.7x).
+  const int64_t ctas = std::min<int64_t>(limits.sm_count, kSharedMaxClusterCtas);
   const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve) / 128 * 128;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
   return ctas * ((buffer - 16) / 16 * 16 / elem);
@@ -340,12 +342,8 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-// Searches (CTAs per SM, CTAs per slice) for the plan that has at least two CTAs per SM, then is
-// the steady plan, then keeps the most CTA slots busy, then shares a slice among the fewest CTAs
-// (a shorter exchange), then has more CTAs per SM. The steady plan, for grids that run at least
-// kSharedSteadyMinRounds rounds of slices: the fewest CTAs per slice whose chunks hold at most
 // A group of one shares nothing. Otherwise the cluster exchange where two or more CTAs share an
-// SM, the L2 exchange at one CTA per SM. Measured on the H200 (bench/results/2026-11-30-h200-
+// SM and the group fits a cluster, the L2 exchange at one CTA per SM and for wider groups. Measured on the H200 (bench/results/2026-11-30-h200-
 // 3810bf1/README.md): at 2-3 CTAs per SM clusters won (seed fp32 1.12x copy against 1.16x,
 // 16x32x256x256 bf16 1.03-1.10x against 1.19-1.27x, 8x32x768x512 fp32 1.14-1.15x against
 // 1.25-1.28x) even where their placement within GPCs leaves 15% of the slots idle; at one CTA per
@@ -360,22 +358,36 @@ Status choose_exchange(Exchange forced, Plan* plan) {
   } else if (plan->ctas_per_slice == 1) {
     plan->exchange = Exchange::kNone;
   } else {
-    plan->exchange = plan->ctas_per_sm >= 2 ? Exchange::kCluster : Exchange::kGlobal;
+    plan->exchange = plan->ctas_per_sm >= 2 && plan->ctas_per_slice <= detail::kSharedMaxClusterCtas
+                         ? Exchange::kCluster
+                         : Exchange::kGlobal;
   }
   return Status::Ok();
 }
 
-// kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows.
+// Searches (CTAs per SM, CTAs per slice) for the plan that has at least two CTAs per SM, then
+// fits a cluster, then is the steady plan, then keeps the most CTA slots busy, then shares a slice
+// among the fewest CTAs (a shorter exchange), then has more CTAs per SM. The steady plan, for grids
+// that run at least kSharedSteadyMinRounds rounds of slices: the fewest CTAs per slice whose chunks
+// hold at most kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows.
 // Measured on the H200 (bench/results/2026-11-30-h200-f6cbc97/planner.md): one CTA per SM ran
 // 1.21-2.2x copy and never beat the best plan with two or more; the steady plan took the seed
 // fp32 from 1.21x to 1.15x, seed bf16 from 1.29x to 1.18x, 8x64x384x384 fp32 from 2.2x to 1.15x
 // and 32 KiB fp16 slices from 1.38x to 1.07x. An idle slot in the last round costs less than the
 // busy-slot measure says: 1024 slices of 64 KiB ran 0.96-1.02x at three per SM, 1.05-1.14x at two.
+// Groups wider than a cluster only where a cluster would leave one CTA per SM
+// (bench/results/2026-11-30-h200-<commit>/README.md): 8x16x1024x512 fp32 ran 1.28-1.31x with 32
+// CTAs per slice at three per SM, 1.52-1.54x with 10 at one; but 8x32x768x512 fp32, which clusters
+// of 16 hold at two per SM (1.13x), ran 1.39-1.41x with 32 at three.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
-  // The kernel's inbox holds kSharedMaxCtasPerSlice chunk statistics.
-  if (options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > detail::kSharedMaxCtasPerSlice) {
-    return invalid("forced CTAs per slice must be in 1.." + std::to_string(detail::kSharedMaxCtasPerSlice) +
-                   ", got " + std::to_string(options.force_ctas_per_slice));
+  // The kernel's inbox holds kSharedMaxCtasPerSlice chunk statistics, a cluster's
+  // kSharedMaxClusterCtas.
+  const int max_group =
+      options.force_exchange == Exchange::kCluster ? detail::kSharedMaxClusterCtas : detail::kSharedMaxCtasPerSlice;
+  if (options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > max_group) {
+    return invalid("forced CTAs per slice must be in 1.." + std::to_string(max_group) +
+                   (options.force_exchange == Exchange::kCluster ? " for the cluster exchange" : "") + ", got " +
+                   std::to_string(options.force_ctas_per_slice));
   }
   if (options.force_ctas_per_sm < 0 || options.force_ctas_per_sm > detail::kSharedMaxCtasPerSm) {
     return invalid("forced CTAs per SM must be in 1.." + std::to_string(detail::kSharedMaxCtasPerSm) +
@@ -390,11 +402,13 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   struct Score {
     int ctas_per_sm = 0;
+    bool fits_cluster = false;
     bool steady = false;
     int64_t util_percent = -1;
     int64_t ctas_per_slice = 0;
     bool better_than(const Score& o) const {
       if (std::min(ctas_per_sm, 2) != std::min(o.ctas_per_sm, 2)) return ctas_per_sm > o.ctas_per_sm;
+      if (fits_cluster != o.fits_cluster) return fits_cluster;
       if (steady != o.steady) return steady;
       if (util_percent != o.util_percent) return util_percent > o.util_percent;
       if (ctas_per_slice != o.ctas_per_slice) return ctas_per_slice < o.ctas_per_slice;
@@ -410,7 +424,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                                                 detail::kSharedMinThreads, detail::kSharedMaxThreads);
     if (ctas_per_sm * threads > detail::kSharedThreadsPerSm) continue;
     int64_t lo = 1;
-    int64_t hi = std::min<int64_t>({total, detail::kSharedMaxCtasPerSlice,
+    int64_t hi = std::min<int64_t>({total, static_cast<int64_t>(max_group),
                                     std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
@@ -429,6 +443,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       score.steady = group == steady_group && ctas_per_sm == steady_ctas_per_sm &&
                      rounds >= detail::kSharedSteadyMinRounds;
       score.ctas_per_sm = ctas_per_sm;
+      score.fits_cluster = group <= detail::kSharedMaxClusterCtas;
       score.ctas_per_slice = group;
       if (!score.better_than(best)) continue;
       best = score;

@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   __shared__ typename Chunk::TempStorage reduce_storage;
   __shared__ Acc broadcast;
   // The group's chunk statistics of a round; the cluster exchange alternates two inboxes.
-  __shared__ alignas(16) ChunkStats<Acc> inbox[kCluster ? 2 : 1][kSharedMaxCtasPerSlice];
+  __shared__ alignas(16) ChunkStats<Acc> inbox[kCluster ? 2 : 1][kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice];
   __shared__ uint64_t arrived[2];  // the cluster exchange's barriers, one per inbox
 
   const cg::cluster_group cluster = cg::this_cluster();
@@ -186,7 +186,7 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan names a shared_resident thread count that is not compiled in");
   }
-  // Clusters of up to kSharedMaxCtasPerSlice CTAs; above 8 they are "non-portable" on sm_90.
+  // Clusters of up to kSharedMaxClusterCtas CTAs; above 8 they are "non-portable" on sm_90.
   return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/cluster);
 }
 
@@ -217,7 +217,8 @@ cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribut
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   // A plan edited by hand must still fit the kernel's inbox and its exchange.
-  if (plan.ctas_per_slice < 1 || plan.ctas_per_slice > kSharedMaxCtasPerSlice ||
+  const int max_group = plan.exchange == Exchange::kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice;
+  if (plan.ctas_per_slice < 1 || plan.ctas_per_slice > max_group ||
       (plan.exchange == Exchange::kNone && plan.ctas_per_slice != 1) || plan.exchange == Exchange::kAuto) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's shared_resident group (" + std::to_string(plan.ctas_per_slice) +

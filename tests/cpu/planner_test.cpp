@@ -95,16 +95,23 @@ TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
   const Plan vol = plan_of(problem(DType::kBFloat16, {2, 64, 96, 96, 96}));
   EXPECT_EQ(vol.ctas_per_slice, 16);
   EXPECT_EQ(vol.ctas_per_sm, 2);
-  // 2 MiB slices fit only one CTA per SM; that (1.53x with the L2 exchange) still beats the split
-  // path (1.67x).
+  // 2 MiB slices fit a cluster of 16 only at one CTA per SM (1.52-1.54x); a wider group through
+  // L2, 32 CTAs of 64 KiB at three per SM, ran 1.28-1.31x.
   const Plan big = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
   EXPECT_EQ(big.path, Path::kSharedResident);
-  EXPECT_EQ(big.ctas_per_sm, 1);
+  EXPECT_EQ(big.ctas_per_slice, 32);
+  EXPECT_EQ(big.ctas_per_sm, 3);
   EXPECT_EQ(big.exchange, Exchange::kGlobal);
+  // ... but where a cluster holds the slice at two per SM, it wins (1.5 MiB: 16 CTAs at two per SM
+  // 1.13x, 32 at three through L2 1.39-1.41x).
+  const Plan mid = plan_of(problem(DType::kFloat32, {8, 32, 768, 512}));
+  EXPECT_EQ(mid.ctas_per_slice, 16);
+  EXPECT_EQ(mid.ctas_per_sm, 2);
+  EXPECT_EQ(mid.exchange, Exchange::kCluster);
 }
 
 // The exchange follows CTAs per SM (planner.cpp choose_exchange): none for groups of one,
-// clusters where two or more CTAs share an SM, L2 at one per SM; the L2 exchange alone needs
+// clusters where two or more CTAs share an SM, L2 at one per SM and for groups wider than a cluster; the L2 exchange alone needs
 // workspace (chunk statistics of every (slice, CTA), then an arrival counter per slice).
 TEST(Planner, ExchangeFollowsCtasPerSm) {
   const Plan one = plan_of(problem(DType::kFloat32, {2, 64, 64, 64}));
@@ -137,7 +144,7 @@ TEST(Planner, ExchangeFollowsCtasPerSm) {
 }
 
 // Forced group shapes outside what the kernel holds are refused by name, not planned: the kernel's
-// inbox has room for kSharedMaxCtasPerSlice chunk statistics.
+// inbox has room for kSharedMaxCtasPerSlice chunk statistics, a cluster for kSharedMaxClusterCtas.
 TEST(Planner, ForcedSharedShapesOutOfRangeAreRefused) {
   const ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
   for (int ctas : {-1, detail::kSharedMaxCtasPerSlice + 1}) {
@@ -147,8 +154,18 @@ TEST(Planner, ForcedSharedShapesOutOfRangeAreRefused) {
     Plan plan;
     const Status status = plan_forward(seed, hopper_h200_limits(), &plan, options);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << ctas;
-    EXPECT_NE(status.message().find("forced CTAs per slice must be in 1..16"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("forced CTAs per slice must be in 1..64, got"), std::string::npos)
+        << status.message();
   }
+  PlanOptions cluster;
+  cluster.force_path = Path::kSharedResident;
+  cluster.force_ctas_per_slice = detail::kSharedMaxClusterCtas + 1;
+  cluster.force_exchange = Exchange::kCluster;
+  Plan wide;
+  const Status refused = plan_forward(seed, hopper_h200_limits(), &wide, cluster);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("must be in 1..16 for the cluster exchange, got 17"), std::string::npos)
+      << refused.message();
   PlanOptions per_sm;
   per_sm.force_path = Path::kSharedResident;
   per_sm.force_ctas_per_sm = detail::kSharedMaxCtasPerSm + 1;
@@ -198,12 +215,12 @@ TEST(Planner, SlicesLargerThanSixteenCtasSplit) {
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
   EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
-  // Parts are at least 4096 values: 921,537 values make 224 parts, not 940.
+  // Parts are at least 4096 values: 917,441 values make 223 parts, not 936.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
   EXPECT_EQ(split.path, Path::kSplitSlice);
-  EXPECT_EQ(split.parts_per_slice, 224);
-  EXPECT_EQ(split.describe(), "split_slice parts=224 part_len=4116");
+  EXPECT_EQ(split.parts_per_slice, 223);
+  EXPECT_EQ(split.describe(), "split_slice parts=223 part_len=4116");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
@@ -252,14 +269,23 @@ TEST(Planner, SharedBoundaries) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 4096})).ctas_per_slice, 1);
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
     const int64_t largest = detail::largest_resident_slice(dtype, limits);
-    const Plan at = plan_of(problem(dtype, {1, 2, largest}));
+    // What a cluster of 16 CTAs holds at one per SM ...
+    PlanOptions cluster;
+    cluster.force_exchange = Exchange::kCluster;
+    const Plan at = plan_of(problem(dtype, {1, 2, largest}), cluster);
     EXPECT_EQ(at.path, Path::kSharedResident) << dtype_name(dtype);
-    EXPECT_EQ(at.ctas_per_slice, detail::kSharedMaxCtasPerSlice);
+    EXPECT_EQ(at.ctas_per_slice, detail::kSharedMaxClusterCtas);
     EXPECT_EQ(at.ctas_per_sm, 1);
     EXPECT_LE(at.smem_bytes + detail::kSharedStaticReserve, limits.max_smem_per_block_optin);
+    // ... the planner spreads over 64 CTAs at two per SM, through L2 ...
+    const Plan wide = plan_of(problem(dtype, {1, 2, largest}));
+    EXPECT_EQ(wide.ctas_per_slice, detail::kSharedMaxCtasPerSlice) << dtype_name(dtype);
+    EXPECT_EQ(wide.ctas_per_sm, 2);
+    EXPECT_EQ(wide.exchange, Exchange::kGlobal);
+    // ... and one element more splits.
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
-  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 921536);
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 917440);
 }
 
 TEST(Planner, OccupancyCapIsHonoured) {
@@ -276,7 +302,12 @@ TEST(Planner, ForcedCtasPerSm) {
   const Plan plan = plan_of(problem(DType::kFloat32, {32, 128, 256, 256}), options);
   EXPECT_EQ(plan.ctas_per_sm, 4);
   EXPECT_EQ(plan.ctas_per_slice, 6);  // of those whose chunks fit four to an SM, the busiest slots
-  // 1 MiB slices cannot be held by 16 CTAs at four per SM.
+  // 1 MiB slices at four per SM need more CTAs than a cluster holds: 33, through L2.
+  const Plan seed = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}), options);
+  EXPECT_EQ(seed.ctas_per_slice, 33);
+  EXPECT_EQ(seed.exchange, Exchange::kGlobal);
+  // With clusters forced, nothing fits four to an SM.
+  options.force_exchange = Exchange::kCluster;
   Plan none;
   EXPECT_FALSE(plan_forward(problem(DType::kFloat32, {112, 64, 512, 512}), hopper_h200_limits(), &none, options).ok());
 }

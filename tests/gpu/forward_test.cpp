@@ -224,6 +224,7 @@ TEST(GpuForward, EveryPathForced) {
                            {Path::kSharedResident, 1, 0, Exchange::kCluster},
                            {Path::kSharedResident, 3, 0, Exchange::kGlobal},
                            {Path::kSharedResident, 16, 0, Exchange::kGlobal},
+                           {Path::kSharedResident, 64, 0},  // wider than a cluster: through L2
                            {Path::kSplitSlice, 0, 1},
                            {Path::kSplitSlice, 0, 3},      {Path::kSplitSlice, 0, 7}};
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
@@ -267,6 +268,8 @@ TEST(GpuForward, SteadyPlans) {
       {"two 64 KiB chunks a slice, three CTAs per SM", {400, 1, 65536}, DType::kBFloat16, 0, 2, 3, Exchange::kCluster},
       {"four ragged chunks of a misaligned view", {500, 1, 49157}, DType::kFloat32, 1, 4, 3, Exchange::kCluster},
       {"one 32 KiB slice a CTA, six CTAs per SM", {1600, 1, 16384}, DType::kFloat16, 0, 1, 6, Exchange::kNone},
+      {"2 MiB ragged slices of a misaligned view: 33 CTAs through L2, three per SM", {30, 1, 524291},
+       DType::kFloat32, 1, 33, 3, Exchange::kGlobal},
   };
   for (const Steady& s : cases) {
     Case c;
@@ -322,14 +325,20 @@ TEST(GpuForward, PlannerBoundaries) {
       int64_t x_offset;
       Path path;
       int ctas_per_slice;
+      Exchange exchange = Exchange::kAuto;  // when set, forced with ctas_per_slice
     };
     const Boundary boundaries[] = {
         {"largest aligned group slice", group_vector_max, 0, Path::kGroupRegisters, 0},
         {"one vector more", group_vector_max + vec, 0, Path::kSharedResident, 1},
         {"largest misaligned group slice", group_scalar_max, 1, Path::kGroupRegisters, 0},
         {"one element more", group_scalar_max + 1, 1, Path::kSharedResident, 1},
-        {"largest shared slice: a full group of full CTAs", shared_max, 0, Path::kSharedResident,
+        {"largest shared slice: the widest group, two CTAs per SM", shared_max, 0, Path::kSharedResident,
          detail::kSharedMaxCtasPerSlice},
+        // Each CTA alone on its SM with the largest buffer beside the kernel's static shared memory.
+        {"largest shared slice: a full cluster of full CTAs", shared_max, 0, Path::kSharedResident,
+         detail::kSharedMaxClusterCtas, Exchange::kCluster},
+        {"largest shared slice: 16 full CTAs through L2", shared_max, 0, Path::kSharedResident,
+         detail::kSharedMaxClusterCtas, Exchange::kGlobal},
         {"one element more", shared_max + 1, 0, Path::kSplitSlice, 0},
     };
     for (const Boundary& b : boundaries) {
@@ -341,6 +350,11 @@ TEST(GpuForward, PlannerBoundaries) {
       c.affine = true;
       c.expect_path = b.path;
       c.expect_ctas_per_slice = b.ctas_per_slice;
+      if (b.exchange != Exchange::kAuto) {
+        c.options.force_exchange = b.exchange;
+        c.options.force_ctas_per_slice = b.ctas_per_slice;
+        c.expect_exchange = b.exchange;
+      }
       if (dtype == DType::kFloat64 && b.slice_len == group_vector_max + vec) {
         // float64's vector limit (512) is below the scalar one (1024): 514 values stay in
         // registers as scalars; the misaligned rows cover the scalar limit.
