@@ -461,6 +461,16 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     return invalid("no shared_resident plan holds a slice of " + std::to_string(slice_bytes) +
                    " bytes with these options on this device");
   }
+  // Where the buffers leave room for one more CTA on an SM, the buffer grows to the SM's share of
+  // shared memory, so that no more CTAs fit than the plan has: the cluster launch packed some SMs
+  // fuller than others (64x64x200x200 fp32, three 52 KiB chunks per SM: 1.20-1.21x with clusters,
+  // 1.14x through L2).
+  const int64_t per_cta = plan->smem_bytes + detail::kSharedStaticReserve + limits.reserved_smem_per_block;
+  if ((plan->ctas_per_sm + 1) * per_cta <= limits.smem_per_sm) {
+    const int64_t share = limits.smem_per_sm / plan->ctas_per_sm - limits.reserved_smem_per_block -
+                          detail::kSharedStaticReserve;
+    plan->smem_bytes = static_cast<int>(share / 128 * 128);
+  }
   return choose_exchange(options.force_exchange, plan);
 }
 
