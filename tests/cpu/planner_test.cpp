@@ -288,6 +288,23 @@ TEST(Planner, SharedBoundaries) {
   EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 917440);
 }
 
+// Where the chunks leave room for one more CTA on an SM, the buffer takes the SM's share, so that
+// only the plan's CTAs fit (the cluster launch packed SMs unevenly otherwise).
+TEST(Planner, BufferTakesTheSmShareWhereOneMoreCtaWouldFit) {
+  const DeviceLimits limits = hopper_h200_limits();
+  auto per_cta = [&](const Plan& p) {
+    return p.smem_bytes + detail::kSharedStaticReserve + limits.reserved_smem_per_block;
+  };
+  const Plan f200 = plan_of(problem(DType::kFloat32, {64, 64, 200, 200}));
+  EXPECT_EQ(f200.ctas_per_sm, 3);
+  EXPECT_EQ(f200.chunk_len, 13336);  // 52 KiB: four such buffers would fit
+  EXPECT_EQ(f200.smem_bytes, 73728);
+  EXPECT_LE(3 * per_cta(f200), limits.smem_per_sm);
+  EXPECT_GT(4 * per_cta(f200), limits.smem_per_sm);
+  // The seed's 64 KiB chunks fill an SM three at a time already: the buffer is the chunk's.
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).smem_bytes, 65536 + 128);
+}
+
 TEST(Planner, OccupancyCapIsHonoured) {
   PlanOptions options;
   options.max_ctas_per_sm = 2;
