@@ -54,16 +54,18 @@ inline constexpr int kSplitThreads = 256;
 inline constexpr int kSplitMaxParts = 1024;
 inline constexpr int kSplitMinPartLen = 4096;
 // The kernels are compiled for this many resident CTAs per SM (at most 64 registers a thread),
-// and the grid is sized for kSplitWaves full waves of them.
+// and the grid is sized for kSplitWaves full waves of them (split_stats' stage buffer allows three).
 inline constexpr int kSplitCtasPerSm = 4;
 inline constexpr int kSplitWaves = 4;
 // Vectors each thread of split_normalize loads before it stores any: bytes in flight to cover the
 // latency of the second read of x from device memory.
 inline constexpr int kSplitLoadBatch = 4;
 // split_stats brings its part into shared memory in stages of at most this many bytes (one bulk
-// async copy each: many bytes in flight), two CTAs per SM; the planner makes parts this small
-// where kSplitMaxParts allows.
-inline constexpr int kSplitStageBytes = 96 * 1024;
+// async copy each: many bytes in flight), three CTAs per SM; the planner makes parts this small
+// where kSplitMaxParts allows. Measured on the H200 against 96 KiB stages at two per SM
+// (bench/results/2026-11-30-h200-wide-groups/README.md): vol3d 0.400 against 0.417 ms, few-huge
+// 0.161 against 0.165 ms, 2x32x128^3 bf16 0.208 against 0.220 ms; no case slower by more than 1.5%.
+inline constexpr int kSplitStageBytes = 64 * 1024;
 #ifdef __CUDACC__
 __host__ __device__
 #endif

@@ -376,7 +376,7 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // and 32 KiB fp16 slices from 1.38x to 1.07x. An idle slot in the last round costs less than the
 // busy-slot measure says: 1024 slices of 64 KiB ran 0.96-1.02x at three per SM, 1.05-1.14x at two.
 // Groups wider than a cluster only where a cluster would leave one CTA per SM
-// (bench/results/2026-11-30-h200-<commit>/README.md): 8x16x1024x512 fp32 ran 1.28-1.31x with 32
+// (bench/results/2026-11-30-h200-wide-groups/README.md): 8x16x1024x512 fp32 ran 1.28-1.31x with 32
 // CTAs per slice at three per SM, 1.52-1.54x with 10 at one; but 8x32x768x512 fp32, which clusters
 // of 16 hold at two per SM (1.13x), ran 1.39-1.41x with 32 at three.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {

@@ -200,16 +200,21 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 TEST(Planner, SlicesLargerThanSixteenCtasSplit) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitSlice);
-  EXPECT_EQ(few.parts_per_slice, 176);  // 4 waves x 4 CTAs per SM x 132 SMs over 12 slices
-  EXPECT_EQ(few.chunk_len, 23832);
-  EXPECT_EQ(few.smem_bytes, 23832 * 4 + 16);  // a part is one stage
-  EXPECT_EQ(few.workspace_bytes, 12u * 176 * sizeof(detail::SplitPartial));  // 50688, a multiple of 256
-  // 64 slices would need only 33 parts for the waves; 86 make each part one 96 KiB stage.
+  // 4 waves x 4 CTAs per SM x 132 SMs would need 176 parts of each of the 12 slices; 256 make
+  // each part one 64 KiB stage.
+  EXPECT_EQ(few.parts_per_slice, 256);
+  EXPECT_EQ(few.chunk_len, 16384);
+  EXPECT_EQ(few.smem_bytes, 65536 + 16);
+  EXPECT_EQ(few.workspace_bytes, 12u * 256 * sizeof(detail::SplitPartial));  // 73728, a multiple of 256
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitSlice);
-  EXPECT_EQ(vol.parts_per_slice, 86);
-  EXPECT_EQ(vol.chunk_len, 24388);
-  EXPECT_EQ(vol.smem_bytes, 24388 * 4 + 16);
+  EXPECT_EQ(vol.parts_per_slice, 128);
+  EXPECT_EQ(vol.chunk_len, 16384);
+  // Four slices of the same size: the waves need more parts (528) than the stages (256).
+  const Plan four = plan_of(problem(DType::kFloat32, {4, 1, 2048, 2048}));
+  EXPECT_EQ(four.parts_per_slice, 528);
+  EXPECT_EQ(four.chunk_len, 7944);
+  EXPECT_EQ(four.smem_bytes, 7944 * 4 + 16);  // a part is one stage
   // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
   const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}));
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
