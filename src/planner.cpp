@@ -343,12 +343,13 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
 }
 
 // A group of one shares nothing. Otherwise the cluster exchange where two or more CTAs share an
-// SM and the group fits a cluster, the L2 exchange at one CTA per SM and for wider groups. Measured on the H200 (bench/results/2026-11-30-h200-
-// 3810bf1/README.md): at 2-3 CTAs per SM clusters won (seed fp32 1.12x copy against 1.16x,
-// 16x32x256x256 bf16 1.03-1.10x against 1.19-1.27x, 8x32x768x512 fp32 1.14-1.15x against
-// 1.25-1.28x) even where their placement within GPCs leaves 15% of the slots idle; at one CTA per
-// SM that placement idled up to half the SMs (8x16x1024x512 fp32: 70 CTAs, 1.91-1.96x against
-// 1.50-1.56x). A one-CTA cluster ran 0.04-0.1x slower than a plain launch.
+// SM and the group fits a cluster, the L2 exchange at one CTA per SM and for wider groups.
+// Measured on the H200 (bench/results/2026-11-30-h200-3810bf1/README.md): at 2-3 CTAs per SM
+// clusters won (seed fp32 1.12x copy against 1.16x, 16x32x256x256 bf16 1.03-1.10x against
+// 1.19-1.27x, 8x32x768x512 fp32 1.14-1.15x against 1.25-1.28x) even where their placement within
+// GPCs leaves 15% of the slots idle; at one CTA per SM that placement idled up to half the SMs
+// (8x16x1024x512 fp32: 70 CTAs, 1.91-1.96x against 1.50-1.56x). A one-CTA cluster ran 0.04-0.1x
+// slower than a plain launch.
 Status choose_exchange(Exchange forced, Plan* plan) {
   if (forced == Exchange::kNone && plan->ctas_per_slice > 1) {
     return invalid("exchange none needs one CTA per slice, the plan has " + std::to_string(plan->ctas_per_slice));

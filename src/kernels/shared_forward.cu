@@ -109,7 +109,8 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   __shared__ typename Chunk::TempStorage reduce_storage;
   __shared__ Acc broadcast;
   // The group's chunk statistics of a round; the cluster exchange alternates two inboxes.
-  __shared__ alignas(16) ChunkStats<Acc> inbox[kCluster ? 2 : 1][kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice];
+  __shared__ alignas(16)
+      ChunkStats<Acc> inbox[kCluster ? 2 : 1][kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice];
   __shared__ uint64_t arrived[2];  // the cluster exchange's barriers, one per inbox
 
   const cg::cluster_group cluster = cg::this_cluster();

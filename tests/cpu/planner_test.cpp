@@ -111,8 +111,9 @@ TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
 }
 
 // The exchange follows CTAs per SM (planner.cpp choose_exchange): none for groups of one,
-// clusters where two or more CTAs share an SM, L2 at one per SM and for groups wider than a cluster; the L2 exchange alone needs
-// workspace (chunk statistics of every (slice, CTA), then an arrival counter per slice).
+// clusters where two or more CTAs share an SM, L2 at one per SM and for groups wider than a
+// cluster; the L2 exchange alone needs workspace (chunk statistics of every (slice, CTA), then an
+// arrival counter per slice).
 TEST(Planner, ExchangeFollowsCtasPerSm) {
   const Plan one = plan_of(problem(DType::kFloat32, {2, 64, 64, 64}));
   EXPECT_EQ(one.ctas_per_slice, 1);
