@@ -40,6 +40,8 @@ inline constexpr int kSharedThreadsPerSm = 1024;
 inline constexpr int kSharedMaxCtasPerSm = 6;
 inline constexpr int kSharedMaxClusterCtas = 16;
 inline constexpr int kSharedMaxCtasPerSlice = 64;
+// The most CTAs a group may have: a cluster's, or the L2 exchange's inbox.
+inline constexpr int shared_max_group(bool cluster) { return cluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice; }
 inline constexpr int64_t kSharedSteadyChunkBytes = 64 * 1024;
 inline constexpr int64_t kSharedSteadyBytesPerSm = 192 * 1024;
 inline constexpr int kSharedSteadyMinRounds = 2;

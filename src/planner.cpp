@@ -383,8 +383,7 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   // The kernel's inbox holds kSharedMaxCtasPerSlice chunk statistics, a cluster's
   // kSharedMaxClusterCtas.
-  const int max_group =
-      options.force_exchange == Exchange::kCluster ? detail::kSharedMaxClusterCtas : detail::kSharedMaxCtasPerSlice;
+  const int max_group = detail::shared_max_group(options.force_exchange == Exchange::kCluster);
   if (options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > max_group) {
     return invalid("forced CTAs per slice must be in 1.." + std::to_string(max_group) +
                    (options.force_exchange == Exchange::kCluster ? " for the cluster exchange" : "") + ", got " +
@@ -401,6 +400,11 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, vec) * elem;
   const int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
+  // Whether `ctas` CTAs with `smem` bytes of buffer each fit on an SM, beside their static shared
+  // memory and the per-CTA reservation.
+  auto fit_on_sm = [&](int64_t smem, int64_t ctas) {
+    return ctas * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) <= limits.smem_per_sm;
+  };
   struct Score {
     int ctas_per_sm = 0;
     bool fits_cluster = false;
@@ -432,8 +436,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       const int64_t chunk_len = chunk_len_for(base.slice_len, group, vec);
       const int64_t smem = detail::shared_buffer_bytes(chunk_len * elem);
       const int64_t groups = std::min(total / group, base.num_slices);
-      if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin ||
-          ctas_per_sm * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) > limits.smem_per_sm ||
+      if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin || !fit_on_sm(smem, ctas_per_sm) ||
           groups == 0) {
         continue;
       }
@@ -466,8 +469,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // shared memory, so that no more CTAs fit than the plan has: the cluster launch packed some SMs
   // fuller than others (64x64x200x200 fp32, three 52 KiB chunks per SM: 1.20-1.21x with clusters,
   // 1.14x through L2).
-  const int64_t per_cta = plan->smem_bytes + detail::kSharedStaticReserve + limits.reserved_smem_per_block;
-  if ((plan->ctas_per_sm + 1) * per_cta <= limits.smem_per_sm) {
+  if (fit_on_sm(plan->smem_bytes, plan->ctas_per_sm + 1)) {
     const int64_t share = limits.smem_per_sm / plan->ctas_per_sm - limits.reserved_smem_per_block -
                           detail::kSharedStaticReserve;
     plan->smem_bytes = static_cast<int>(share / 128 * 128);

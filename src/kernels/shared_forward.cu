@@ -218,8 +218,7 @@ cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribut
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   // A plan edited by hand must still fit the kernel's inbox and its exchange.
-  const int max_group = plan.exchange == Exchange::kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice;
-  if (plan.ctas_per_slice < 1 || plan.ctas_per_slice > max_group ||
+  if (plan.ctas_per_slice < 1 || plan.ctas_per_slice > shared_max_group(plan.exchange == Exchange::kCluster) ||
       (plan.exchange == Exchange::kNone && plan.ctas_per_slice != 1) || plan.exchange == Exchange::kAuto) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's shared_resident group (" + std::to_string(plan.ctas_per_slice) +
