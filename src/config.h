@@ -67,6 +67,7 @@ inline constexpr int kSplitLoadBatch = 4;
 // where kSplitMaxParts allows. Measured on the H200 against 96 KiB stages at two per SM
 // (bench/results/2026-11-30-h200-wide-groups/README.md): vol3d 0.400 against 0.417 ms, few-huge
 // 0.161 against 0.165 ms, 2x32x128^3 bf16 0.208 against 0.220 ms; no case slower by more than 1.5%.
+// 48 KiB stages at four per SM lost (few-huge 0.175 ms, vol3d 0.423 ms; dev/VARIANTS.md 19).
 inline constexpr int kSplitStageBytes = 64 * 1024;
 #ifdef __CUDACC__
 __host__ __device__

@@ -106,7 +106,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_normaliz
   const int64_t len = min(args.chunk_len, args.slice_len - begin);
   const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
   T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
-  // Plain loads: the reverse order means the first of them find the statistics pass's data in L2.
+  // Plain loads: the reverse order means the first of them find the statistics pass's data in L2
+  // (15-20 MB of few-huge's 201 MB; evict-first loads find more but run slower: dev/VARIANTS.md 20).
   ChunkView<T, kSplitThreads>{src, RaggedRange<T>(src, len), len}.template normalize<kSplitLoadBatch>(
       dst, affine, args.y_coaligned);
 }
