@@ -29,6 +29,13 @@ inline constexpr int kGroupMaxVectorItems = 8;
 inline constexpr int kSharedMinThreads = 128;
 inline constexpr int kSharedMaxThreads = 512;
 inline constexpr int kSharedThreadsPerSm = 1024;
+// The threads of a CTA at `ctas_per_sm` CTAs per SM: the largest allowed power of two that
+// shares kSharedThreadsPerSm.
+inline constexpr int shared_threads_for(int ctas_per_sm) {
+  int threads = kSharedMaxThreads;
+  while (threads > kSharedMinThreads && threads * ctas_per_sm > kSharedThreadsPerSm) threads /= 2;
+  return threads;
+}
 // Measured on the H200 (dev/VARIANTS.md, variants 4 and 9): one CTA per SM never beat two or more
 // where two fit; chunks of at most 64 KiB filling about 192 KiB of each SM beat every other split of a
 // slice (seed fp32: 16 CTAs per slice at three per SM 1.16x copy against 11 at two per SM 1.21x);

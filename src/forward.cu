@@ -83,11 +83,14 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
   DeviceLimits limits;
   status = query_device_limits(device, &limits);
   if (!status.ok()) return status;
-  // The planner assumes the shared_resident kernel fits kSharedThreadsPerSm threads per SM, and
-  // knows nothing of GPCs: if the compiled kernel reaches fewer CTAs per SM here, plan again under
-  // that cap; if no cluster of the plan's size fits, plan again with the L2 exchange. Each retry
-  // tightens an option, so the loop ends. Fewer clusters than the plan's grid holds shrink the
-  // grid: the persistent loop gives them more slices each.
+  // The clusters the GPCs hold, so that the planner counts rounds of slices as they will run.
+  status = detail::fill_resident_clusters(&limits);
+  if (!status.ok()) return status;
+  // The planner assumes the shared_resident kernel fits kSharedThreadsPerSm threads per SM: if the
+  // compiled kernel reaches fewer CTAs per SM here, plan again under that cap; if no cluster of the
+  // plan's size fits, plan again with the L2 exchange. Each retry tightens an option, so the loop
+  // ends. Fewer clusters than the plan's grid holds (its buffer may differ from the equal share the
+  // table was asked with) shrink the grid: the persistent loop gives them more slices each.
   PlanOptions capped = options;
   for (;;) {
     status = plan_forward(params, limits, plan, capped);

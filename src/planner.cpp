@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "config.h"
 #include "inorm/inorm.h"
@@ -126,6 +127,28 @@ int64_t next_pow2(int64_t value) {
 
 int64_t shared_buffer_bytes(int64_t chunk_bytes) {
   return static_cast<int64_t>(align_up(static_cast<std::size_t>(chunk_bytes) + 16, 128));  // + alignment mirror
+}
+
+static_assert(std::extent_v<decltype(DeviceLimits::resident_clusters), 0> == kSharedMaxCtasPerSm + 1 &&
+                  std::extent_v<decltype(DeviceLimits::resident_clusters), 1> == kSharedMaxClusterCtas + 1,
+              "DeviceLimits::resident_clusters has a row for every CTAs per SM and a column for every cluster size");
+
+int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm) {
+  const int64_t share = limits.smem_per_sm / ctas_per_sm - limits.reserved_smem_per_block - kSharedStaticReserve;
+  return share / 128 * 128;
+}
+
+// A group of one shares nothing. Otherwise the cluster exchange where two or more CTAs share an
+// SM and the group fits a cluster, the L2 exchange at one CTA per SM and for wider groups.
+// Measured on the H200 (bench/results/2026-11-30-h200-3810bf1/README.md): at 2-3 CTAs per SM
+// clusters won (seed fp32 1.12x copy against 1.16x, 16x32x256x256 bf16 1.03-1.10x against
+// 1.19-1.27x, 8x32x768x512 fp32 1.14-1.15x against 1.25-1.28x) even where their placement within
+// GPCs leaves 15% of the slots idle; at one CTA per SM that placement idled up to half the SMs
+// (8x16x1024x512 fp32: 70 CTAs, 1.91-1.96x against 1.50-1.56x). A one-CTA cluster ran 0.04-0.1x
+// slower than a plain launch.
+Exchange auto_exchange(int ctas_per_slice, int ctas_per_sm) {
+  if (ctas_per_slice == 1) return Exchange::kNone;
+  return ctas_per_sm >= 2 && ctas_per_slice <= kSharedMaxClusterCtas ? Exchange::kCluster : Exchange::kGlobal;
 }
 
 WorkspaceLayout workspace_layout(const Plan& plan) {
@@ -342,27 +365,12 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-// A group of one shares nothing. Otherwise the cluster exchange where two or more CTAs share an
-// SM and the group fits a cluster, the L2 exchange at one CTA per SM and for wider groups.
-// Measured on the H200 (bench/results/2026-11-30-h200-3810bf1/README.md): at 2-3 CTAs per SM
-// clusters won (seed fp32 1.12x copy against 1.16x, 16x32x256x256 bf16 1.03-1.10x against
-// 1.19-1.27x, 8x32x768x512 fp32 1.14-1.15x against 1.25-1.28x) even where their placement within
-// GPCs leaves 15% of the slots idle; at one CTA per SM that placement idled up to half the SMs
-// (8x16x1024x512 fp32: 70 CTAs, 1.91-1.96x against 1.50-1.56x). A one-CTA cluster ran 0.04-0.1x
-// slower than a plain launch.
+// The forced exchange, else the planner's (auto_exchange).
 Status choose_exchange(Exchange forced, Plan* plan) {
   if (forced == Exchange::kNone && plan->ctas_per_slice > 1) {
     return invalid("exchange none needs one CTA per slice, the plan has " + std::to_string(plan->ctas_per_slice));
   }
-  if (forced != Exchange::kAuto) {
-    plan->exchange = forced;
-  } else if (plan->ctas_per_slice == 1) {
-    plan->exchange = Exchange::kNone;
-  } else {
-    plan->exchange = plan->ctas_per_sm >= 2 && plan->ctas_per_slice <= detail::kSharedMaxClusterCtas
-                         ? Exchange::kCluster
-                         : Exchange::kGlobal;
-  }
+  plan->exchange = forced != Exchange::kAuto ? forced : detail::auto_exchange(plan->ctas_per_slice, plan->ctas_per_sm);
   return Status::Ok();
 }
 
@@ -380,6 +388,9 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // (bench/results/2026-11-30-h200-wide-groups/README.md): 8x16x1024x512 fp32 ran 1.28-1.31x with 32
 // CTAs per slice at three per SM, 1.52-1.54x with 10 at one; but 8x32x768x512 fp32, which clusters
 // of 16 hold at two per SM (1.13x), ran 1.39-1.41x with 32 at three.
+// Rounds of clusters count the clusters the GPCs hold where the limits know them, as the launch
+// will have them: 1x64x256x256 fp32 took two rounds with 62 clusters of 4 at two per SM, where the
+// SM slots alone promised one round of 66.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   // The kernel's inbox holds kSharedMaxCtasPerSlice chunk statistics, a cluster's
   // kSharedMaxClusterCtas.
@@ -425,8 +436,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     if (options.max_ctas_per_sm != 0 && ctas_per_sm > options.max_ctas_per_sm) continue;
     if (options.force_ctas_per_sm != 0 && ctas_per_sm != options.force_ctas_per_sm) continue;
     const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
-    const int64_t threads = std::clamp<int64_t>(next_pow2(detail::kSharedThreadsPerSm / ctas_per_sm + 1) / 2,
-                                                detail::kSharedMinThreads, detail::kSharedMaxThreads);
+    const int64_t threads = detail::shared_threads_for(ctas_per_sm);
     if (ctas_per_sm * threads > detail::kSharedThreadsPerSm) continue;
     int64_t lo = 1;
     int64_t hi = std::min<int64_t>({total, static_cast<int64_t>(max_group),
@@ -435,7 +445,13 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     for (int64_t group = lo; group <= hi; ++group) {
       const int64_t chunk_len = chunk_len_for(base.slice_len, group, vec);
       const int64_t smem = detail::shared_buffer_bytes(chunk_len * elem);
-      const int64_t groups = std::min(total / group, base.num_slices);
+      // A group that is a cluster counts the clusters the GPCs hold, where the limits know them.
+      const Exchange exchange = options.force_exchange != Exchange::kAuto
+                                    ? options.force_exchange
+                                    : detail::auto_exchange(static_cast<int>(group), ctas_per_sm);
+      const int clusters =
+          exchange == Exchange::kCluster ? limits.resident_clusters[ctas_per_sm][group] : 0;
+      const int64_t groups = std::min(clusters > 0 ? clusters : total / group, base.num_slices);
       if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin || !fit_on_sm(smem, ctas_per_sm) ||
           groups == 0) {
         continue;
@@ -470,9 +486,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // fuller than others (64x64x200x200 fp32, three 52 KiB chunks per SM: 1.20-1.21x with clusters,
   // 1.14x through L2).
   if (fit_on_sm(plan->smem_bytes, plan->ctas_per_sm + 1)) {
-    const int64_t share = limits.smem_per_sm / plan->ctas_per_sm - limits.reserved_smem_per_block -
-                          detail::kSharedStaticReserve;
-    plan->smem_bytes = static_cast<int>(share / 128 * 128);
+    plan->smem_bytes = static_cast<int>(detail::shared_sm_share(limits, plan->ctas_per_sm));
   }
   return choose_exchange(options.force_exchange, plan);
 }

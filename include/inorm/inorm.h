@@ -81,6 +81,12 @@ struct DeviceLimits {
   int smem_per_sm = 0;                // bytes
   int max_smem_per_block_optin = 0;   // bytes a block may use after opting in
   int reserved_smem_per_block = 0;    // bytes the driver keeps per resident block
+  // Clusters of the shared_resident kernel resident on the device at once, by CTAs per SM and CTAs
+  // per cluster: resident_clusters[c][k], 1 <= c <= 6, 2 <= k <= 16. A cluster must fit in one GPC,
+  // so this can be less than the SM slots hold (an H200 fits 21 clusters of 16 at three CTAs per
+  // SM, not 24). 0 where unknown: the planner then counts SM slots alone. plan_forward for the
+  // current device fills it (cudaOccupancyMaxActiveClusters); query_device_limits does not.
+  int resident_clusters[7][17] = {};
 };
 Status query_device_limits(int device, DeviceLimits* limits);
 // The limits of an H200 / H100 SXM (sm_90, 132 SMs): for CPU-side planning and tests.

@@ -20,6 +20,7 @@
 #include <cuda/barrier>
 #include <cuda/ptx>
 
+#include <array>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -30,6 +31,7 @@
 #include "kernels/chunk_stats.cuh"
 #include "kernels/common.cuh"
 #include "kernels/launchers.h"
+#include "plan_internal.h"
 
 namespace inorm::detail {
 namespace {
@@ -272,6 +274,43 @@ Status shared_resident_occupancy(const Plan& plan, SharedOccupancy* occupancy) {
   }
   known.emplace(key, answer);
   *occupancy = answer;
+  return Status::Ok();
+}
+
+Status fill_resident_clusters(DeviceLimits* limits) {
+  static std::mutex mutex;
+  static std::map<int, std::array<std::array<int, kSharedMaxClusterCtas + 1>, kSharedMaxCtasPerSm + 1>> known;
+  int device = 0;
+  Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
+  if (!status.ok()) return status;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto found = known.find(device);
+  if (found == known.end()) {
+    auto& table = known[device];  // zeros: unknown
+    for (int ctas_per_sm = 1; ctas_per_sm <= kSharedMaxCtasPerSm && status.ok(); ++ctas_per_sm) {
+      for (int cluster = 2; cluster <= kSharedMaxClusterCtas && status.ok(); ++cluster) {
+        // The float32 kernel stands for every dtype: its launch bounds give each the same CTAs per SM.
+        Plan probe;
+        probe.dtype = DType::kFloat32;
+        probe.exchange = Exchange::kCluster;
+        probe.threads = shared_threads_for(ctas_per_sm);
+        probe.smem_bytes = static_cast<int>(shared_sm_share(*limits, ctas_per_sm));
+        probe.ctas_per_slice = cluster;
+        probe.grid = cluster;
+        SharedOccupancy occupancy;
+        status = shared_resident_occupancy(probe, &occupancy);
+        if (status.ok() && occupancy.ctas_per_sm >= ctas_per_sm) table[ctas_per_sm][cluster] = occupancy.clusters;
+      }
+    }
+    if (!status.ok()) {
+      known.erase(device);
+      return status;
+    }
+    found = known.find(device);
+  }
+  for (int c = 0; c <= kSharedMaxCtasPerSm; ++c) {
+    for (int k = 0; k <= kSharedMaxClusterCtas; ++k) limits->resident_clusters[c][k] = found->second[c][k];
+  }
   return Status::Ok();
 }
 

@@ -311,6 +311,47 @@ TEST(Planner, BufferTakesTheSmShareWhereOneMoreCtaWouldFit) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).smem_bytes, 65536 + 128);
 }
 
+// A cluster must fit in one GPC, so fewer clusters may be resident than the SM slots hold; where
+// the limits know how many (plan_forward for a device asks it), the planner counts rounds of
+// slices with them. Here every count is the slots' except clusters of 4 at two per SM: 62, as on
+// an H200, not 66.
+TEST(Planner, ResidentClustersSetTheRounds) {
+  DeviceLimits limits = hopper_h200_limits();
+  for (int c = 1; c <= detail::kSharedMaxCtasPerSm; ++c) {
+    for (int k = 2; k <= detail::kSharedMaxClusterCtas; ++k) limits.resident_clusters[c][k] = limits.sm_count * c / k;
+  }
+  limits.resident_clusters[2][4] = 62;
+  auto plan_with = [](const ForwardParams& p, const DeviceLimits& l) {
+    Plan plan;
+    const Status status = plan_forward(p, l, &plan);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return plan;
+  };
+  // 1x64x256x256 fp32: by slots, 64 slices of 256 KiB take one round of 66 clusters of 4 at two
+  // per SM; with 62 resident, that plan needs a second round for two slices. Another plan holds
+  // every slice in one round.
+  const ForwardParams few = problem(DType::kFloat32, {1, 64, 256, 256});
+  const Plan by_slots = plan_of(few);
+  EXPECT_EQ(by_slots.ctas_per_slice, 4);
+  EXPECT_EQ(by_slots.ctas_per_sm, 2);
+  const Plan by_clusters = plan_with(few, limits);
+  EXPECT_EQ(by_clusters.exchange, Exchange::kCluster);
+  EXPECT_FALSE(by_clusters.ctas_per_slice == 4 && by_clusters.ctas_per_sm == 2) << by_clusters.describe();
+  EXPECT_GE(by_clusters.grid / by_clusters.ctas_per_slice, 64) << by_clusters.describe();
+  // The grid is what the clusters hold: the seed keeps its steady plan, 21 clusters of 16.
+  limits.resident_clusters[3][16] = 21;
+  const Plan seed = plan_with(problem(DType::kFloat32, {112, 64, 512, 512}), limits);
+  EXPECT_EQ(seed.ctas_per_slice, 16);
+  EXPECT_EQ(seed.ctas_per_sm, 3);
+  EXPECT_EQ(seed.grid, 21 * 16);
+  // Groups through L2 count slots: the L2 exchange's CTAs need only be resident.
+  PlanOptions global;
+  global.force_exchange = Exchange::kGlobal;
+  Plan through_l2;
+  ASSERT_TRUE(plan_forward(problem(DType::kFloat32, {112, 64, 512, 512}), limits, &through_l2, global).ok());
+  EXPECT_EQ(through_l2.grid, 24 * 16);
+}
+
 TEST(Planner, OccupancyCapIsHonoured) {
   PlanOptions options;
   options.max_ctas_per_sm = 2;

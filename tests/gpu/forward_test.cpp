@@ -1,8 +1,11 @@
 // GPU tests: every dtype x edge shapes, offset data, NaN, misaligned views, in-place, running
 // stats, eval mode, bitwise repeatability, every path forced onto odd shapes, and every planner
 // boundary. Each case is checked in full by run_case (case_runner.h). Skips without a GPU.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -307,6 +310,48 @@ TEST(GpuForward, SplitPartsSpanSeveralStages) {
       expect_passes(c, "S=60001 in " + std::to_string(parts) + " part(s)");
     }
   }
+}
+
+// A cluster must fit in one GPC, so fewer clusters may be resident than the SM slots hold. The
+// planner counts rounds with the clusters the device reports: by slots, 66 clusters of 4 at two
+// per SM would hold the 64 slices of 1x64x256x256 fp32 in one round, but an H200 holds 62, which
+// would leave two slices for a second round. The plan the device gets holds them all in one.
+TEST(GpuForward, ResidentClustersSetTheRounds) {
+  INORM_REQUIRE_GPU();
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  DeviceLimits limits;
+  ASSERT_TRUE(query_device_limits(device, &limits).ok());
+  const Status filled = detail::fill_resident_clusters(&limits);
+  ASSERT_TRUE(filled.ok()) << filled.message();
+  std::string table;
+  for (int c = 2; c <= detail::kSharedMaxCtasPerSm; ++c) {
+    table += "\n  " + std::to_string(c) + " per SM:";
+    for (int k = 2; k <= detail::kSharedMaxClusterCtas; ++k) {
+      const int clusters = limits.resident_clusters[c][k];
+      table += " " + std::to_string(clusters);
+      EXPECT_GT(clusters, 0) << "clusters of " << k << " at " << c << " per SM";
+      EXPECT_LE(clusters * k, limits.sm_count * c) << "clusters of " << k << " at " << c << " per SM";
+    }
+  }
+  std::printf("resident clusters of 2..16 CTAs:%s\n", table.c_str());
+
+  Case c;
+  c.shape = {1, 64, 256, 256};
+  c.affine = true;
+  c.expect_path = Path::kSharedResident;
+  c.expect_exchange = Exchange::kCluster;
+  expect_passes(c, "64 slices of 256 KiB in clusters");
+  ForwardParams p;  // the same problem, planned alone: only alignment is read from the pointers
+  p.x = reinterpret_cast<void*>(uintptr_t{1} << 32);
+  p.y = reinterpret_cast<void*>(uintptr_t{1} << 33);
+  p.batch = 1;
+  p.channels = 64;
+  p.spatial_rank = 2;
+  p.spatial[0] = p.spatial[1] = 256;
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, &plan).ok());
+  EXPECT_GE(plan.grid / plan.ctas_per_slice, 64) << plan.describe();
 }
 
 // The largest slice each path takes, and one more, on this device's limits.
