@@ -68,6 +68,18 @@ DeviceLimits hopper_h200_limits() {
   limits.smem_per_sm = 233472;
   limits.max_smem_per_block_optin = 232448;
   limits.reserved_smem_per_block = 1024;
+  // Clusters of 2..16 CTAs at 2..6 per SM, as cudaOccupancyMaxActiveClusters gave them on an H200
+  // (2026-11-30, bench/results/2026-11-30-h200-6e7bc72/); 132 SMs in GPCs of different sizes.
+  const int clusters[5][15] = {
+      {132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14},
+      {198, 124, 92, 69, 62, 47, 45, 37, 30, 28, 28, 23, 21, 21, 21},
+      {264, 163, 124, 94, 79, 69, 62, 51, 44, 37, 37, 30, 30, 28, 28},
+      {330, 203, 154, 124, 101, 84, 77, 60, 58, 51, 44, 42, 37, 37, 35},
+      {396, 248, 186, 146, 124, 101, 92, 74, 65, 58, 58, 51, 44, 44, 42},
+  };
+  for (int c = 2; c <= 6; ++c) {
+    for (int k = 2; k <= 16; ++k) limits.resident_clusters[c][k] = clusters[c - 2][k - 2];
+  }
   return limits;
 }
 

@@ -89,7 +89,8 @@ struct DeviceLimits {
   int resident_clusters[7][17] = {};
 };
 Status query_device_limits(int device, DeviceLimits* limits);
-// The limits of an H200 / H100 SXM (sm_90, 132 SMs): for CPU-side planning and tests.
+// The limits of an H200 / H100 SXM (sm_90, 132 SMs), with the resident clusters one H200 reported:
+// for CPU-side planning and tests.
 DeviceLimits hopper_h200_limits();
 
 enum class Path : int {
