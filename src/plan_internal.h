@@ -36,9 +36,6 @@ int64_t shared_buffer_bytes(int64_t chunk_bytes);
 // The largest buffer of each of `ctas_per_sm` CTAs that share an SM equally, beside their static
 // shared memory and the driver's per-CTA reservation.
 int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm);
-// The exchange the planner picks for a group: none for one CTA, a cluster where two or more CTAs
-// share an SM and the group fits a cluster, L2 otherwise.
-Exchange auto_exchange(int ctas_per_slice, int ctas_per_sm);
 // Fills limits->resident_clusters for the current device, whose other limits `limits` holds:
 // clusters of every size the cluster exchange may use at every CTAs per SM, each CTA with the
 // buffer of an equal share of its SM (cudaOccupancyMaxActiveClusters; asked once per device).

@@ -150,19 +150,6 @@ int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm) {
   return share / 128 * 128;
 }
 
-// A group of one shares nothing. Otherwise the cluster exchange where two or more CTAs share an
-// SM and the group fits a cluster, the L2 exchange at one CTA per SM and for wider groups.
-// Measured on the H200 (bench/results/2026-11-30-h200-3810bf1/README.md): at 2-3 CTAs per SM
-// clusters won (seed fp32 1.12x copy against 1.16x, 16x32x256x256 bf16 1.03-1.10x against
-// 1.19-1.27x, 8x32x768x512 fp32 1.14-1.15x against 1.25-1.28x) even where their placement within
-// GPCs leaves 15% of the slots idle; at one CTA per SM that placement idled up to half the SMs
-// (8x16x1024x512 fp32: 70 CTAs, 1.91-1.96x against 1.50-1.56x). A one-CTA cluster ran 0.04-0.1x
-// slower than a plain launch.
-Exchange auto_exchange(int ctas_per_slice, int ctas_per_sm) {
-  if (ctas_per_slice == 1) return Exchange::kNone;
-  return ctas_per_sm >= 2 && ctas_per_slice <= kSharedMaxClusterCtas ? Exchange::kCluster : Exchange::kGlobal;
-}
-
 WorkspaceLayout workspace_layout(const Plan& plan) {
   WorkspaceLayout layout;
   std::size_t offset = 0;
@@ -377,12 +364,26 @@ Status plan_group(const Plan& base, int config, Plan* plan) {
   return Status::Ok();
 }
 
-// The forced exchange, else the planner's (auto_exchange).
+// A group of one shares nothing. Otherwise the cluster exchange where two or more CTAs share an
+// SM and the group fits a cluster, the L2 exchange at one CTA per SM and for wider groups.
+// Measured on the H200 (bench/results/2026-11-30-h200-3810bf1/README.md): at 2-3 CTAs per SM
+// clusters won (seed fp32 1.12x copy against 1.16x, 16x32x256x256 bf16 1.03-1.10x against
+// 1.19-1.27x, 8x32x768x512 fp32 1.14-1.15x against 1.25-1.28x) even where their placement within
+// GPCs leaves 15% of the slots idle; at one CTA per SM that placement idled up to half the SMs
+// (8x16x1024x512 fp32: 70 CTAs, 1.91-1.96x against 1.50-1.56x). A one-CTA cluster ran 0.04-0.1x
+// slower than a plain launch. A forced exchange is taken as it is.
+Exchange exchange_for(Exchange forced, int64_t ctas_per_slice, int ctas_per_sm) {
+  if (forced != Exchange::kAuto) return forced;
+  if (ctas_per_slice == 1) return Exchange::kNone;
+  return ctas_per_sm >= 2 && ctas_per_slice <= detail::kSharedMaxClusterCtas ? Exchange::kCluster
+                                                                             : Exchange::kGlobal;
+}
+
 Status choose_exchange(Exchange forced, Plan* plan) {
   if (forced == Exchange::kNone && plan->ctas_per_slice > 1) {
     return invalid("exchange none needs one CTA per slice, the plan has " + std::to_string(plan->ctas_per_slice));
   }
-  plan->exchange = forced != Exchange::kAuto ? forced : detail::auto_exchange(plan->ctas_per_slice, plan->ctas_per_sm);
+  plan->exchange = exchange_for(forced, plan->ctas_per_slice, plan->ctas_per_sm);
   return Status::Ok();
 }
 
@@ -458,9 +459,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       const int64_t chunk_len = chunk_len_for(base.slice_len, group, vec);
       const int64_t smem = detail::shared_buffer_bytes(chunk_len * elem);
       // A group that is a cluster counts the clusters the GPCs hold, where the limits know them.
-      const Exchange exchange = options.force_exchange != Exchange::kAuto
-                                    ? options.force_exchange
-                                    : detail::auto_exchange(static_cast<int>(group), ctas_per_sm);
+      const Exchange exchange = exchange_for(options.force_exchange, group, ctas_per_sm);
       const int clusters =
           exchange == Exchange::kCluster ? limits.resident_clusters[ctas_per_sm][group] : 0;
       const int64_t groups = std::min(clusters > 0 ? clusters : total / group, base.num_slices);
