@@ -62,13 +62,21 @@ inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 inline constexpr int kSplitThreads = 256;
 inline constexpr int kSplitMaxParts = 1024;
 inline constexpr int kSplitMinPartLen = 4096;
-// The kernels are compiled for this many resident CTAs per SM (at most 64 registers a thread),
-// and the grid is sized for kSplitWaves full waves of them (split_stats' stage buffer allows three).
+// split_stats is compiled for this many resident CTAs per SM (at most 64 registers a thread), and
+// the grid is sized for kSplitWaves full waves of them (its stage buffer allows three).
 inline constexpr int kSplitCtasPerSm = 4;
+// split_normalize is compiled for six (at most 40 registers; every dtype fits without spilling).
+// Measured on the H200 (dev/VARIANTS.md 27): float64 0.111 against 0.115 ms at four, fp16 2%
+// faster, the rest equal; eight (32 registers) was 0.5-1% slower and spills for float64.
+inline constexpr int kSplitNormalizeCtasPerSm = 6;
 inline constexpr int kSplitWaves = 4;
 // Vectors each thread of split_normalize loads before it stores any: bytes in flight to cover the
 // latency of the second read of x from device memory.
 inline constexpr int kSplitLoadBatch = 4;
+// split_normalize gives each part to this many CTAs: shorter CTAs leave a shorter tail at the end
+// of the grid. Measured on the H200 (dev/VARIANTS.md 27): two beat one on every split shape; four
+// lost (each CTA combines the whole slice's partials).
+inline constexpr int kSplitNormalizeCtasPerPart = 2;
 // split_stats brings its part into shared memory in stages of at most this many bytes (one bulk
 // async copy each: many bytes in flight), three CTAs per SM; the planner makes parts this small
 // where kSplitMaxParts allows. Measured on the H200 against 96 KiB stages at two per SM

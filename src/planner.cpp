@@ -526,7 +526,9 @@ Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts
   plan->threads = detail::kSplitThreads;
   // The statistics kernel's stage buffer, plus room to mirror x's alignment modulo 16 bytes.
   plan->smem_bytes = static_cast<int>(std::min(plan->chunk_len, stage_len) * static_cast<int64_t>(elem_size) + 16);
-  if (base.num_slices > std::numeric_limits<int32_t>::max() / plan->parts_per_slice) {
+  // The normalize grid is the larger: kSplitNormalizeCtasPerPart CTAs a part.
+  const int64_t normalize_ctas_per_slice = int64_t{plan->parts_per_slice} * detail::kSplitNormalizeCtasPerPart;
+  if (base.num_slices > std::numeric_limits<int32_t>::max() / normalize_ctas_per_slice) {
     return unsupported("too many slices (" + std::to_string(base.num_slices) + ") for one launch");
   }
   plan->grid = base.num_slices * plan->parts_per_slice;

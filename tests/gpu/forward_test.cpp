@@ -312,6 +312,38 @@ TEST(GpuForward, SplitPartsSpanSeveralStages) {
   }
 }
 
+// split_normalize gives each part to kSplitNormalizeCtasPerPart (two) CTAs, in pieces of whole
+// 16-byte vectors. Forced part counts make the edges, on misaligned views so pieces have ragged ends.
+TEST(GpuForward, SplitNormalizePieces) {
+  INORM_REQUIRE_GPU();
+  struct Pieces {
+    const char* why;
+    int64_t slice_len;
+    int parts;
+  };
+  const Pieces cases[] = {
+      {"an odd number of vectors a part (1001 for float32): unequal pieces, a shorter last part", 60001, 15},
+      {"a last part shorter than a piece (one element but for float64): its second piece is empty", 81, 6},
+      {"parts of one or two vectors: pieces of one vector, or empty", 64, 16},
+  };
+  for (DType dtype : kAllDtypes) {
+    for (const Pieces& p : cases) {
+      Case c;
+      c.shape = {3, 2, p.slice_len};
+      c.dtype = dtype;
+      c.affine = true;
+      c.running = Running::kUpdate;
+      c.x_offset = 1;
+      c.y_offset = 1;
+      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+      c.options.force_path = Path::kSplitSlice;
+      c.options.force_parts_per_slice = p.parts;
+      c.expect_path = Path::kSplitSlice;
+      expect_passes(c, std::string(p.why) + ", " + dtype_name(dtype));
+    }
+  }
+}
+
 // A cluster must fit in one GPC, so fewer clusters may be resident than the SM slots hold. The
 // planner counts rounds with the clusters the device reports: by slots, 66 clusters of 4 at two
 // per SM would hold the 64 slices of 1x64x256x256 fp32 in one round, but an H200 holds 62, which
