@@ -123,10 +123,12 @@ std::size_t align_up(std::size_t value, std::size_t alignment) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Elements of each of `pieces` equal chunks of a slice, rounded up to whole 16-byte vectors of
-// `vec` elements (the last chunk may be shorter).
-int64_t chunk_len_for(int64_t slice_len, int64_t pieces, int64_t vec) {
-  return ceil_div(ceil_div(slice_len, pieces), vec) * vec;
+// Elements of each of `pieces` equal chunks of a slice of `elem`-byte values, rounded up to whole
+// multiples of kChunkAlignBytes where that long, else of 16 bytes (the last chunk may be shorter).
+int64_t chunk_len_for(int64_t slice_len, int64_t pieces, int64_t elem) {
+  const int64_t even = ceil_div(slice_len, pieces);
+  const int64_t unit = (even * elem >= kChunkAlignMinBytes ? kChunkAlignBytes : 16) / elem;
+  return ceil_div(even, unit) * unit;
 }
 
 int64_t next_pow2(int64_t value) {
@@ -186,7 +188,7 @@ int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
   const int64_t ctas = std::min<int64_t>(limits.sm_count, kSharedMaxClusterCtas);
   const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve) / 128 * 128;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
-  return ctas * ((buffer - 16) / 16 * 16 / elem);
+  return ctas * ((buffer - 16) / kChunkAlignBytes * kChunkAlignBytes / elem);  // chunks that long are aligned
 }
 
 Plan plan_signature(const ForwardParams& params) {
@@ -418,10 +420,9 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                    ", got " + std::to_string(options.force_ctas_per_sm));
   }
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
-  const int64_t vec = 16 / elem;
   const int64_t slice_bytes = base.slice_len * elem;
   const int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
-  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, vec) * elem;
+  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem;
   const int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // Whether `ctas` CTAs with `smem` bytes of buffer each fit on an SM, beside their static shared
@@ -456,7 +457,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                                     std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
-      const int64_t chunk_len = chunk_len_for(base.slice_len, group, vec);
+      const int64_t chunk_len = chunk_len_for(base.slice_len, group, elem);
       const int64_t smem = detail::shared_buffer_bytes(chunk_len * elem);
       // A group that is a cluster counts the clusters the GPCs hold, where the limits know them.
       const Exchange exchange = exchange_for(options.force_exchange, group, ctas_per_sm);
@@ -504,7 +505,6 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
 
 Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts, Plan* plan) {
   *plan = base;
-  const int64_t vec = 16 / static_cast<int64_t>(dtype_size(base.dtype));
   const std::size_t elem_size = dtype_size(base.dtype);
   const int64_t stage_len = static_cast<int64_t>(detail::split_stage_len(elem_size));
   int64_t parts = forced_parts;
@@ -521,7 +521,7 @@ Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts
                    ", got " + std::to_string(parts));
   }
   plan->path = Path::kSplitSlice;
-  plan->chunk_len = chunk_len_for(base.slice_len, parts, vec);
+  plan->chunk_len = chunk_len_for(base.slice_len, parts, static_cast<int64_t>(elem_size));
   plan->parts_per_slice = static_cast<int>(ceil_div(base.slice_len, plan->chunk_len));
   plan->threads = detail::kSplitThreads;
   // The statistics kernel's stage buffer, plus room to mirror x's alignment modulo 16 bytes.

@@ -212,21 +212,23 @@ TEST(Planner, SlicesLargerThanSixteenCtasSplit) {
   EXPECT_EQ(vol.parts_per_slice, 128);
   EXPECT_EQ(vol.chunk_len, 16384);
   // Four slices of the same size: the waves need more parts (528) than the stages (256).
+  // Parts of 7944 values round up to 8064 (a multiple of 512 bytes), which makes 521 of them.
   const Plan four = plan_of(problem(DType::kFloat32, {4, 1, 2048, 2048}));
-  EXPECT_EQ(four.parts_per_slice, 528);
-  EXPECT_EQ(four.chunk_len, 7944);
-  EXPECT_EQ(four.smem_bytes, 7944 * 4 + 16);  // a part is one stage
+  EXPECT_EQ(four.parts_per_slice, 521);
+  EXPECT_EQ(four.chunk_len, 8064);
+  EXPECT_EQ(four.smem_bytes, 8064 * 4 + 16);  // a part is one stage
   // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
   const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}));
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
   EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
-  // Parts are at least 4096 values: 917,441 values make 223 parts, not 936.
+  // Parts are at least 4096 values: 915,457 values make at most 223 parts, not 704; rounded up to
+  // multiples of 512 bytes (4224 values), 217.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
   EXPECT_EQ(split.path, Path::kSplitSlice);
-  EXPECT_EQ(split.parts_per_slice, 223);
-  EXPECT_EQ(split.describe(), "split_slice parts=223 part_len=4116");
+  EXPECT_EQ(split.parts_per_slice, 217);
+  EXPECT_EQ(split.describe(), "split_slice parts=217 part_len=4224");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
@@ -291,7 +293,30 @@ TEST(Planner, SharedBoundaries) {
     // ... and one element more splits.
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
-  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 917440);
+  // 16 CTAs of 223.5 KiB: the largest multiple of 512 bytes that leaves the alignment mirror room.
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 915456);
+}
+
+// Chunks and parts of at least 16 KiB are whole multiples of 512 bytes; shorter ones, of 16 bytes.
+TEST(Planner, LongChunksAreMultiplesOf512Bytes) {
+  // 8x32x448x448 fp32: 13 chunks of 15440 values (61,760 bytes) would be 16-byte multiples.
+  const Plan h448 = plan_of(problem(DType::kFloat32, {8, 32, 448, 448}));
+  EXPECT_EQ(h448.path, Path::kSharedResident);
+  EXPECT_EQ(h448.ctas_per_slice, 13);
+  EXPECT_EQ(h448.chunk_len, 15488);
+  EXPECT_EQ(h448.chunk_len * 4 % detail::kChunkAlignBytes, 0);
+  // The same for the split path's parts, in every dtype: 4x3x2048x2048 bf16 had parts of 23832.
+  const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}));
+  EXPECT_EQ(bf16.path, Path::kSplitSlice);
+  EXPECT_EQ(bf16.chunk_len, 24064);
+  EXPECT_EQ(bf16.parts_per_slice, 175);
+  // Below 16 KiB a forced part stays a multiple of 16 bytes: 4097 values in three parts of 1368.
+  PlanOptions three;
+  three.force_path = Path::kSplitSlice;
+  three.force_parts_per_slice = 3;
+  const Plan small = plan_of(problem(DType::kFloat32, {2, 3, 4097}), three);
+  EXPECT_EQ(small.chunk_len, 1368);
+  EXPECT_EQ(small.parts_per_slice, 3);
 }
 
 // Where the chunks leave room for one more CTA on an SM, the buffer takes the SM's share, so that
@@ -303,7 +328,7 @@ TEST(Planner, BufferTakesTheSmShareWhereOneMoreCtaWouldFit) {
   };
   const Plan f200 = plan_of(problem(DType::kFloat32, {64, 64, 200, 200}));
   EXPECT_EQ(f200.ctas_per_sm, 3);
-  EXPECT_EQ(f200.chunk_len, 13336);  // 52 KiB: four such buffers would fit
+  EXPECT_EQ(f200.chunk_len, 13440);  // 52.5 KiB: four such buffers would fit
   EXPECT_EQ(f200.smem_bytes, 73728);
   EXPECT_LE(3 * per_cta(f200), limits.smem_per_sm);
   EXPECT_GT(4 * per_cta(f200), limits.smem_per_sm);
