@@ -4,8 +4,9 @@
 //   inorm-bench                          the seed workload (112x64x512x512 float32, U[0,1))
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0c2,g16c3-global,split,split64 (also time forced plans:
-//            CTAs per slice, CTAs per SM and exchange of shared_resident, parts of split_slice;
+//            --warmup N, --variants g11,g0c2,g16c3-global,split,split64,pipelined (also time forced plans:
+//            CTAs per slice, CTAs per SM and exchange of shared_resident, parts of split_slice,
+//            split_pipelined;
 //            see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
@@ -282,6 +283,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
         }
         if (v.options.force_exchange == Exchange::kAuto) return false;
       }
+    } else if (item == "pipelined") {
+      v.options.force_path = Path::kSplitPipelined;
     } else if (item.rfind("split", 0) == 0) {
       v.options.force_path = Path::kSplitSlice;
       v.options.force_parts_per_slice = std::atoi(item.c_str() + 5);
@@ -296,7 +299,7 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,split,split64,...]\n",
+               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,split,split64,pipelined,...]\n",
                message);
   return 2;
 }

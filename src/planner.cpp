@@ -47,6 +47,7 @@ const char* path_name(Path path) {
     case Path::kGroupRegisters: return "group_registers";
     case Path::kSharedResident: return "shared_resident";
     case Path::kSplitSlice: return "split_slice";
+    case Path::kSplitPipelined: return "split_pipelined";
   }
   return "unknown";
 }
@@ -98,6 +99,10 @@ std::string Plan::describe() const {
       break;
     case Path::kSplitSlice:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len
+          << (y_coaligned ? "" : " scalar-stores");
+      break;
+    case Path::kSplitPipelined:
+      out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead
           << (y_coaligned ? "" : " scalar-stores");
       break;
     default:
@@ -163,11 +168,17 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.slice_arrivals = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
   }
-  if (plan.path == Path::kSplitSlice) {
+  if (plan.path == Path::kSplitSlice || plan.path == Path::kSplitPipelined) {
     layout.split_partials = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
                                    sizeof(SplitPartial),
                       kWorkspaceAlign);
+  }
+  if (plan.path == Path::kSplitPipelined) {
+    layout.split_slice_stats = offset;
+    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(SplitPartial), kWorkspaceAlign);
+    layout.split_counters = offset;
+    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned), kWorkspaceAlign);
   }
   if (plan.update_running_stats) {
     const std::size_t stats_bytes =
@@ -535,6 +546,30 @@ Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts
   return Status::Ok();
 }
 
+// One stage a part; a persistent grid of every CTA that fits (more would only wait for a slot).
+Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* plan) {
+  *plan = base;
+  const int64_t elem_size = static_cast<int64_t>(dtype_size(base.dtype));
+  const int64_t stage_len = static_cast<int64_t>(detail::split_stage_len(static_cast<std::size_t>(elem_size)));
+  plan->path = Path::kSplitPipelined;
+  plan->chunk_len = chunk_len_for(base.slice_len, ceil_div(base.slice_len, stage_len), elem_size);
+  const int64_t parts = ceil_div(base.slice_len, plan->chunk_len);
+  // Items (two per part) are counted in 32 bits.
+  if (parts > detail::kSplitMaxParts || base.num_slices > std::numeric_limits<int32_t>::max() / (2 * parts)) {
+    return unsupported("split_pipelined takes at most " + std::to_string(detail::kSplitMaxParts) +
+                       " parts a slice and 2^31 parts in all; this tensor has " + std::to_string(base.num_slices) +
+                       " slices of " + std::to_string(parts) + " parts");
+  }
+  plan->parts_per_slice = static_cast<int>(parts);
+  plan->threads = detail::kSplitThreads;
+  plan->smem_bytes = static_cast<int>(plan->chunk_len * elem_size + 16);  // + room to mirror x's alignment
+  const int64_t per_cta = plan->smem_bytes + limits.reserved_smem_per_block + detail::kSharedStaticReserve;
+  const int64_t ctas_per_sm = std::clamp<int64_t>(limits.smem_per_sm / per_cta, 1, detail::kSplitCtasPerSm);
+  plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
+  plan->pipeline_lead = std::min(base.num_slices * parts, parts + plan->grid * detail::kSplitPipelinedSlackPerCta);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Plan* plan,
@@ -580,9 +615,14 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
   const int vec = static_cast<int>(16 / elem);
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
   const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
+  // One slice cannot overlap its statistics with another's normalization: split_slice's two
+  // kernels serve it better (dev/VARIANTS.md 15).
+  const bool pipelines = base.num_slices >= 2 &&
+                         base.slice_len <= detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(elem));
   if (path == Path::kAuto) {
     path = group_config >= 0 ? Path::kGroupRegisters
            : fits_shared     ? Path::kSharedResident
+           : pipelines       ? Path::kSplitPipelined
                              : Path::kSplitSlice;
   }
   switch (path) {
@@ -598,6 +638,12 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
       break;
     case Path::kSplitSlice:
       status = plan_split(base, limits, options.force_parts_per_slice, plan);
+      break;
+    case Path::kSplitPipelined:
+      if (options.force_parts_per_slice != 0) {
+        return invalid("force_parts_per_slice applies to split_slice; split_pipelined's parts are one stage each");
+      }
+      status = plan_split_pipelined(base, limits, plan);
       break;
     default:
       return invalid(std::string("path ") + path_name(path) + " cannot compute instance statistics");

@@ -100,6 +100,8 @@ enum class Path : int {
   kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
   kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
   kSplitSlice,        // slice too large for the chip's shared memory: partial statistics, then a second read
+  kSplitPipelined,    // as split_slice, for two or more slices: one persistent grid runs the parts'
+                      // statistics a fixed lead ahead of their normalization
 };
 const char* path_name(Path path);
 
@@ -119,7 +121,7 @@ struct PlanOptions {
   int force_ctas_per_sm = 0;      // kSharedResident: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   Exchange force_exchange = Exchange::kAuto;  // kSharedResident
-  int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice
+  int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice (not kSplitPipelined: one stage a part)
 };
 
 struct Plan {
@@ -143,8 +145,9 @@ struct Plan {
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group)
   int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
   Exchange exchange = Exchange::kNone;  // kSharedResident
-  int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitSlice: elements per part
-  int parts_per_slice = 0;   // kSplitSlice
+  int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitSlice, kSplitPipelined: elements per part
+  int parts_per_slice = 0;   // kSplitSlice, kSplitPipelined
+  int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int smem_bytes = 0;        // dynamic shared memory per CTA
 
   std::size_t workspace_bytes = 0;

@@ -29,15 +29,18 @@ struct KernelArgs {
   void* slice_var_ws;   // stats type [num_slices] or null: unbiased variance
   const void* running_mean;
   const void* running_var;
-  int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitSlice: elements per part
-  int parts_per_slice;  // kSplitSlice
+  int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitSlice, kSplitPipelined: elements per part
+  int parts_per_slice;  // kSplitSlice, kSplitPipelined
   bool y_coaligned;     // y - x is a multiple of 16 bytes
-  void* split_partials; // kSplitSlice workspace
+  void* split_partials; // kSplitSlice, kSplitPipelined: SplitPartial [num_slices * parts_per_slice]
+  void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
+  unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
+  int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item
   // kSharedResident: the group size (the cluster kernel reads its cluster's instead), and the L2
   // exchange's workspace
   int ctas_per_slice;
   void* chunk_partials;      // Exchange::kGlobal: ChunkStats<stats type> [num_slices * ctas_per_slice]
-  unsigned* slice_arrivals;  // Exchange::kGlobal: [num_slices], zeroed before the launch
+  unsigned* slice_arrivals;  // Exchange::kGlobal, kSplitPipelined: [num_slices], zeroed before the launch
 };
 
 template <typename T>

@@ -1,14 +1,22 @@
-// kSplitSlice: slices too large for the shared memory of the whole chip (and only those).
-// Two kernels: partial statistics per (slice, part), then normalization of each piece of a part
-// (kSplitNormalizeCtasPerPart CTAs a part) after combining its slice's partials. x is read twice;
-// the second kernel walks the pieces in reverse so its first reads find what the first kernel read
-// last still in L2, and is launched early (programmatic dependent launch) to fill the slots the
-// first one frees.
+// Slices too large for the shared memory of the whole chip (and only those): x is read twice.
+// - kSplitSlice: two kernels: partial statistics per (slice, part), then normalization of each
+//   piece of a part (kSplitNormalizeCtasPerPart CTAs a part) after combining its slice's partials.
+//   The second kernel walks the pieces in reverse so its first reads find what the first kernel
+//   read last still in L2, and is launched early (programmatic dependent launch) to fill the slots
+//   the first one frees.
+// - kSplitPipelined (two or more slices): one persistent grid takes items, a part's statistics or
+//   its normalization, from a counter, in an order that runs the statistics a fixed lead ahead of
+//   the normalization (pipelined_item). Loads and stores of different slices overlap without a
+//   grid boundary between the passes, and a normalize item reads x soon after its statistics item
+//   did, partly from L2. The last statistics CTA of a slice combines its partials once; normalize
+//   items start their load first and then wait for that. The counter hands items out in order, so
+//   every item waited for is held by a running CTA: no deadlock without a cooperative launch.
 //
 // Partials are (count, mean, M2) in float64: a part's stages merge with Chan's formula; a slice's
 // partials combine around the first part's mean with two block-wide sums, in a fixed order, so the
 // statistics are robust to data far from zero and the same from run to run.
 #include <cub/block/block_reduce.cuh>
+#include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/ptx>
 
@@ -42,12 +50,14 @@ __device__ __forceinline__ SplitPartial combine_parts(const SplitPartial* partia
     typename SumM2::TempStorage sum_m2;
   } storage;
   __shared__ SplitPartial slice_stats;
-  const double base = partials[0].mean;
+  // L2 loads: in split_pipelined other CTAs of the same grid wrote the partials.
+  const double base = __ldcg(&partials[0].mean);
   double2 local{0.0, 0.0};  // (count, count * (mean - base))
 #pragma unroll 1
   for (int i = threadIdx.x; i < parts; i += kSplitThreads) {
-    local.x += partials[i].count;
-    local.y += partials[i].count * (partials[i].mean - base);
+    const double count = __ldcg(&partials[i].count);
+    local.x += count;
+    local.y += count * (__ldcg(&partials[i].mean) - base);
   }
   const double2 total =
       Sum(storage.sum).Reduce(local, [](double2 a, double2 b) { return double2{a.x + b.x, a.y + b.y}; });
@@ -57,8 +67,8 @@ __device__ __forceinline__ SplitPartial combine_parts(const SplitPartial* partia
   double m2 = 0.0;
 #pragma unroll 1
   for (int i = threadIdx.x; i < parts; i += kSplitThreads) {
-    const double d = partials[i].mean - mean;
-    m2 += partials[i].m2 + partials[i].count * d * d;
+    const double d = __ldcg(&partials[i].mean) - mean;
+    m2 += __ldcg(&partials[i].m2) + __ldcg(&partials[i].count) * d * d;
   }
   m2 = SumM2(storage.sum_m2).Sum(m2);
   if (threadIdx.x == 0) slice_stats.m2 = m2;
@@ -66,27 +76,52 @@ __device__ __forceinline__ SplitPartial combine_parts(const SplitPartial* partia
   return slice_stats;
 }
 
+template <typename Acc>
+__device__ __forceinline__ SplitPartial to_partial(const ChunkStats<Acc>& stage) {
+  return SplitPartial{static_cast<double>(stage.count), static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
+                      static_cast<double>(stage.m2)};
+}
+
+// The slice's affine coefficients from its combined statistics; `writer` writes the outputs.
+template <typename Acc>
+__device__ __forceinline__ SliceAffine<Acc> affine_of(const KernelArgs& args, int64_t slice, const SplitPartial& stats,
+                                                      bool writer) {
+  const Acc mean_hi = static_cast<Acc>(stats.mean);
+  return finish_slice<Acc>(args, slice, mean_hi, static_cast<Acc>(stats.mean - static_cast<double>(mean_hi)),
+                           static_cast<Acc>(stats.m2), writer);
+}
+
+// Static shared memory of a CTA that brings stages of x in by bulk async copy and reduces them.
+template <typename T>
+struct StageStorage {
+  cuda::barrier<cuda::thread_scope_block> loaded;
+  typename ChunkView<T, kSplitThreads>::TempStorage reduce;
+  AccOf<T> broadcast;
+
+  // Thread 0 readies the barrier; every thread must pass a __syncthreads() before using it.
+  __device__ __forceinline__ void init_barrier() {
+    if (threadIdx.x == 0) {
+      init(&loaded, kSplitThreads);
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
+    }
+  }
+};
+
 // The part's statistics, stage by stage: a bulk async copy into shared memory, exact two-pass
 // statistics of the stage there (ChunkView, as the shared_resident path), merged in float64.
 template <typename T>
 __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_kernel(const KernelArgs args) {
-  using Acc = AccOf<T>;
   using Chunk = ChunkView<T, kSplitThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
-  __shared__ cuda::barrier<cuda::thread_scope_block> loaded;
-  __shared__ typename Chunk::TempStorage reduce_storage;
-  __shared__ Acc broadcast;
+  __shared__ StageStorage<T> stage;
 
   const int64_t slice = blockIdx.x / args.parts_per_slice;
   const int64_t part_begin = (blockIdx.x % args.parts_per_slice) * args.chunk_len;
   const int64_t part_end = min(part_begin + args.chunk_len, args.slice_len);
   const int64_t stage_len = static_cast<int64_t>(split_stage_len(sizeof(T)));
   const T* x = static_cast<const T*>(args.x) + slice * args.slice_len;
-  if (threadIdx.x == 0) {
-    init(&loaded, kSplitThreads);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
-  }
+  stage.init_barrier();
   __syncthreads();
   // Once every CTA of this grid has started, the normalize grid may take the slots this grid frees
   // (it waits for this grid's results before it reads anything): no launch gap, no idle tail.
@@ -97,12 +132,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_ke
     const int64_t len = min(stage_len, part_end - begin);
     const RaggedRange<T> range(x + begin, len);
     T* buf = reinterpret_cast<T*>(smem) + range.misalign;  // mirrors x modulo 16 bytes
-    loaded.wait(start_chunk_load(loaded, buf, x + begin, range));
+    stage.loaded.wait(start_chunk_load(stage.loaded, buf, x + begin, range));
     // Ends with a barrier after the last read of buf: the next stage may overwrite it.
-    const ChunkStats<Acc> stage = Chunk{buf, range, len}.statistics(reduce_storage, broadcast);
-    acc = merge(acc, SplitPartial{static_cast<double>(stage.count),
-                                  static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
-                                  static_cast<double>(stage.m2)});
+    acc = merge(acc, to_partial(Chunk{buf, range, len}.statistics(stage.reduce, stage.broadcast)));
   }
   if (threadIdx.x == 0) static_cast<SplitPartial*>(args.split_partials)[blockIdx.x] = acc;
 }
@@ -121,10 +153,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitNormalizeCtasPerSm)
 
   const SplitPartial stats = combine_parts(
       static_cast<const SplitPartial*>(args.split_partials) + slice * args.parts_per_slice, args.parts_per_slice);
-  const Acc mean_hi = static_cast<Acc>(stats.mean);
-  const SliceAffine<Acc> affine =
-      finish_slice<Acc>(args, slice, mean_hi, static_cast<Acc>(stats.mean - static_cast<double>(mean_hi)),
-                        static_cast<Acc>(stats.m2), piece == 0 && threadIdx.x == 0);
+  const SliceAffine<Acc> affine = affine_of<Acc>(args, slice, stats, piece == 0 && threadIdx.x == 0);
 
   // The part's pieces are whole 16-byte vectors (as parts are) and together cover it; a piece past
   // the end of a short last part is empty.
@@ -143,11 +172,124 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitNormalizeCtasPerSm)
       dst, affine, args.y_coaligned);
 }
 
+// What item `item` of split_pipelined is. Two streams of (slice, part) in order, statistics and
+// normalization, merged: the first `lead` statistics items, then one of each in turn, then the
+// normalize items left. With lead >= parts a slice's statistics items all come before its first
+// normalize item; every lead beyond that lets its last statistics items finish before the
+// normalize items that wait for them start.
+struct PipelinedItem {
+  int64_t slice;
+  int64_t part;
+  bool normalize;
+};
+__device__ __forceinline__ PipelinedItem pipelined_item(int64_t item, int64_t parts, int64_t total, int64_t lead) {
+  bool normalize = false;
+  int64_t index = item;  // in its stream
+  if (item >= lead) {
+    const int64_t merged = item - lead;
+    if (merged < 2 * (total - lead)) {
+      normalize = merged % 2 == 1;
+      index = normalize ? merged / 2 : lead + merged / 2;
+    } else {
+      normalize = true;
+      index = merged - (total - lead);
+    }
+  }
+  return {index / parts, index % parts, normalize};
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipelined_kernel(const KernelArgs args) {
+  using Acc = AccOf<T>;
+  using Chunk = ChunkView<T, kSplitThreads>;
+  extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ StageStorage<T> stage;
+  __shared__ unsigned current_item;
+  __shared__ bool completes_slice;
+
+  const int64_t parts = args.parts_per_slice;
+  const int64_t items = 2 * args.num_slices * parts;
+  const int64_t lead = args.pipeline_lead;
+  auto* partials = static_cast<SplitPartial*>(args.split_partials);
+  auto* slice_stats = static_cast<SplitPartial*>(args.split_slice_stats);
+  cuda::atomic_ref<unsigned, cuda::thread_scope_device> next_item(*args.next_item);
+  stage.init_barrier();
+  if (threadIdx.x == 0) current_item = next_item.fetch_add(1u, cuda::memory_order_relaxed);
+  __syncthreads();
+  for (;;) {
+    const int64_t item = current_item;
+    if (item >= items) break;
+    const PipelinedItem work = pipelined_item(item, parts, items / 2, lead);
+    const int64_t begin = work.part * args.chunk_len;
+    const int64_t len = min(args.chunk_len, args.slice_len - begin);
+    const int64_t offset = work.slice * args.slice_len + begin;
+    const T* src = static_cast<const T*>(args.x) + offset;
+    const RaggedRange<T> range(src, len);
+    T* buf = reinterpret_cast<T*>(smem) + range.misalign;  // mirrors x modulo 16 bytes
+    auto token = start_chunk_load(stage.loaded, buf, src, range);
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[work.slice]);
+    if (!work.normalize) {
+      stage.loaded.wait(std::move(token));
+      // Ends with a barrier after the last read of buf: the next item may overwrite it.
+      const SplitPartial part = to_partial(Chunk{buf, range, len}.statistics(stage.reduce, stage.broadcast));
+      if (threadIdx.x == 0) {
+        partials[work.slice * parts + work.part] = part;
+        completes_slice = arrivals.fetch_add(1u, cuda::memory_order_acq_rel) == parts - 1;
+      }
+      __syncthreads();
+      if (completes_slice) {
+        const SplitPartial stats = combine_parts(partials + work.slice * parts, static_cast<int>(parts));
+        if (threadIdx.x == 0) {
+          slice_stats[work.slice] = stats;
+          arrivals.fetch_add(1u, cuda::memory_order_release);  // parts + 1: the slice's statistics are out
+        }
+      }
+    } else {
+      if (threadIdx.x == 0) {
+        while (arrivals.load(cuda::memory_order_acquire) <= parts) __nanosleep(128);
+      }
+      __syncthreads();
+      const SplitPartial stats{__ldcg(&slice_stats[work.slice].count), __ldcg(&slice_stats[work.slice].mean),
+                               __ldcg(&slice_stats[work.slice].m2)};
+      const SliceAffine<Acc> affine = affine_of<Acc>(args, work.slice, stats, work.part == 0 && threadIdx.x == 0);
+      stage.loaded.wait(std::move(token));
+      Chunk{buf, range, len}.normalize(static_cast<T*>(args.y) + offset, affine, args.y_coaligned);
+    }
+    // Every thread is past its last read of buf and of current_item. The next item is taken only
+    // now: a CTA holding an item it has not started would make every item that waits for that
+    // one wait for this CTA's current item too (measured: a chain, one item time per slice).
+    __syncthreads();
+    if (threadIdx.x == 0) current_item = next_item.fetch_add(1u, cuda::memory_order_relaxed);
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
+    if (plan.path == Path::kSplitPipelined) {
+      // A plan edited by hand must still hand out every statistics item of a slice before its
+      // normalize items (or the grid could wait forever) and cover the slice with its parts.
+      const int64_t parts = plan.parts_per_slice;
+      if (parts < 1 || plan.chunk_len < 1 || (parts - 1) * plan.chunk_len >= plan.slice_len ||
+          parts * plan.chunk_len < plan.slice_len || plan.pipeline_lead < parts ||
+          plan.pipeline_lead > plan.num_slices * parts || plan.grid < 1) {
+        return Status(StatusCode::kInvalidArgument,
+                      "inorm: the plan's split_pipelined items (" + plan.describe() + ") are not ones the planner makes");
+      }
+      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_pipelined_kernel<T>));
+      if (!status.ok()) return status;
+      // The counters are contiguous: the next item, then each slice's arrivals.
+      status = cuda_status(cudaMemsetAsync(args.next_item, 0, static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned),
+                                           stream),
+                           "cudaMemsetAsync(split_pipelined counters)");
+      if (!status.ok()) return status;
+      split_pipelined_kernel<T><<<static_cast<unsigned>(plan.grid), kSplitThreads, plan.smem_bytes, stream>>>(args);
+      return cuda_status(cudaGetLastError(), "split_pipelined launch");
+    }
     const unsigned grid = static_cast<unsigned>(plan.grid);
     Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_stats_kernel<T>));
     if (!status.ok()) return status;

@@ -198,37 +198,87 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-TEST(Planner, SlicesLargerThanSixteenCtasSplit) {
+// Two or more slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs
+// per SM (what the stage buffer allows), statistics two items per CTA ahead of one slice.
+TEST(Planner, SeveralSlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
-  EXPECT_EQ(few.path, Path::kSplitSlice);
-  // 4 waves x 4 CTAs per SM x 132 SMs would need 176 parts of each of the 12 slices; 256 make
-  // each part one 64 KiB stage.
+  EXPECT_EQ(few.path, Path::kSplitPipelined);
   EXPECT_EQ(few.parts_per_slice, 256);
   EXPECT_EQ(few.chunk_len, 16384);
   EXPECT_EQ(few.smem_bytes, 65536 + 16);
-  EXPECT_EQ(few.workspace_bytes, 12u * 256 * sizeof(detail::SplitPartial));  // 73728, a multiple of 256
+  EXPECT_EQ(few.grid, 396);
+  EXPECT_EQ(few.pipeline_lead, 256 + 2 * 396);
+  // Partials (73,728 bytes), the slices' statistics (288, rounded to 512), counters (52, to 256).
+  EXPECT_EQ(few.workspace_bytes, 73728u + 512 + 256);
+  EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=1048");
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
-  EXPECT_EQ(vol.path, Path::kSplitSlice);
+  EXPECT_EQ(vol.path, Path::kSplitPipelined);
   EXPECT_EQ(vol.parts_per_slice, 128);
-  EXPECT_EQ(vol.chunk_len, 16384);
-  // Four slices of the same size: the waves need more parts (528) than the stages (256).
-  // Parts of 7944 values round up to 8064 (a multiple of 512 bytes), which makes 521 of them.
-  const Plan four = plan_of(problem(DType::kFloat32, {4, 1, 2048, 2048}));
-  EXPECT_EQ(four.parts_per_slice, 521);
-  EXPECT_EQ(four.chunk_len, 8064);
-  EXPECT_EQ(four.smem_bytes, 8064 * 4 + 16);  // a part is one stage
+  EXPECT_EQ(vol.pipeline_lead, 128 + 2 * 396);
+  // A stage is 64 KiB in every dtype: 32768 bfloat16 values.
+  const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}));
+  EXPECT_EQ(bf16.path, Path::kSplitPipelined);
+  EXPECT_EQ(bf16.chunk_len, 32768);
+  EXPECT_EQ(bf16.parts_per_slice, 128);
+  // The smallest such slices: 56 parts (the last ragged), a grid no larger than the 224 items, and
+  // a lead of every statistics item, since the slack exceeds them.
+  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
+  const Plan small = plan_of(problem(DType::kFloat32, {1, 2, largest + 1}));
+  EXPECT_EQ(small.path, Path::kSplitPipelined);
+  EXPECT_EQ(small.parts_per_slice, 56);
+  EXPECT_EQ(small.chunk_len, 16384);
+  EXPECT_EQ(small.grid, 224);
+  EXPECT_EQ(small.pipeline_lead, 112);
+}
+
+// split_pipelined takes slices of at most kSplitMaxParts stages; one value more, or a single
+// slice, goes to split_slice.
+TEST(Planner, PipelinedBoundaries) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const int64_t largest = detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
+    const Plan at = plan_of(problem(dtype, {1, 2, largest}));
+    EXPECT_EQ(at.path, Path::kSplitPipelined);
+    EXPECT_EQ(at.parts_per_slice, detail::kSplitMaxParts);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest})).path, Path::kSplitSlice);
+  }
+}
+
+// One slice too large for the chip: split_slice, with parts for four waves of four CTAs per SM
+// where the part limit allows.
+TEST(Planner, OneSliceTooLargeForTheChipSplits) {
+  // 2112 parts would make the waves; 1024 (kSplitMaxParts) of 4096 values is the most.
+  const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}));
+  EXPECT_EQ(one.path, Path::kSplitSlice);
+  EXPECT_EQ(one.parts_per_slice, detail::kSplitMaxParts);
+  EXPECT_EQ(one.chunk_len, 4096);
+  EXPECT_EQ(one.workspace_bytes, 1024u * sizeof(detail::SplitPartial));  // 24576, a multiple of 256
+  EXPECT_EQ(one.describe(), "split_slice parts=1024 part_len=4096");
   // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
   const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}));
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
   EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
+  // Forced onto several slices: 4 waves x 4 CTAs per SM x 132 SMs need 528 parts of each of four
+  // slices, more than the 256 stages; parts of 7944 values round up to 8064 (a multiple of 512
+  // bytes), which makes 521 of them, each one stage.
+  PlanOptions split;
+  split.force_path = Path::kSplitSlice;
+  const Plan four = plan_of(problem(DType::kFloat32, {4, 1, 2048, 2048}), split);
+  EXPECT_EQ(four.parts_per_slice, 521);
+  EXPECT_EQ(four.chunk_len, 8064);
+  EXPECT_EQ(four.smem_bytes, 8064 * 4 + 16);
+  // 12 slices: 176 parts would make the waves; 256 make each part one 64 KiB stage.
+  const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}), split);
+  EXPECT_EQ(few.parts_per_slice, 256);
+  EXPECT_EQ(few.chunk_len, 16384);
   // Parts are at least 4096 values: 915,457 values make at most 223 parts, not 704; rounded up to
   // multiples of 512 bytes (4224 values), 217.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
-  const Plan split = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}));
-  EXPECT_EQ(split.path, Path::kSplitSlice);
-  EXPECT_EQ(split.parts_per_slice, 217);
-  EXPECT_EQ(split.describe(), "split_slice parts=217 part_len=4224");
+  const Plan small = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}), split);
+  EXPECT_EQ(small.parts_per_slice, 217);
+  EXPECT_EQ(small.describe(), "split_slice parts=217 part_len=4224");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {
@@ -291,7 +341,8 @@ TEST(Planner, SharedBoundaries) {
     EXPECT_EQ(wide.ctas_per_sm, 2);
     EXPECT_EQ(wide.exchange, Exchange::kGlobal);
     // ... and one element more splits.
-    EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitPipelined) << dtype_name(dtype);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
   }
   // 16 CTAs of 223.5 KiB: the largest multiple of 512 bytes that leaves the alignment mirror room.
   EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 915456);
@@ -306,7 +357,9 @@ TEST(Planner, LongChunksAreMultiplesOf512Bytes) {
   EXPECT_EQ(h448.chunk_len, 15488);
   EXPECT_EQ(h448.chunk_len * 4 % detail::kChunkAlignBytes, 0);
   // The same for the split path's parts, in every dtype: 4x3x2048x2048 bf16 had parts of 23832.
-  const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}));
+  PlanOptions split;
+  split.force_path = Path::kSplitSlice;
+  const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}), split);
   EXPECT_EQ(bf16.path, Path::kSplitSlice);
   EXPECT_EQ(bf16.chunk_len, 24064);
   EXPECT_EQ(bf16.parts_per_slice, 175);
@@ -445,6 +498,15 @@ TEST(Planner, ForcedPaths) {
   plan = plan_of(p, options);
   EXPECT_EQ(plan.path, Path::kSplitSlice);
   EXPECT_EQ(plan.parts_per_slice, 7);
+  // split_pipelined on slices of one part: a grid of one CTA per item, every statistics item first.
+  options = PlanOptions{};
+  options.force_path = Path::kSplitPipelined;
+  plan = plan_of(p, options);
+  EXPECT_EQ(plan.path, Path::kSplitPipelined);
+  EXPECT_EQ(plan.parts_per_slice, 1);
+  EXPECT_EQ(plan.chunk_len, 4224);  // 16 KiB or more: rounded up to 512 bytes, past the slice's end
+  EXPECT_EQ(plan.grid, 12);
+  EXPECT_EQ(plan.pipeline_lead, 6);
 }
 
 TEST(Planner, ForcedPathsThatCannotWork) {
@@ -465,6 +527,21 @@ TEST(Planner, ForcedPathsThatCannotWork) {
   options.force_path = Path::kElementwiseEval;
   status = plan_forward(problem(DType::kFloat32, {2, 3, 50}), hopper_h200_limits(), &plan, options);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+
+  // split_pipelined's parts are one stage each: a forced part count is an error, not ignored.
+  options = PlanOptions{};
+  options.force_path = Path::kSplitPipelined;
+  options.force_parts_per_slice = 3;
+  status = plan_forward(problem(DType::kFloat32, {2, 3, 5000}), hopper_h200_limits(), &plan, options);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("force_parts_per_slice applies to split_slice"), std::string::npos)
+      << status.message();
+  // Nor can it take a slice of more than kSplitMaxParts stages.
+  options.force_parts_per_slice = 0;
+  status = plan_forward(problem(DType::kFloat32, {1, 2, (int64_t{1} << 24) + 1}), hopper_h200_limits(), &plan, options);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("split_pipelined takes at most 1024 parts a slice"), std::string::npos)
+      << status.message();
 }
 
 TEST(Planner, RejectsInvalidParamsAndMissingLimits) {

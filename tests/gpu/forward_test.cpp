@@ -56,7 +56,8 @@ const std::vector<Shape>& one_shape_per_path() {
       {"shared_resident, one CTA per slice", {4, 8, 63, 65}},
       {"shared_resident, CTAs share a slice, more slices than groups", {40, 4, 256, 256}},
       {"shared_resident, 16 CTAs share each of two slices", {1, 2, 600, 1000}},
-      {"split_slice", {1, 2, 1100, 1000}},
+      {"split_pipelined, two slices too large for the chip", {1, 2, 1100, 1000}},
+      {"split_slice, one slice too large for the chip", {1, 1, 1100, 1000}},
   };
   return shapes;
 }
@@ -98,8 +99,9 @@ TEST(GpuForward, NanStaysInItsSlice) {
       Case c;
       c.shape = s.shape;
       c.dtype = dtype;
-      c.nan_slice = 1;  // slice 1 all NaN (mean and rstd too), every other slice exact
-      expect_passes(c, std::string(s.why) + ", NaN in slice 1");
+      // The last slice but at most slice 1 gets a NaN (mean and rstd too); every other slice exact.
+      c.nan_slice = s.shape[0] * s.shape[1] > 1 ? 1 : 0;
+      expect_passes(c, std::string(s.why) + ", NaN in slice " + std::to_string(c.nan_slice));
     }
   }
 }
@@ -229,7 +231,8 @@ TEST(GpuForward, EveryPathForced) {
                            {Path::kSharedResident, 16, 0, Exchange::kGlobal},
                            {Path::kSharedResident, 64, 0},  // wider than a cluster: through L2
                            {Path::kSplitSlice, 0, 1},
-                           {Path::kSplitSlice, 0, 3},      {Path::kSplitSlice, 0, 7}};
+                           {Path::kSplitSlice, 0, 3},      {Path::kSplitSlice, 0, 7},
+                           {Path::kSplitPipelined, 0, 0}};
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
     for (const Shape& s : shapes) {
       for (const Forced& f : forced) {
@@ -344,6 +347,46 @@ TEST(GpuForward, SplitNormalizePieces) {
   }
 }
 
+// split_pipelined hands out the statistics items of the first slices alone, then statistics and
+// normalize items in turn, then the normalize items left (pipelined_item). Forced on tensors with
+// more items than the lead, so that every phase runs: one part a slice (1000 slices, a slice
+// boundary at every pair), and parts with a ragged last one, on views off 16-byte alignment.
+TEST(GpuForward, SplitPipelinedOrder) {
+  INORM_REQUIRE_GPU();
+  struct Order {
+    const char* why;
+    std::vector<int64_t> shape;
+  };
+  const Order cases[] = {
+      {"1000 slices of one part", {1, 1000, 4097}},
+      {"600 slices of 1-3 parts (float32: two, the last 9889 values)", {2, 300, 20001}},
+  };
+  for (DType dtype : kAllDtypes) {
+    for (const Order& o : cases) {
+      Case c;
+      c.shape = o.shape;
+      c.dtype = dtype;
+      c.affine = true;
+      c.running = Running::kUpdate;
+      c.x_offset = 1;
+      c.y_offset = 1;
+      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+      c.options.force_path = Path::kSplitPipelined;
+      c.expect_path = Path::kSplitPipelined;
+      expect_passes(c, std::string(o.why) + ", " + dtype_name(dtype));
+      if (dtype == DType::kFloat32) {
+        Case in_place = c;
+        in_place.in_place = true;  // a normalize item writes its part only after every read of it
+        expect_passes(in_place, std::string(o.why) + ", in place");
+        Case repeated = c;
+        repeated.running = Running::kNone;  // three updates would differ
+        repeated.bitwise_repeats = 3;
+        expect_passes(repeated, std::string(o.why) + ", three runs, same bits");
+      }
+    }
+  }
+}
+
 // A cluster must fit in one GPC, so fewer clusters may be resident than the SM slots hold. The
 // planner counts rounds with the clusters the device reports: by slots, 66 clusters of 4 at two
 // per SM would hold the 64 slices of 1x64x256x256 fp32 in one round, but an H200 holds 62, which
@@ -396,6 +439,7 @@ TEST(GpuForward, PlannerBoundaries) {
     const int64_t group_vector_max = 32 * detail::kGroupMaxVectorItems * vec;
     const int64_t group_scalar_max = 32 * detail::kGroupMaxScalarItems;
     const int64_t shared_max = detail::largest_resident_slice(dtype, limits);
+    const int64_t pipelined_max = detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
     struct Boundary {
       const char* why;
       int64_t slice_len;
@@ -416,7 +460,9 @@ TEST(GpuForward, PlannerBoundaries) {
          detail::kSharedMaxClusterCtas, Exchange::kCluster},
         {"largest shared slice: 16 full CTAs through L2", shared_max, 0, Path::kSharedResident,
          detail::kSharedMaxClusterCtas, Exchange::kGlobal},
-        {"one element more", shared_max + 1, 0, Path::kSplitSlice, 0},
+        {"one element more: two slices too large for the chip", shared_max + 1, 0, Path::kSplitPipelined, 0},
+        {"largest pipelined slice: kSplitMaxParts stages", pipelined_max, 0, Path::kSplitPipelined, 0},
+        {"one element more", pipelined_max + 1, 0, Path::kSplitSlice, 0},
     };
     for (const Boundary& b : boundaries) {
       Case c;
