@@ -58,9 +58,9 @@ inline constexpr int kSharedStaticReserve = 3072;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 
-// Chunks of a slice (shared_resident) and parts (split_slice) of at least kChunkAlignMinBytes are
-// whole multiples of kChunkAlignBytes, so that each starts that far into its slice; shorter ones
-// are whole 16-byte vectors. Measured on the H200 against 16-byte multiples (bench/results/
+// Chunks of a slice (shared_resident) and parts (split_slice, split_pipelined) of at least
+// kChunkAlignMinBytes are whole multiples of kChunkAlignBytes, so that each starts that far into
+// its slice; shorter ones are whole 16-byte vectors. Measured on the H200 against 16-byte multiples (bench/results/
 // 2026-11-30-h200-5342974/sweeps/chunk-alignment.txt): 8x32x448x448 fp32 (chunks of 15440 values)
 // 0.134 → 0.124 ms, 64x64x200x200 fp32 0.361 → 0.348, 4x3x2048x2048 bf16 0.088 → 0.085;
 // 128-byte multiples gained a little less (0.126, 0.350, 0.085).
@@ -101,8 +101,9 @@ inline constexpr std::size_t split_stage_len(std::size_t elem_size) { return kSp
 // kSplitPipelined (two or more slices of at most kSplitMaxParts stages): the statistics items run
 // this many items per CTA of the grid ahead of the least lead (one slice), so that the normalize
 // items that wait for a slice's last statistics items find them finished. Measured on the H200
-// (bench/results/2026-11-30-h200-pipelined/): 0 / 0.5 / 1 / 2 per CTA ran few-huge at 0.164 /
-// 0.157 / 0.152 / 0.148 ms (split_slice 0.159), and 2 beat split_slice on all 19 split shapes.
+// (bench/results/2026-11-30-h200-4902339/): 0 / 0.5 / 1 / 2 per CTA ran few-huge at 0.164 /
+// 0.157 / 0.152 / 0.148 ms (split_slice 0.159), 3 and 4 no better, and 2 beat split_slice on
+// all 18 shapes of the sweep; many slices of 4-8 MiB ran 5-6% faster still at 0.
 inline constexpr int kSplitPipelinedSlackPerCta = 2;
 
 // kElementwiseEval

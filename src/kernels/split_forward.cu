@@ -8,9 +8,10 @@
 //   its normalization, from a counter, in an order that runs the statistics a fixed lead ahead of
 //   the normalization (pipelined_item). Loads and stores of different slices overlap without a
 //   grid boundary between the passes, and a normalize item reads x soon after its statistics item
-//   did, partly from L2. The last statistics CTA of a slice combines its partials once; normalize
-//   items start their load first and then wait for that. The counter hands items out in order, so
-//   every item waited for is held by a running CTA: no deadlock without a cooperative launch.
+//   did, while L2 may still hold it. The last statistics CTA of a slice combines its partials
+//   once; normalize items start their load first and then wait for that. The counter hands items
+//   out in order, so every item waited for is held by a running CTA: no deadlock without a
+//   cooperative launch.
 //
 // Partials are (count, mean, M2) in float64: a part's stages merge with Chan's formula; a slice's
 // partials combine around the first part's mean with two block-wide sums, in a fixed order, so the
@@ -78,7 +79,8 @@ __device__ __forceinline__ SplitPartial combine_parts(const SplitPartial* partia
 
 template <typename Acc>
 __device__ __forceinline__ SplitPartial to_partial(const ChunkStats<Acc>& stage) {
-  return SplitPartial{static_cast<double>(stage.count), static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
+  return SplitPartial{static_cast<double>(stage.count),
+                      static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
                       static_cast<double>(stage.m2)};
 }
 
@@ -272,19 +274,22 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
     using T = decltype(tag);
     if (plan.path == Path::kSplitPipelined) {
       // A plan edited by hand must still hand out every statistics item of a slice before its
-      // normalize items (or the grid could wait forever) and cover the slice with its parts.
+      // normalize items (or the grid could wait forever), cover the slice with its parts, and
+      // hold a part (one stage at most) in its buffer.
       const int64_t parts = plan.parts_per_slice;
-      if (parts < 1 || plan.chunk_len < 1 || (parts - 1) * plan.chunk_len >= plan.slice_len ||
+      const int64_t elem = static_cast<int64_t>(sizeof(T));
+      if (parts < 1 || plan.chunk_len < 1 || plan.chunk_len > static_cast<int64_t>(split_stage_len(sizeof(T))) ||
+          plan.smem_bytes < plan.chunk_len * elem + 16 || (parts - 1) * plan.chunk_len >= plan.slice_len ||
           parts * plan.chunk_len < plan.slice_len || plan.pipeline_lead < parts ||
           plan.pipeline_lead > plan.num_slices * parts || plan.grid < 1) {
-        return Status(StatusCode::kInvalidArgument,
-                      "inorm: the plan's split_pipelined items (" + plan.describe() + ") are not ones the planner makes");
+        return Status(StatusCode::kInvalidArgument, "inorm: the plan's split_pipelined items (" + plan.describe() +
+                                                        ") are not ones the planner makes");
       }
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_pipelined_kernel<T>));
       if (!status.ok()) return status;
       // The counters are contiguous: the next item, then each slice's arrivals.
-      status = cuda_status(cudaMemsetAsync(args.next_item, 0, static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned),
-                                           stream),
+      const std::size_t counter_bytes = static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned);
+      status = cuda_status(cudaMemsetAsync(args.next_item, 0, counter_bytes, stream),
                            "cudaMemsetAsync(split_pipelined counters)");
       if (!status.ok()) return status;
       split_pipelined_kernel<T><<<static_cast<unsigned>(plan.grid), kSplitThreads, plan.smem_bytes, stream>>>(args);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "inorm/inorm.h"
 
@@ -214,6 +215,38 @@ TEST(Validate, LaunchRefusesHandEditedSharedPlans) {
     const Status status = launch_forward(edited, p, nullptr, nullptr);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
     EXPECT_NE(status.message().find("is not one the planner makes"), std::string::npos) << status.message();
+  }
+}
+
+// launch_forward refuses a split_pipelined plan edited so that a normalize item could come before a
+// statistics item it waits for (the grid would wait forever), or a part would overrun its buffer
+// or its stage, before it touches the device.
+TEST(Validate, LaunchRefusesHandEditedPipelinedPlans) {
+  ForwardParams p = valid_params();
+  p.spatial[0] = 1024;  // 4 MiB slices: 64 parts of 64 KiB
+  p.spatial[1] = 1024;
+  PlanOptions options;
+  options.force_path = Path::kSplitPipelined;
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan, options).ok());
+  ASSERT_EQ(plan.parts_per_slice, 64);
+  Plan short_lead = plan;
+  short_lead.pipeline_lead = plan.parts_per_slice - 1;
+  Plan small_buffer = plan;
+  small_buffer.smem_bytes -= 16;
+  Plan two_stages = plan;  // as many parts, each of two stages: the buffer holds one
+  two_stages.chunk_len *= 2;
+  two_stages.parts_per_slice /= 2;
+  two_stages.smem_bytes = static_cast<int>(two_stages.chunk_len * 4 + 16);
+  two_stages.pipeline_lead = plan.num_slices * two_stages.parts_per_slice;
+  Plan uncovered = plan;  // one part short of the slice
+  uncovered.parts_per_slice -= 1;
+  uncovered.pipeline_lead = plan.num_slices * uncovered.parts_per_slice;
+  std::vector<unsigned char> workspace(plan.workspace_bytes);  // never reached: a host address
+  for (const Plan& edited : {short_lead, small_buffer, two_stages, uncovered}) {
+    const Status status = launch_forward(edited, p, workspace.data(), nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+    EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();
   }
 }
 
