@@ -21,6 +21,8 @@
 #include <cuda/barrier>
 #include <cuda/ptx>
 
+#include <limits>
+
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
 #include "kernels/common.cuh"
@@ -274,11 +276,12 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
     using T = decltype(tag);
     if (plan.path == Path::kSplitPipelined) {
       // A plan edited by hand must still hand out every statistics item of a slice before its
-      // normalize items (or the grid could wait forever), cover the slice with its parts, and
-      // hold a part (one stage at most) in its buffer.
+      // normalize items (or the grid could wait forever), count its items in 32 bits, cover the
+      // slice with its parts, and hold a part (one stage at most) in its buffer.
       const int64_t parts = plan.parts_per_slice;
       const int64_t elem = static_cast<int64_t>(sizeof(T));
-      if (parts < 1 || plan.chunk_len < 1 || plan.chunk_len > static_cast<int64_t>(split_stage_len(sizeof(T))) ||
+      if (parts < 1 || plan.num_slices > std::numeric_limits<int32_t>::max() / (2 * parts) || plan.chunk_len < 1 ||
+          plan.chunk_len > static_cast<int64_t>(split_stage_len(sizeof(T))) ||
           plan.smem_bytes < plan.chunk_len * elem + 16 || (parts - 1) * plan.chunk_len >= plan.slice_len ||
           parts * plan.chunk_len < plan.slice_len || plan.pipeline_lead < parts ||
           plan.pipeline_lead > plan.num_slices * parts || plan.grid < 1) {

@@ -248,6 +248,18 @@ TEST(Validate, LaunchRefusesHandEditedPipelinedPlans) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
     EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();
   }
+  // Parts of one value each: 2 x 6144 slices x 2^20 parts would wrap the 32-bit item counter.
+  p.batch = 2048;
+  p.y = fake_pointer(std::uintptr_t{1} << 40);  // past x's 24 GiB
+  const Status planned = plan_forward(p, hopper_h200_limits(), &plan, options);
+  ASSERT_TRUE(planned.ok()) << planned.message();
+  Plan tiny_parts = plan;
+  tiny_parts.chunk_len = 1;
+  tiny_parts.parts_per_slice = 1 << 20;
+  tiny_parts.pipeline_lead = tiny_parts.parts_per_slice;
+  const Status status = launch_forward(tiny_parts, p, workspace.data(), nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+  EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();
 }
 
 }  // namespace
