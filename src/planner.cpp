@@ -615,8 +615,9 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
   const int vec = static_cast<int>(16 / elem);
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
   const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
-  // One slice cannot overlap its statistics with another's normalization: split_slice's two
-  // kernels serve it better (dev/VARIANTS.md 15).
+  // Single slices stay on split_slice, the rule every boundary test ran under. Forced onto
+  // split_pipelined, five of six single slices of 4-64 MiB ran faster (dev/VARIANTS.md 32): a lead
+  // for the next change of this rule, which needs the device tests to run again.
   const bool pipelines = base.num_slices >= 2 &&
                          base.slice_len <= detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(elem));
   if (path == Path::kAuto) {
