@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "inorm/inorm.h"
 
@@ -38,6 +39,15 @@ int64_t shared_buffer_bytes(int64_t chunk_bytes);
 // The largest buffer of each of `ctas_per_sm` CTAs that share an SM equally, beside their static
 // shared memory and the driver's per-CTA reservation.
 int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm);
+// How many CTAs with `smem_bytes` of dynamic shared memory (beside the static reserve and the
+// driver's per-CTA reservation) fit on one SM.
+int64_t ctas_fitting_on_sm(const DeviceLimits& limits, int64_t smem_bytes);
+
+// Whether split_pipelined's items (two per part) of `slices` slices of `parts` parts fit its
+// 32-bit item counter.
+inline bool pipelined_items_fit(int64_t slices, int64_t parts) {
+  return parts >= 1 && slices <= std::numeric_limits<int32_t>::max() / (2 * parts);
+}
 // Fills limits->resident_clusters for the current device, whose other limits `limits` holds:
 // clusters of every size the cluster exchange may use at every CTAs per SM, each CTA with the
 // buffer of an equal share of its SM (cudaOccupancyMaxActiveClusters; asked once per device).

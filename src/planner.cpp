@@ -152,6 +152,10 @@ static_assert(std::extent_v<decltype(DeviceLimits::resident_clusters), 0> == kSh
                   std::extent_v<decltype(DeviceLimits::resident_clusters), 1> == kSharedMaxClusterCtas + 1,
               "DeviceLimits::resident_clusters has a row for every CTAs per SM and a column for every cluster size");
 
+int64_t ctas_fitting_on_sm(const DeviceLimits& limits, int64_t smem_bytes) {
+  return limits.smem_per_sm / (smem_bytes + kSharedStaticReserve + limits.reserved_smem_per_block);
+}
+
 int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm) {
   const int64_t share = limits.smem_per_sm / ctas_per_sm - limits.reserved_smem_per_block - kSharedStaticReserve;
   return share / 128 * 128;
@@ -438,9 +442,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // Whether `ctas` CTAs with `smem` bytes of buffer each fit on an SM, beside their static shared
   // memory and the per-CTA reservation.
-  auto fit_on_sm = [&](int64_t smem, int64_t ctas) {
-    return ctas * (smem + detail::kSharedStaticReserve + limits.reserved_smem_per_block) <= limits.smem_per_sm;
-  };
+  auto fit_on_sm = [&](int64_t smem, int64_t ctas) { return ctas <= detail::ctas_fitting_on_sm(limits, smem); };
   struct Score {
     int ctas_per_sm = 0;
     bool fits_cluster = false;
@@ -555,7 +557,7 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
   plan->chunk_len = chunk_len_for(base.slice_len, ceil_div(base.slice_len, stage_len), elem_size);
   const int64_t parts = ceil_div(base.slice_len, plan->chunk_len);
   // Items (two per part) are counted in 32 bits.
-  if (parts > detail::kSplitMaxParts || base.num_slices > std::numeric_limits<int32_t>::max() / (2 * parts)) {
+  if (parts > detail::kSplitMaxParts || !detail::pipelined_items_fit(base.num_slices, parts)) {
     return unsupported("split_pipelined takes at most " + std::to_string(detail::kSplitMaxParts) +
                        " parts a slice and 2^31 parts in all; this tensor has " + std::to_string(base.num_slices) +
                        " slices of " + std::to_string(parts) + " parts");
@@ -563,8 +565,8 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
   plan->parts_per_slice = static_cast<int>(parts);
   plan->threads = detail::kSplitThreads;
   plan->smem_bytes = static_cast<int>(plan->chunk_len * elem_size + 16);  // + room to mirror x's alignment
-  const int64_t per_cta = plan->smem_bytes + limits.reserved_smem_per_block + detail::kSharedStaticReserve;
-  const int64_t ctas_per_sm = std::clamp<int64_t>(limits.smem_per_sm / per_cta, 1, detail::kSplitCtasPerSm);
+  const int64_t ctas_per_sm =
+      std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
   plan->pipeline_lead = std::min(base.num_slices * parts, parts + plan->grid * detail::kSplitPipelinedSlackPerCta);
   return Status::Ok();

@@ -21,8 +21,6 @@
 #include <cuda/barrier>
 #include <cuda/ptx>
 
-#include <limits>
-
 #include "config.h"
 #include "kernels/chunk_stats.cuh"
 #include "kernels/common.cuh"
@@ -280,7 +278,7 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
       // slice with its parts, and hold a part (one stage at most) in its buffer.
       const int64_t parts = plan.parts_per_slice;
       const int64_t elem = static_cast<int64_t>(sizeof(T));
-      if (parts < 1 || plan.num_slices > std::numeric_limits<int32_t>::max() / (2 * parts) || plan.chunk_len < 1 ||
+      if (!pipelined_items_fit(plan.num_slices, parts) || plan.chunk_len < 1 ||
           plan.chunk_len > static_cast<int64_t>(split_stage_len(sizeof(T))) ||
           plan.smem_bytes < plan.chunk_len * elem + 16 || (parts - 1) * plan.chunk_len >= plan.slice_len ||
           parts * plan.chunk_len < plan.slice_len || plan.pipeline_lead < parts ||

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "case_runner.h"
@@ -26,6 +27,21 @@ void expect_passes(const Case& c, const std::string& why) {
 }
 
 const DType kAllDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
+
+// A case forced onto `path`, with affine parameters, a running-stat update, and x and y one element
+// off 16-byte alignment, so that vector accesses start at ragged heads.
+Case forced_misaligned_case(std::vector<int64_t> shape, DType dtype, Path path) {
+  Case c;
+  c.shape = std::move(shape);
+  c.dtype = dtype;
+  c.affine = true;
+  c.running = Running::kUpdate;
+  c.x_offset = 1;
+  c.y_offset = 1;
+  c.options.force_path = path;
+  c.expect_path = path;
+  return c;
+}
 
 struct Shape {
   const char* why;
@@ -236,18 +252,10 @@ TEST(GpuForward, EveryPathForced) {
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
     for (const Shape& s : shapes) {
       for (const Forced& f : forced) {
-        Case c;
-        c.shape = s.shape;
-        c.dtype = dtype;
-        c.affine = true;
-        c.running = Running::kUpdate;
-        c.x_offset = 1;
-        c.y_offset = 1;
-        c.options.force_path = f.path;
+        Case c = forced_misaligned_case(s.shape, dtype, f.path);
         c.options.force_ctas_per_slice = f.ctas_per_slice;
         c.options.force_parts_per_slice = f.parts;
         c.options.force_exchange = f.exchange;
-        c.expect_path = f.path;
         c.expect_exchange = f.exchange;
         expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas/parts " +
                              std::to_string(f.ctas_per_slice + f.parts) + " exchange " + exchange_name(f.exchange));
@@ -300,16 +308,9 @@ TEST(GpuForward, SplitPartsSpanSeveralStages) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (int parts : {1, 2}) {
-      Case c;
-      c.shape = {2, 3, 60001};  // float32: 3.7 stages a slice; float64: 7.3; half types: 1.8
-      c.dtype = dtype;
-      c.affine = true;
-      c.running = Running::kUpdate;
-      c.x_offset = 1;
-      c.y_offset = 1;
-      c.options.force_path = Path::kSplitSlice;
+      // float32: 3.7 stages a slice; float64: 7.3; half types: 1.8
+      Case c = forced_misaligned_case({2, 3, 60001}, dtype, Path::kSplitSlice);
       c.options.force_parts_per_slice = parts;
-      c.expect_path = Path::kSplitSlice;
       expect_passes(c, "S=60001 in " + std::to_string(parts) + " part(s)");
     }
   }
@@ -331,17 +332,9 @@ TEST(GpuForward, SplitNormalizePieces) {
   };
   for (DType dtype : kAllDtypes) {
     for (const Pieces& p : cases) {
-      Case c;
-      c.shape = {3, 2, p.slice_len};
-      c.dtype = dtype;
-      c.affine = true;
-      c.running = Running::kUpdate;
-      c.x_offset = 1;
-      c.y_offset = 1;
+      Case c = forced_misaligned_case({3, 2, p.slice_len}, dtype, Path::kSplitSlice);
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-      c.options.force_path = Path::kSplitSlice;
       c.options.force_parts_per_slice = p.parts;
-      c.expect_path = Path::kSplitSlice;
       expect_passes(c, std::string(p.why) + ", " + dtype_name(dtype));
     }
   }
@@ -363,16 +356,8 @@ TEST(GpuForward, SplitPipelinedOrder) {
   };
   for (DType dtype : kAllDtypes) {
     for (const Order& o : cases) {
-      Case c;
-      c.shape = o.shape;
-      c.dtype = dtype;
-      c.affine = true;
-      c.running = Running::kUpdate;
-      c.x_offset = 1;
-      c.y_offset = 1;
+      Case c = forced_misaligned_case(o.shape, dtype, Path::kSplitPipelined);
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-      c.options.force_path = Path::kSplitPipelined;
-      c.expect_path = Path::kSplitPipelined;
       expect_passes(c, std::string(o.why) + ", " + dtype_name(dtype));
       if (dtype == DType::kFloat32) {
         Case in_place = c;
