@@ -538,9 +538,9 @@ int main() {
     std::printf("%-48s %8.3f ms\n", "memcpy queued behind a kernel on every SM", once(memcpy_run));
     CK(cudaDeviceSynchronize());
   }
-  auto copy_kernel = [&](const std::string& name, auto kernel, int per_sm) {
+  auto copy_kernel = [&](const std::string& name, auto kernel, int per_sm, int threads = 256) {
     report(name, time([&] {
-      kernel<<<sms * per_sm, 256>>>(reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), n / 4);
+      kernel<<<sms * per_sm, threads>>>(reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), n / 4);
       return cudaGetLastError();
     }));
     check(name, x);
@@ -552,6 +552,12 @@ int main() {
   copy_kernel("copy ld.nc.L2::256B / st.cg, 4 CTAs/SM", hinted_copy<256>, 4);
   copy_kernel("copy warp blocks of 4 KiB, 4 CTAs/SM", warp_block_copy<256>, 4);
   copy_kernel("copy, each CTA its own share, 4 CTAs/SM", partitioned_copy<4>, 4);
+  // The shape of NVIDIA's nvbandwidth SM copy: one CTA of 512 per SM, 12 plain loads in flight.
+  copy_kernel("copy ld / st, 12 in flight, 1 CTA of 512/SM", plain_copy<12, 2, 2>, 1, 512);
+  copy_kernel("copy ld / st, 12 in flight, 2 CTAs of 512/SM", plain_copy<12, 2, 2>, 2, 512);
+  copy_kernel("copy ld / st, 12 in flight, 1 CTA of 1024/SM", plain_copy<12, 2, 2>, 1, 1024);
+  copy_kernel("copy ld.cs / st.cg, 12 in flight, 1 CTA of 512/SM", plain_copy<12, 0, 0>, 1, 512);
+  copy_kernel("copy ld / st, 16 in flight, 1 CTA of 512/SM", plain_copy<16, 2, 2>, 1, 512);
   {
     constexpr int kStages = 3, kTile = 64 * 1024;
     cudaFuncSetAttribute(tma_ring_copy<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kStages * kTile);

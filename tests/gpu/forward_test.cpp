@@ -46,7 +46,16 @@ Case forced_misaligned_case(std::vector<int64_t> shape, DType dtype, Path path) 
 struct Shape {
   const char* why;
   std::vector<int64_t> shape;
+  Path forced = Path::kAuto;  // when set, the case is forced onto this path
 };
+
+Case case_of(const Shape& s) {
+  Case c;
+  c.shape = s.shape;
+  c.options.force_path = s.forced;
+  c.expect_path = s.forced;
+  return c;
+}
 
 const std::vector<Shape>& edge_shapes() {
   static const std::vector<Shape> shapes = {
@@ -65,7 +74,8 @@ const std::vector<Shape>& edge_shapes() {
 }
 
 // Shapes that land on each path (and each shared_resident regime) with the planner's choice
-// for float32; other dtypes may land elsewhere, which the planner tests pin down.
+// for float32; other dtypes may land elsewhere, which the planner tests pin down. split_slice is
+// forced: the planner takes it only for slices past 64 MiB, which PlannerBoundaries covers.
 const std::vector<Shape>& one_shape_per_path() {
   static const std::vector<Shape> shapes = {
       {"group_registers", {64, 32, 16, 16}},
@@ -73,7 +83,8 @@ const std::vector<Shape>& one_shape_per_path() {
       {"shared_resident, CTAs share a slice, more slices than groups", {40, 4, 256, 256}},
       {"shared_resident, 16 CTAs share each of two slices", {1, 2, 600, 1000}},
       {"split_pipelined, two slices too large for the chip", {1, 2, 1100, 1000}},
-      {"split_slice, one slice too large for the chip", {1, 1, 1100, 1000}},
+      {"split_pipelined, one slice too large for the chip", {1, 1, 1100, 1000}},
+      {"split_slice (forced), one slice too large for the chip", {1, 1, 1100, 1000}, Path::kSplitSlice},
   };
   return shapes;
 }
@@ -82,8 +93,7 @@ TEST(GpuForward, EdgeShapesEveryDtype) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : edge_shapes()) {
-      Case c;
-      c.shape = s.shape;
+      Case c = case_of(s);
       c.dtype = dtype;
       c.affine = true;
       c.param_dtype = dtype;  // like a torch module of that dtype
@@ -98,8 +108,7 @@ TEST(GpuForward, OffsetDataKeepsItsDigits) {
   for (const char* data : {"1000 + randn", "1e4 + randn"}) {
     for (DType dtype : kAllDtypes) {
       for (const Shape& s : one_shape_per_path()) {
-        Case c;
-        c.shape = s.shape;
+        Case c = case_of(s);
         c.dtype = dtype;
         ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
         expect_passes(c, std::string(s.why) + ", " + data);
@@ -112,8 +121,7 @@ TEST(GpuForward, NanStaysInItsSlice) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c;
-      c.shape = s.shape;
+      Case c = case_of(s);
       c.dtype = dtype;
       // The last slice but at most slice 1 gets a NaN (mean and rstd too); every other slice exact.
       c.nan_slice = s.shape[0] * s.shape[1] > 1 ? 1 : 0;
@@ -126,8 +134,7 @@ TEST(GpuForward, MisalignedViews) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c;
-      c.shape = s.shape;
+      Case c = case_of(s);
       c.dtype = dtype;
       c.x_offset = 1;  // x is a view offset by one element; y is a fresh, aligned tensor
       expect_passes(c, std::string(s.why) + ", x offset by one element");
@@ -143,8 +150,7 @@ TEST(GpuForward, InPlace) {
   INORM_REQUIRE_GPU();
   for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c;
-      c.shape = s.shape;
+      Case c = case_of(s);
       c.dtype = dtype;
       c.in_place = true;
       c.affine = true;
@@ -159,8 +165,7 @@ TEST(GpuForward, RunningStatsAfterOneAndThreeUpdates) {
     for (const Shape& s : one_shape_per_path()) {
       for (int updates : {1, 3}) {
         for (DType param_dtype : {DType::kFloat32, dtype}) {
-          Case c;
-          c.shape = s.shape;
+          Case c = case_of(s);
           c.dtype = dtype;
           c.affine = true;
           c.param_dtype = param_dtype;
@@ -215,8 +220,7 @@ TEST(GpuForward, BitwiseRepeatable) {
   INORM_REQUIRE_GPU();
   for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c;
-      c.shape = s.shape;
+      Case c = case_of(s);
       c.dtype = dtype;
       c.bitwise_repeats = 3;
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
@@ -432,6 +436,7 @@ TEST(GpuForward, PlannerBoundaries) {
       Path path;
       int ctas_per_slice;
       Exchange exchange = Exchange::kAuto;  // when set, forced with ctas_per_slice
+      int64_t slices = 2;
     };
     const Boundary boundaries[] = {
         {"largest aligned group slice", group_vector_max, 0, Path::kGroupRegisters, 0},
@@ -448,10 +453,12 @@ TEST(GpuForward, PlannerBoundaries) {
         {"one element more: two slices too large for the chip", shared_max + 1, 0, Path::kSplitPipelined, 0},
         {"largest pipelined slice: kSplitMaxParts stages", pipelined_max, 0, Path::kSplitPipelined, 0},
         {"one element more", pipelined_max + 1, 0, Path::kSplitSlice, 0},
+        {"largest pipelined slice, alone", pipelined_max, 0, Path::kSplitPipelined, 0, Exchange::kAuto, 1},
+        {"one element more, alone", pipelined_max + 1, 0, Path::kSplitSlice, 0, Exchange::kAuto, 1},
     };
     for (const Boundary& b : boundaries) {
       Case c;
-      c.shape = {1, 2, b.slice_len};
+      c.shape = {1, b.slices, b.slice_len};
       c.dtype = dtype;
       c.x_offset = b.x_offset;
       c.y_offset = b.x_offset;
