@@ -98,7 +98,7 @@ __host__ __device__
 #endif
 inline constexpr std::size_t split_stage_len(std::size_t elem_size) { return kSplitStageBytes / elem_size; }
 
-// kSplitPipelined (slices of at most kSplitMaxParts stages): the statistics items run
+// kSplitPipelined: the statistics items run
 // this many items per CTA of the grid ahead of the least lead (one slice), so that the normalize
 // items that wait for a slice's last statistics items find them finished. Measured on the H200
 // (bench/results/2026-11-30-h200-4902339/): 0 / 0.5 / 1 / 2 per CTA ran few-huge at 0.164 /

@@ -557,10 +557,9 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
   plan->chunk_len = chunk_len_for(base.slice_len, ceil_div(base.slice_len, stage_len), elem_size);
   const int64_t parts = ceil_div(base.slice_len, plan->chunk_len);
   // Items (two per part) are counted in 32 bits.
-  if (parts > detail::kSplitMaxParts || !detail::pipelined_items_fit(base.num_slices, parts)) {
-    return unsupported("split_pipelined takes at most " + std::to_string(detail::kSplitMaxParts) +
-                       " parts a slice and 2^31 parts in all; this tensor has " + std::to_string(base.num_slices) +
-                       " slices of " + std::to_string(parts) + " parts");
+  if (!detail::pipelined_items_fit(base.num_slices, parts)) {
+    return unsupported("split_pipelined counts its items (two a part of 64 KiB) in 32 bits; this tensor has " +
+                       std::to_string(base.num_slices) + " slices of " + std::to_string(parts) + " parts");
   }
   plan->parts_per_slice = static_cast<int>(parts);
   plan->threads = detail::kSplitThreads;
@@ -617,15 +616,12 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
   const int vec = static_cast<int>(16 / elem);
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
   const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
-  // Single slices too: split_slice ran 1x1x2048x2048 fp32 at 0.043 ms, split_pipelined at 0.019
-  // (dev/VARIANTS.md 32). split_slice keeps the slices split_pipelined's 32-bit order cannot hold.
-  const bool pipelines =
-      base.slice_len <= detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(elem));
+  // Every slice too large for the chip, one or many, of any length, goes to split_pipelined: it beat
+  // or tied split_slice on every shape measured (dev/VARIANTS.md 32-33), now a forced baseline.
   if (path == Path::kAuto) {
     path = group_config >= 0 ? Path::kGroupRegisters
            : fits_shared     ? Path::kSharedResident
-           : pipelines       ? Path::kSplitPipelined
-                             : Path::kSplitSlice;
+                             : Path::kSplitPipelined;
   }
   switch (path) {
     case Path::kGroupRegisters:

@@ -99,9 +99,10 @@ enum class Path : int {
   kElementwiseEval,   // running statistics given: y = (x - rm) * rsqrt(rv + eps) * w + b
   kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
   kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
-  kSplitSlice,        // slice too large for the chip's shared memory: partial statistics, then a second read
-  kSplitPipelined,    // as split_slice, for slices of at most 64 MiB: one persistent grid runs the
-                      // parts' statistics a fixed lead ahead of their normalization
+  kSplitSlice,        // forced only (a baseline): partial statistics of parts of a slice too large for the
+                      // chip's shared memory, then a second kernel that reads x again
+  kSplitPipelined,    // slices too large for the chip: one persistent grid runs the parts' statistics a
+                      // fixed lead ahead of their normalization, which reads x again
 };
 const char* path_name(Path path);
 

@@ -1,10 +1,11 @@
 // Slices too large for the shared memory of the whole chip (and only those): x is read twice.
-// - kSplitSlice: two kernels: partial statistics per (slice, part), then normalization of each
-//   piece of a part (kSplitNormalizeCtasPerPart CTAs a part) after combining its slice's partials.
+// - kSplitSlice (forced only, a baseline: dev/VARIANTS.md 32-33): two kernels:
+//   partial statistics per (slice, part), then normalization of each piece of a part
+//   (kSplitNormalizeCtasPerPart CTAs a part) after combining its slice's partials.
 //   The second kernel walks the pieces in reverse so its first reads find what the first kernel
 //   read last still in L2, and is launched early (programmatic dependent launch) to fill the slots
 //   the first one frees.
-// - kSplitPipelined (slices of at most kSplitMaxParts stages): one persistent grid takes items, a part's statistics or
+// - kSplitPipelined (the planner's choice): one persistent grid takes items, a part's statistics or
 //   its normalization, from a counter, in an order that runs the statistics a fixed lead ahead of
 //   the normalization (pipelined_item). Loads and stores of different slices overlap without a
 //   grid boundary between the passes, and a normalize item reads x soon after its statistics item

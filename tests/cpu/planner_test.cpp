@@ -237,19 +237,25 @@ TEST(Planner, SeveralSlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256");
 }
 
-// split_pipelined takes slices of at most kSplitMaxParts stages, one or many; one value more goes
-// to split_slice.
-TEST(Planner, PipelinedBoundaries) {
+// split_pipelined takes slices of any length, one or many, in parts of one 64 KiB stage: 64 MiB
+// is 1024 parts, and one value more a 1025th.
+TEST(Planner, PipelinedTakesSlicesOfAnyLength) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
     SCOPED_TRACE(dtype_name(dtype));
-    const int64_t largest = detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
-    const Plan at = plan_of(problem(dtype, {1, 2, largest}));
-    EXPECT_EQ(at.path, Path::kSplitPipelined);
-    EXPECT_EQ(at.parts_per_slice, detail::kSplitMaxParts);
-    EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitSlice);
-    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest})).path, Path::kSplitPipelined);
-    EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest + 1})).path, Path::kSplitSlice);
+    const int64_t stage = static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
+    for (int64_t slices : {1, 2}) {
+      const Plan at = plan_of(problem(dtype, {1, slices, 1024 * stage}));
+      EXPECT_EQ(at.path, Path::kSplitPipelined);
+      EXPECT_EQ(at.parts_per_slice, 1024);
+      const Plan past = plan_of(problem(dtype, {1, slices, 1024 * stage + 1}));
+      EXPECT_EQ(past.path, Path::kSplitPipelined);
+      EXPECT_EQ(past.parts_per_slice, 1025);
+      EXPECT_EQ(past.chunk_len, stage);
+    }
   }
+  // A 1 GiB float32 slice: 16384 parts, the lead all of them (one slice).
+  const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, 16384, 16384}));
+  EXPECT_EQ(giant.describe(), "split_pipelined parts=16384 part_len=16384 grid=396 lead=16384");
 }
 
 // split_slice, forced or past 64 MiB a slice: parts for four waves of four CTAs per SM where the
@@ -265,7 +271,7 @@ TEST(Planner, SplitSliceParts) {
   EXPECT_EQ(one.workspace_bytes, 1024u * sizeof(detail::SplitPartial));  // 24576, a multiple of 256
   EXPECT_EQ(one.describe(), "split_slice parts=1024 part_len=4096");
   // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
-  const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}));
+  const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}), split);
   EXPECT_EQ(giant.path, Path::kSplitSlice);
   EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
   EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
@@ -544,12 +550,16 @@ TEST(Planner, ForcedPathsThatCannotWork) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("force_parts_per_slice applies to split_slice"), std::string::npos)
       << status.message();
-  // Nor can it take a slice of more than kSplitMaxParts stages.
+  // Nor can it count 2^31 items or more (2^16 slices of 2^14 parts: 64 TiB), chosen or forced.
   options.force_parts_per_slice = 0;
-  status = plan_forward(problem(DType::kFloat32, {1, 2, (int64_t{1} << 24) + 1}), hopper_h200_limits(), &plan, options);
-  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
-  EXPECT_NE(status.message().find("split_pipelined takes at most 1024 parts a slice"), std::string::npos)
-      << status.message();
+  for (const Path path : {Path::kAuto, Path::kSplitPipelined}) {
+    options.force_path = path;
+    ForwardParams huge = problem(DType::kFloat32, {1 << 16, 1, int64_t{1} << 28});
+    huge.y = reinterpret_cast<void*>(std::uintptr_t{1} << 47);  // past x's 2^46 bytes
+    status = plan_forward(huge, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+    EXPECT_NE(status.message().find("split_pipelined counts its items"), std::string::npos) << status.message();
+  }
 }
 
 TEST(Planner, RejectsInvalidParamsAndMissingLimits) {

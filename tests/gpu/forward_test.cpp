@@ -74,8 +74,8 @@ const std::vector<Shape>& edge_shapes() {
 }
 
 // Shapes that land on each path (and each shared_resident regime) with the planner's choice
-// for float32; other dtypes may land elsewhere, which the planner tests pin down. split_slice is
-// forced: the planner takes it only for slices past 64 MiB, which PlannerBoundaries covers.
+// for float32; other dtypes may land elsewhere, which the planner tests pin down. split_slice, a
+// baseline the planner no longer takes, is forced.
 const std::vector<Shape>& one_shape_per_path() {
   static const std::vector<Shape> shapes = {
       {"group_registers", {64, 32, 16, 16}},
@@ -305,9 +305,9 @@ TEST(GpuForward, SteadyPlans) {
   }
 }
 
-// split_stats walks a part longer than its 64 KiB stage buffer in several stages (the planner does
-// this only past kSplitMaxParts parts, in the 2^31-element test): force it on a small slice, with
-// x and y one element off 16-byte alignment so every stage starts misaligned.
+// split_stats walks a part longer than its 64 KiB stage buffer in several stages (split_slice does
+// this past kSplitMaxParts parts, in the 2^31-element test): force it on a small slice, with x and
+// y one element off 16-byte alignment so every stage starts misaligned.
 TEST(GpuForward, SplitPartsSpanSeveralStages) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
@@ -428,7 +428,7 @@ TEST(GpuForward, PlannerBoundaries) {
     const int64_t group_vector_max = 32 * detail::kGroupMaxVectorItems * vec;
     const int64_t group_scalar_max = 32 * detail::kGroupMaxScalarItems;
     const int64_t shared_max = detail::largest_resident_slice(dtype, limits);
-    const int64_t pipelined_max = detail::kSplitMaxParts * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
+    const int64_t parts_1024 = 1024 * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
     struct Boundary {
       const char* why;
       int64_t slice_len;
@@ -451,10 +451,10 @@ TEST(GpuForward, PlannerBoundaries) {
         {"largest shared slice: 16 full CTAs through L2", shared_max, 0, Path::kSharedResident,
          detail::kSharedMaxClusterCtas, Exchange::kGlobal},
         {"one element more: two slices too large for the chip", shared_max + 1, 0, Path::kSplitPipelined, 0},
-        {"largest pipelined slice: kSplitMaxParts stages", pipelined_max, 0, Path::kSplitPipelined, 0},
-        {"one element more", pipelined_max + 1, 0, Path::kSplitSlice, 0},
-        {"largest pipelined slice, alone", pipelined_max, 0, Path::kSplitPipelined, 0, Exchange::kAuto, 1},
-        {"one element more, alone", pipelined_max + 1, 0, Path::kSplitSlice, 0, Exchange::kAuto, 1},
+        // split_pipelined has no largest slice: these check parts past split_slice's 1024.
+        {"64 MiB slices: 1024 parts", parts_1024, 0, Path::kSplitPipelined, 0},
+        {"one element more: a 1025th part of one element", parts_1024 + 1, 0, Path::kSplitPipelined, 0},
+        {"one slice of 1025 parts", parts_1024 + 1, 0, Path::kSplitPipelined, 0, Exchange::kAuto, 1},
     };
     for (const Boundary& b : boundaries) {
       Case c;

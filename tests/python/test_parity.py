@@ -21,7 +21,7 @@ EDGE_SHAPES = [
     pytest.param((1, 1, 1000), id="N*C=1: a single slice"),
     pytest.param((1, 3, 2048, 2048), id="1x3x2048x2048: split_pipelined, slices larger than the chip"),
     pytest.param((1, 1, 2048, 2048), id="1x1x2048x2048: split_pipelined, one slice larger than the chip"),
-    pytest.param((1, 1, 4097, 4096), id="1x1x4097x4096: split_slice, one slice past 64 MiB in float32 and float64"),
+    pytest.param((1, 1, 4097, 4096), id="1x1x4097x4096: split_pipelined, one slice past 64 MiB (1025 parts in float32)"),
     pytest.param((256, 256, 16, 16), id="256x256x16x16: many tiny slices"),
     pytest.param((2, 4, 17, 19, 23), id="2x4x17x19x23: 3D, odd extents"),
     pytest.param((2, 4, 512, 512), id="2x4x512x512: a slice spread over several CTAs"),
