@@ -4,10 +4,9 @@
 //   inorm-bench                          the seed workload (112x64x512x512 float32, U[0,1))
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0c2,g16c3-global,split,split64,pipelined (also time forced plans:
-//            CTAs per slice, CTAs per SM and exchange of shared_resident, parts of split_slice,
-//            split_pipelined;
-//            see dev/VARIANTS.md)
+//            --warmup N, --variants g11,g0c2,g16c3-global,pipelined (also time forced plans: CTAs
+//            per slice, CTAs per SM and exchange of shared_resident, split_pipelined; see
+//            dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -285,9 +284,6 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       }
     } else if (item == "pipelined") {
       v.options.force_path = Path::kSplitPipelined;
-    } else if (item.rfind("split", 0) == 0) {
-      v.options.force_path = Path::kSplitSlice;
-      v.options.force_parts_per_slice = std::atoi(item.c_str() + 5);
     } else {
       return false;
     }
@@ -299,7 +295,7 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,split,split64,pipelined,...]\n",
+               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
                message);
   return 2;
 }

@@ -39,12 +39,12 @@ if [ "$only" != python ]; then
   step bench-suite 180 "$build/inorm-bench" --suite bench/suites/public.json \
     --json "$out/suite.json" --markdown "$out/suite.md"
   step bench-variants 150 "$build/inorm-bench" --suite bench/suites/variants.json \
-    --variants "${INORM_VARIANTS:-g0c1,g0c2,g0c3,g0c3-global,g0c4,g0c6,g0c6-global,split}" --json "$out/variants.json" --markdown "$out/variants.md"
+    --variants "${INORM_VARIANTS:-g0c1,g0c2,g0c3,g0c3-global,g0c4,g0c6,g0c6-global,pipelined}" --json "$out/variants.json" --markdown "$out/variants.md"
   if [ "$only" != bench ]; then
     step memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 1 \
-      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.MisalignedViews:GpuForward.SplitPartsSpanSeveralStages:GpuForward.SplitNormalizePieces:GpuForward.SplitPipelinedOrder'
+      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.MisalignedViews:GpuForward.SplitPipelinedOrder'
     step synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 1 \
-      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.SplitPartsSpanSeveralStages:GpuForward.SplitNormalizePieces:GpuForward.SplitPipelinedOrder'
+      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.SplitPipelinedOrder'
   fi
 fi
 if [ -z "$only" ] || [ "$only" = python ]; then

@@ -58,7 +58,7 @@ inline constexpr int kSharedStaticReserve = 3072;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 
-// Chunks of a slice (shared_resident) and parts (split_slice, split_pipelined) of at least
+// Chunks of a slice (shared_resident) and parts (split_pipelined) of at least
 // kChunkAlignMinBytes are whole multiples of kChunkAlignBytes, so that each starts that far into
 // its slice; shorter ones are whole 16-byte vectors. Measured on the H200 against 16-byte multiples (bench/results/
 // 2026-11-30-h200-5342974/sweeps/chunk-alignment.txt): 8x32x448x448 fp32 (chunks of 15440 values)
@@ -67,43 +67,28 @@ inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 inline constexpr int kChunkAlignBytes = 512;
 inline constexpr int kChunkAlignMinBytes = 16 * 1024;
 
-// kSplitSlice
+// kSplitPipelined
 inline constexpr int kSplitThreads = 256;
-inline constexpr int kSplitMaxParts = 1024;
-inline constexpr int kSplitMinPartLen = 4096;
-// split_stats is compiled for this many resident CTAs per SM (at most 64 registers a thread), and
-// the grid is sized for kSplitWaves full waves of them (its stage buffer allows three).
+// The kernel is compiled for this many resident CTAs per SM (at most 64 registers a thread); its
+// stage buffer allows three.
 inline constexpr int kSplitCtasPerSm = 4;
-// split_normalize is compiled for six (at most 40 registers; every dtype fits without spilling).
-// Measured on the H200 (dev/VARIANTS.md 27): float64 0.111 against 0.115 ms at four, fp16 2%
-// faster, the rest equal; eight (32 registers) was 0.5-1% slower and spills for float64.
-inline constexpr int kSplitNormalizeCtasPerSm = 6;
-inline constexpr int kSplitWaves = 4;
-// Vectors each thread of split_normalize loads before it stores any: bytes in flight to cover the
-// latency of the second read of x from device memory.
-inline constexpr int kSplitLoadBatch = 4;
-// split_normalize gives each part to this many CTAs: shorter CTAs leave a shorter tail at the end
-// of the grid. Measured on the H200 (dev/VARIANTS.md 27): two beat one on every split shape; four
-// lost (each CTA combines the whole slice's partials).
-inline constexpr int kSplitNormalizeCtasPerPart = 2;
-// split_stats brings its part into shared memory in stages of at most this many bytes (one bulk
-// async copy each: many bytes in flight), three CTAs per SM; the planner makes parts this small
-// where kSplitMaxParts allows. Measured on the H200 against 96 KiB stages at two per SM
-// (bench/results/2026-11-30-h200-wide-groups/README.md): vol3d 0.400 against 0.417 ms, few-huge
-// 0.161 against 0.165 ms, 2x32x128^3 bf16 0.208 against 0.220 ms; no case slower by more than 1.5%.
-// 48 KiB stages at four per SM lost (few-huge 0.175 ms, vol3d 0.423 ms; dev/VARIANTS.md 19).
+// A part is one stage of this many bytes, brought into shared memory by one bulk async copy (many
+// bytes in flight), three CTAs per SM. Measured on the H200 with split_slice's statistics kernel
+// (dev/VARIANTS.md 16 and 19) against 96 KiB stages at two per SM: vol3d 0.400 against 0.417 ms,
+// few-huge 0.161 against 0.165 ms, 2x32x128^3 bf16 0.208 against 0.220 ms, no case slower by more
+// than 1.5%; 48 KiB stages at four per SM lost (few-huge 0.175 ms, vol3d 0.423 ms).
 inline constexpr int kSplitStageBytes = 64 * 1024;
 #ifdef __CUDACC__
 __host__ __device__
 #endif
 inline constexpr std::size_t split_stage_len(std::size_t elem_size) { return kSplitStageBytes / elem_size; }
 
-// kSplitPipelined: the statistics items run
-// this many items per CTA of the grid ahead of the least lead (one slice), so that the normalize
-// items that wait for a slice's last statistics items find them finished. Measured on the H200
-// (bench/results/2026-11-30-h200-4902339/): 0 / 0.5 / 1 / 2 per CTA ran few-huge at 0.164 /
-// 0.157 / 0.152 / 0.148 ms (split_slice 0.159), 3 and 4 no better, and 2 beat split_slice on
-// all 18 shapes of the sweep; many slices of 4-8 MiB ran 5-6% faster still at 0.
+// The statistics items run this many items per CTA of the grid ahead of the least lead (one
+// slice), so that the normalize items that wait for a slice's last statistics items find them
+// finished. Measured on the H200 (bench/results/2026-11-30-h200-4902339/): 0 / 0.5 / 1 / 2 per
+// CTA ran few-huge at 0.164 / 0.157 / 0.152 / 0.148 ms (split_slice 0.159), 3 and 4 no better,
+// and 2 beat split_slice on all 18 shapes of the sweep; many slices of 4-8 MiB ran 5-6% faster
+// still at 0.
 inline constexpr int kSplitPipelinedSlackPerCta = 2;
 
 // kElementwiseEval

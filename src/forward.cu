@@ -160,8 +160,8 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     args.slice_mean_ws = ws + layout.slice_mean;
     args.slice_var_ws = ws + layout.slice_var;
   }
-  if (plan.path == Path::kSplitSlice || plan.path == Path::kSplitPipelined) args.split_partials = ws + layout.split_partials;
   if (plan.path == Path::kSplitPipelined) {
+    args.split_partials = ws + layout.split_partials;
     args.split_slice_stats = ws + layout.split_slice_stats;
     args.next_item = reinterpret_cast<unsigned*>(ws + layout.split_counters);
     args.slice_arrivals = args.next_item + 1;
@@ -179,7 +179,6 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     case Path::kElementwiseEval: status = detail::launch_eval(plan, args, stream); break;
     case Path::kGroupRegisters: status = detail::launch_group(plan, args, stream); break;
     case Path::kSharedResident: status = detail::launch_shared(plan, args, stream); break;
-    case Path::kSplitSlice:
     case Path::kSplitPipelined: status = detail::launch_split(plan, args, stream); break;
     default:
       return Status(StatusCode::kInvalidArgument,

@@ -9,7 +9,7 @@
 
 namespace inorm::detail {
 
-// Partial statistics of one part of a slice (kSplitSlice, kSplitPipelined), combined with Chan's formula.
+// Partial statistics of one part of a slice (kSplitPipelined).
 struct SplitPartial {
   double count;
   double mean;
@@ -20,7 +20,7 @@ struct SplitPartial {
 struct WorkspaceLayout {
   std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
   std::size_t slice_arrivals = 0;  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]
-  std::size_t split_partials = 0;  // kSplitSlice, kSplitPipelined: SplitPartial[num_slices * parts_per_slice]
+  std::size_t split_partials = 0;  // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
   std::size_t slice_mean = 0;      // stats type [num_slices]: per-instance mean, for running stats

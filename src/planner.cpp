@@ -46,7 +46,6 @@ const char* path_name(Path path) {
     case Path::kElementwiseEval: return "elementwise_eval";
     case Path::kGroupRegisters: return "group_registers";
     case Path::kSharedResident: return "shared_resident";
-    case Path::kSplitSlice: return "split_slice";
     case Path::kSplitPipelined: return "split_pipelined";
   }
   return "unknown";
@@ -95,10 +94,6 @@ std::string Plan::describe() const {
     case Path::kSharedResident:
       out << " ctas_per_slice=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm
           << " exchange=" << exchange_name(exchange) << " threads=" << threads << " chunk=" << chunk_len << " grid=" << grid
-          << (y_coaligned ? "" : " scalar-stores");
-      break;
-    case Path::kSplitSlice:
-      out << " parts=" << parts_per_slice << " part_len=" << chunk_len
           << (y_coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
@@ -172,7 +167,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.slice_arrivals = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
   }
-  if (plan.path == Path::kSplitSlice || plan.path == Path::kSplitPipelined) {
+  if (plan.path == Path::kSplitPipelined) {
     layout.split_partials = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
                                    sizeof(SplitPartial),
@@ -516,38 +511,6 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   return choose_exchange(options.force_exchange, plan);
 }
 
-Status plan_split(const Plan& base, const DeviceLimits& limits, int forced_parts, Plan* plan) {
-  *plan = base;
-  const std::size_t elem_size = dtype_size(base.dtype);
-  const int64_t stage_len = static_cast<int64_t>(detail::split_stage_len(elem_size));
-  int64_t parts = forced_parts;
-  if (parts == 0) {
-    // Enough CTAs for the waves, and parts no longer than one stage where the part limit allows.
-    const int64_t target_ctas = static_cast<int64_t>(limits.sm_count) * detail::kSplitCtasPerSm * detail::kSplitWaves;
-    parts = std::max(ceil_div(target_ctas, base.num_slices), ceil_div(base.slice_len, stage_len));
-    parts = std::clamp<int64_t>(parts, 1,
-                                std::max<int64_t>(1, std::min<int64_t>(detail::kSplitMaxParts,
-                                                                       base.slice_len / detail::kSplitMinPartLen)));
-  }
-  if (parts < 1 || parts > detail::kSplitMaxParts) {
-    return invalid("parts per slice must be in 1.." + std::to_string(detail::kSplitMaxParts) +
-                   ", got " + std::to_string(parts));
-  }
-  plan->path = Path::kSplitSlice;
-  plan->chunk_len = chunk_len_for(base.slice_len, parts, static_cast<int64_t>(elem_size));
-  plan->parts_per_slice = static_cast<int>(ceil_div(base.slice_len, plan->chunk_len));
-  plan->threads = detail::kSplitThreads;
-  // The statistics kernel's stage buffer, plus room to mirror x's alignment modulo 16 bytes.
-  plan->smem_bytes = static_cast<int>(std::min(plan->chunk_len, stage_len) * static_cast<int64_t>(elem_size) + 16);
-  // The normalize grid is the larger: kSplitNormalizeCtasPerPart CTAs a part.
-  const int64_t normalize_ctas_per_slice = int64_t{plan->parts_per_slice} * detail::kSplitNormalizeCtasPerPart;
-  if (base.num_slices > std::numeric_limits<int32_t>::max() / normalize_ctas_per_slice) {
-    return unsupported("too many slices (" + std::to_string(base.num_slices) + ") for one launch");
-  }
-  plan->grid = base.num_slices * plan->parts_per_slice;
-  return Status::Ok();
-}
-
 // One stage a part; a persistent grid of every CTA that fits (more would only wait for a slot).
 Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* plan) {
   *plan = base;
@@ -617,7 +580,7 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
   const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
   const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
   // Every slice too large for the chip, one or many, of any length, goes to split_pipelined: it beat
-  // or tied split_slice on every shape measured (dev/VARIANTS.md 32-33), now a forced baseline.
+  // or tied the two-kernel split_slice (now in dev/VARIANTS.md 32-33) on every shape measured.
   if (path == Path::kAuto) {
     path = group_config >= 0 ? Path::kGroupRegisters
            : fits_shared     ? Path::kSharedResident
@@ -634,13 +597,7 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
     case Path::kSharedResident:
       status = plan_shared(base, limits, options, plan);
       break;
-    case Path::kSplitSlice:
-      status = plan_split(base, limits, options.force_parts_per_slice, plan);
-      break;
     case Path::kSplitPipelined:
-      if (options.force_parts_per_slice != 0) {
-        return invalid("force_parts_per_slice applies to split_slice; split_pipelined's parts are one stage each");
-      }
       status = plan_split_pipelined(base, limits, plan);
       break;
     default:

@@ -99,8 +99,6 @@ enum class Path : int {
   kElementwiseEval,   // running statistics given: y = (x - rm) * rsqrt(rv + eps) * w + b
   kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
   kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
-  kSplitSlice,        // forced only (a baseline): partial statistics of parts of a slice too large for the
-                      // chip's shared memory, then a second kernel that reads x again
   kSplitPipelined,    // slices too large for the chip: one persistent grid runs the parts' statistics a
                       // fixed lead ahead of their normalization, which reads x again
 };
@@ -122,7 +120,6 @@ struct PlanOptions {
   int force_ctas_per_sm = 0;      // kSharedResident: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   Exchange force_exchange = Exchange::kAuto;  // kSharedResident
-  int force_parts_per_slice = 0;  // kSplitSlice: CTAs per slice (not kSplitPipelined: one stage a part)
 };
 
 struct Plan {
@@ -146,8 +143,8 @@ struct Plan {
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group)
   int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
   Exchange exchange = Exchange::kNone;  // kSharedResident
-  int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitSlice, kSplitPipelined: elements per part
-  int parts_per_slice = 0;   // kSplitSlice, kSplitPipelined
+  int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
+  int parts_per_slice = 0;   // kSplitPipelined
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int smem_bytes = 0;        // dynamic shared memory per CTA
 

@@ -29,10 +29,10 @@ struct KernelArgs {
   void* slice_var_ws;   // stats type [num_slices] or null: unbiased variance
   const void* running_mean;
   const void* running_var;
-  int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitSlice, kSplitPipelined: elements per part
-  int parts_per_slice;  // kSplitSlice, kSplitPipelined
+  int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitPipelined: elements per part
+  int parts_per_slice;  // kSplitPipelined
   bool y_coaligned;     // y - x is a multiple of 16 bytes
-  void* split_partials; // kSplitSlice, kSplitPipelined: SplitPartial [num_slices * parts_per_slice]
+  void* split_partials; // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]
   void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item

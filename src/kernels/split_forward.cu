@@ -1,22 +1,16 @@
-// Slices too large for the shared memory of the whole chip (and only those): x is read twice.
-// - kSplitSlice (forced only, a baseline: dev/VARIANTS.md 32-33): two kernels:
-//   partial statistics per (slice, part), then normalization of each piece of a part
-//   (kSplitNormalizeCtasPerPart CTAs a part) after combining its slice's partials.
-//   The second kernel walks the pieces in reverse so its first reads find what the first kernel
-//   read last still in L2, and is launched early (programmatic dependent launch) to fill the slots
-//   the first one frees.
-// - kSplitPipelined (the planner's choice): one persistent grid takes items, a part's statistics or
-//   its normalization, from a counter, in an order that runs the statistics a fixed lead ahead of
-//   the normalization (pipelined_item). Loads and stores of different slices overlap without a
-//   grid boundary between the passes, and a normalize item reads x soon after its statistics item
-//   did, while L2 may still hold it. The last statistics CTA of a slice combines its partials
-//   once; normalize items start their load first and then wait for that. The counter hands items
-//   out in order, so every item waited for is held by a running CTA: no deadlock without a
-//   cooperative launch.
+// Slices too large for the shared memory of the whole chip (and only those), one or many, of any
+// length: x is read twice. One persistent grid takes items, a part's statistics or its
+// normalization, from a counter, in an order that runs the statistics a fixed lead ahead of the
+// normalization (pipelined_item). Loads and stores of different slices overlap without a grid
+// boundary between the passes, and a normalize item reads x soon after its statistics item did,
+// while L2 may still hold it. The last statistics CTA of a slice combines its partials once;
+// normalize items start their load first and then wait for that. The counter hands items out in
+// order, so every item waited for is held by a running CTA: no deadlock without a cooperative
+// launch. (The two-kernel split_slice it replaced: dev/VARIANTS.md 32-33.)
 //
-// Partials are (count, mean, M2) in float64: a part's stages merge with Chan's formula; a slice's
-// partials combine around the first part's mean with two block-wide sums, in a fixed order, so the
-// statistics are robust to data far from zero and the same from run to run.
+// Partials are (count, mean, M2) in float64, one per part of one stage; a slice's partials combine
+// around the first part's mean with two block-wide sums, in a fixed order, so the statistics are
+// robust to data far from zero and the same from run to run.
 #include <cub/block/block_reduce.cuh>
 #include <cuda/atomic>
 #include <cuda/barrier>
@@ -31,19 +25,11 @@
 namespace inorm::detail {
 namespace {
 
-__device__ __forceinline__ SplitPartial merge(const SplitPartial& a, const SplitPartial& b) {
-  if (b.count == 0.0) return a;
-  if (a.count == 0.0) return b;
-  const double count = a.count + b.count;
-  const double delta = b.mean - a.mean;
-  return {count, a.mean + delta * (b.count / count), a.m2 + b.m2 + delta * delta * (a.count * b.count / count)};
-}
-
-// The slice's statistics from its parts' partials, the same in every CTA: the count-weighted mean
-// of the parts' means around part 0's (one block-wide sum of (count, weighted offset)), then
-// M2 = sum of (M2_i + count_i * (mean_i - mean)^2) (another). Two sums and one division per CTA:
-// merging the partials pairwise by Chan's formula (a division per merge, a dependent tree) cost
-// each normalize CTA 1-5 us before its first load (dev/VARIANTS.md 27).
+// The slice's statistics from its parts' partials: the count-weighted mean of the parts' means
+// around part 0's (one block-wide sum of (count, weighted offset)), then M2 = sum of (M2_i +
+// count_i * (mean_i - mean)^2) (another). Two sums and one division: merging the partials pairwise
+// by Chan's formula (a division per merge, a dependent tree) cost 1-5 us in split_slice
+// (dev/VARIANTS.md 27).
 __device__ __forceinline__ SplitPartial combine_parts(const SplitPartial* partials, int parts) {
   using Sum = cub::BlockReduce<double2, kSplitThreads>;
   using SumM2 = cub::BlockReduce<double, kSplitThreads>;
@@ -52,7 +38,7 @@ __device__ __forceinline__ SplitPartial combine_parts(const SplitPartial* partia
     typename SumM2::TempStorage sum_m2;
   } storage;
   __shared__ SplitPartial slice_stats;
-  // L2 loads: in split_pipelined other CTAs of the same grid wrote the partials.
+  // L2 loads: other CTAs of the same grid wrote the partials.
   const double base = __ldcg(&partials[0].mean);
   double2 local{0.0, 0.0};  // (count, count * (mean - base))
 #pragma unroll 1
@@ -109,71 +95,6 @@ struct StageStorage {
     }
   }
 };
-
-// The part's statistics, stage by stage: a bulk async copy into shared memory, exact two-pass
-// statistics of the stage there (ChunkView, as the shared_resident path), merged in float64.
-template <typename T>
-__global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_stats_kernel(const KernelArgs args) {
-  using Chunk = ChunkView<T, kSplitThreads>;
-  extern __shared__ __align__(128) unsigned char smem[];
-#pragma nv_diag_suppress static_var_with_dynamic_init
-  __shared__ StageStorage<T> stage;
-
-  const int64_t slice = blockIdx.x / args.parts_per_slice;
-  const int64_t part_begin = (blockIdx.x % args.parts_per_slice) * args.chunk_len;
-  const int64_t part_end = min(part_begin + args.chunk_len, args.slice_len);
-  const int64_t stage_len = static_cast<int64_t>(split_stage_len(sizeof(T)));
-  const T* x = static_cast<const T*>(args.x) + slice * args.slice_len;
-  stage.init_barrier();
-  __syncthreads();
-  // Once every CTA of this grid has started, the normalize grid may take the slots this grid frees
-  // (it waits for this grid's results before it reads anything): no launch gap, no idle tail.
-  cudaTriggerProgrammaticLaunchCompletion();
-
-  SplitPartial acc{0.0, 0.0, 0.0};  // thread 0's
-  for (int64_t begin = part_begin; begin < part_end; begin += stage_len) {
-    const int64_t len = min(stage_len, part_end - begin);
-    const RaggedRange<T> range(x + begin, len);
-    T* buf = reinterpret_cast<T*>(smem) + range.misalign;  // mirrors x modulo 16 bytes
-    stage.loaded.wait(start_chunk_load(stage.loaded, buf, x + begin, range));
-    // Ends with a barrier after the last read of buf: the next stage may overwrite it.
-    acc = merge(acc, to_partial(Chunk{buf, range, len}.statistics(stage.reduce, stage.broadcast)));
-  }
-  if (threadIdx.x == 0) static_cast<SplitPartial*>(args.split_partials)[blockIdx.x] = acc;
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kSplitThreads, kSplitNormalizeCtasPerSm)
-    split_normalize_kernel(const KernelArgs args) {
-  using Acc = AccOf<T>;
-  const int64_t block = static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x;  // reverse order
-  const int64_t pieces_per_slice = int64_t{args.parts_per_slice} * kSplitNormalizeCtasPerPart;
-  const int64_t slice = block / pieces_per_slice;
-  const int64_t piece = block % pieces_per_slice;
-  // Launched early (programmatic dependent launch): the statistics grid's partials are complete
-  // and visible only after this wait, and y (which may be x) is written only after it.
-  cudaGridDependencySynchronize();
-
-  const SplitPartial stats = combine_parts(
-      static_cast<const SplitPartial*>(args.split_partials) + slice * args.parts_per_slice, args.parts_per_slice);
-  const SliceAffine<Acc> affine = affine_of<Acc>(args, slice, stats, piece == 0 && threadIdx.x == 0);
-
-  // The part's pieces are whole 16-byte vectors (as parts are) and together cover it; a piece past
-  // the end of a short last part is empty.
-  constexpr int64_t kVec = kVecOf<T>;
-  constexpr int64_t kPieces = kSplitNormalizeCtasPerPart;
-  const int64_t part_begin = piece / kPieces * args.chunk_len;
-  const int64_t part_end = min(part_begin + args.chunk_len, args.slice_len);
-  const int64_t piece_len = ((args.chunk_len + kPieces - 1) / kPieces + kVec - 1) / kVec * kVec;
-  const int64_t begin = min(part_end, part_begin + piece % kPieces * piece_len);
-  const int64_t len = min(piece_len, part_end - begin);
-  const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-  T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
-  // Plain loads: the reverse order means the first of them find the statistics pass's data in L2
-  // (15-20 MB of few-huge's 201 MB; evict-first loads find more but run slower: dev/VARIANTS.md 20).
-  ChunkView<T, kSplitThreads>{src, RaggedRange<T>(src, len), len}.template normalize<kSplitLoadBatch>(
-      dst, affine, args.y_coaligned);
-}
 
 // What item `item` of split_pipelined is. Two streams of (slice, part) in order, statistics and
 // normalization, merged: the first `lead` statistics items, then one of each in turn, then the
@@ -273,46 +194,28 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    if (plan.path == Path::kSplitPipelined) {
-      // A plan edited by hand must still hand out every statistics item of a slice before its
-      // normalize items (or the grid could wait forever), count its items in 32 bits, cover the
-      // slice with its parts, and hold a part (one stage at most) in its buffer.
-      const int64_t parts = plan.parts_per_slice;
-      const int64_t elem = static_cast<int64_t>(sizeof(T));
-      if (!pipelined_items_fit(plan.num_slices, parts) || plan.chunk_len < 1 ||
-          plan.chunk_len > static_cast<int64_t>(split_stage_len(sizeof(T))) ||
-          plan.smem_bytes < plan.chunk_len * elem + 16 || (parts - 1) * plan.chunk_len >= plan.slice_len ||
-          parts * plan.chunk_len < plan.slice_len || plan.pipeline_lead < parts ||
-          plan.pipeline_lead > plan.num_slices * parts || plan.grid < 1) {
-        return Status(StatusCode::kInvalidArgument, "inorm: the plan's split_pipelined items (" + plan.describe() +
-                                                        ") are not ones the planner makes");
-      }
-      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_pipelined_kernel<T>));
-      if (!status.ok()) return status;
-      // The counters are contiguous: the next item, then each slice's arrivals.
-      const std::size_t counter_bytes = static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned);
-      status = cuda_status(cudaMemsetAsync(args.next_item, 0, counter_bytes, stream),
-                           "cudaMemsetAsync(split_pipelined counters)");
-      if (!status.ok()) return status;
-      split_pipelined_kernel<T><<<static_cast<unsigned>(plan.grid), kSplitThreads, plan.smem_bytes, stream>>>(args);
-      return cuda_status(cudaGetLastError(), "split_pipelined launch");
+    // A plan edited by hand must still hand out every statistics item of a slice before its
+    // normalize items (or the grid could wait forever), count its items in 32 bits, cover the
+    // slice with its parts, and hold a part (one stage at most) in its buffer.
+    const int64_t parts = plan.parts_per_slice;
+    const int64_t elem = static_cast<int64_t>(sizeof(T));
+    if (!pipelined_items_fit(plan.num_slices, parts) || plan.chunk_len < 1 ||
+        plan.chunk_len > static_cast<int64_t>(split_stage_len(sizeof(T))) ||
+        plan.smem_bytes < plan.chunk_len * elem + 16 || (parts - 1) * plan.chunk_len >= plan.slice_len ||
+        parts * plan.chunk_len < plan.slice_len || plan.pipeline_lead < parts ||
+        plan.pipeline_lead > plan.num_slices * parts || plan.grid < 1) {
+      return Status(StatusCode::kInvalidArgument, "inorm: the plan's split_pipelined items (" + plan.describe() +
+                                                      ") are not ones the planner makes");
     }
-    const unsigned grid = static_cast<unsigned>(plan.grid);
-    Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_stats_kernel<T>));
+    Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(&split_pipelined_kernel<T>));
     if (!status.ok()) return status;
-    split_stats_kernel<T><<<grid, kSplitThreads, plan.smem_bytes, stream>>>(args);
-    status = cuda_status(cudaGetLastError(), "split_slice statistics launch");
+    // The counters are contiguous: the next item, then each slice's arrivals.
+    const std::size_t counter_bytes = static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned);
+    status = cuda_status(cudaMemsetAsync(args.next_item, 0, counter_bytes, stream),
+                         "cudaMemsetAsync(split_pipelined counters)");
     if (!status.ok()) return status;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(grid * kSplitNormalizeCtasPerPart);
-    config.blockDim = dim3(kSplitThreads);
-    config.stream = stream;
-    cudaLaunchAttribute early{};
-    early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    early.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &early;
-    config.numAttrs = 1;
-    return cuda_status(cudaLaunchKernelEx(&config, &split_normalize_kernel<T>, args), "split_slice normalize launch");
+    split_pipelined_kernel<T><<<static_cast<unsigned>(plan.grid), kSplitThreads, plan.smem_bytes, stream>>>(args);
+    return cuda_status(cudaGetLastError(), "split_pipelined launch");
   });
 }
 

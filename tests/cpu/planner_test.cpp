@@ -258,43 +258,6 @@ TEST(Planner, PipelinedTakesSlicesOfAnyLength) {
   EXPECT_EQ(giant.describe(), "split_pipelined parts=16384 part_len=16384 grid=396 lead=16384");
 }
 
-// split_slice, forced or past 64 MiB a slice: parts for four waves of four CTAs per SM where the
-// part limit allows.
-TEST(Planner, SplitSliceParts) {
-  PlanOptions split;
-  split.force_path = Path::kSplitSlice;
-  // 2112 parts would make the waves; 1024 (kSplitMaxParts) of 4096 values is the most.
-  const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}), split);
-  EXPECT_EQ(one.path, Path::kSplitSlice);
-  EXPECT_EQ(one.parts_per_slice, detail::kSplitMaxParts);
-  EXPECT_EQ(one.chunk_len, 4096);
-  EXPECT_EQ(one.workspace_bytes, 1024u * sizeof(detail::SplitPartial));  // 24576, a multiple of 256
-  EXPECT_EQ(one.describe(), "split_slice parts=1024 part_len=4096");
-  // Past kSplitMaxParts stages per slice, a part takes several stages through one stage buffer.
-  const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, int64_t{1} << 31}), split);
-  EXPECT_EQ(giant.path, Path::kSplitSlice);
-  EXPECT_EQ(giant.parts_per_slice, detail::kSplitMaxParts);
-  EXPECT_EQ(giant.chunk_len, (int64_t{1} << 31) / detail::kSplitMaxParts);
-  EXPECT_EQ(giant.smem_bytes, detail::kSplitStageBytes + 16);
-  // Forced onto several slices: 4 waves x 4 CTAs per SM x 132 SMs need 528 parts of each of four
-  // slices, more than the 256 stages; parts of 7944 values round up to 8064 (a multiple of 512
-  // bytes), which makes 521 of them, each one stage.
-  const Plan four = plan_of(problem(DType::kFloat32, {4, 1, 2048, 2048}), split);
-  EXPECT_EQ(four.parts_per_slice, 521);
-  EXPECT_EQ(four.chunk_len, 8064);
-  EXPECT_EQ(four.smem_bytes, 8064 * 4 + 16);
-  // 12 slices: 176 parts would make the waves; 256 make each part one 64 KiB stage.
-  const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}), split);
-  EXPECT_EQ(few.parts_per_slice, 256);
-  EXPECT_EQ(few.chunk_len, 16384);
-  // Parts are at least 4096 values: 915,457 values make at most 223 parts, not 704; rounded up to
-  // multiples of 512 bytes (4224 values), 217.
-  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
-  const Plan small = plan_of(problem(DType::kFloat32, {1, 3, largest + 1}), split);
-  EXPECT_EQ(small.parts_per_slice, 217);
-  EXPECT_EQ(small.describe(), "split_slice parts=217 part_len=4224");
-}
-
 TEST(Planner, TinySlicesUseSubWarpGroups) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {3, 5, 2})).group_size, 4);
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {3, 5, 3})).group_size, 4);
@@ -370,20 +333,12 @@ TEST(Planner, LongChunksAreMultiplesOf512Bytes) {
   EXPECT_EQ(h448.ctas_per_slice, 13);
   EXPECT_EQ(h448.chunk_len, 15488);
   EXPECT_EQ(h448.chunk_len * 4 % detail::kChunkAlignBytes, 0);
-  // The same for the split path's parts, in every dtype: 4x3x2048x2048 bf16 had parts of 23832.
-  PlanOptions split;
-  split.force_path = Path::kSplitSlice;
-  const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}), split);
-  EXPECT_EQ(bf16.path, Path::kSplitSlice);
-  EXPECT_EQ(bf16.chunk_len, 24064);
-  EXPECT_EQ(bf16.parts_per_slice, 175);
-  // Below 16 KiB a forced part stays a multiple of 16 bytes: 4097 values in three parts of 1368.
-  PlanOptions three;
-  three.force_path = Path::kSplitSlice;
-  three.force_parts_per_slice = 3;
-  const Plan small = plan_of(problem(DType::kFloat32, {2, 3, 4097}), three);
-  EXPECT_EQ(small.chunk_len, 1368);
-  EXPECT_EQ(small.parts_per_slice, 3);
+  // The same for split_pipelined's parts: 915,457 values in 56 parts would be 16,348 each.
+  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
+  const Plan split = plan_of(problem(DType::kFloat32, {1, 2, largest + 1}));
+  EXPECT_EQ(split.path, Path::kSplitPipelined);
+  EXPECT_EQ(split.chunk_len, 16384);
+  // Below 16 KiB a chunk stays a multiple of 16 bytes (ForcedPaths: 1368 values).
 }
 
 // Where the chunks leave room for one more CTA on an SM, the buffer takes the SM's share, so that
@@ -506,12 +461,6 @@ TEST(Planner, ForcedPaths) {
   EXPECT_EQ(plan.ctas_per_slice, 3);
   EXPECT_EQ(plan.chunk_len, 1368);  // ceil(4097 / 3) rounded up to 4
   EXPECT_EQ(plan.grid, 6 * 3);      // no more groups than slices
-  options = PlanOptions{};
-  options.force_path = Path::kSplitSlice;
-  options.force_parts_per_slice = 7;
-  plan = plan_of(p, options);
-  EXPECT_EQ(plan.path, Path::kSplitSlice);
-  EXPECT_EQ(plan.parts_per_slice, 7);
   // split_pipelined on slices of one part: a grid of one CTA per item, every statistics item first.
   options = PlanOptions{};
   options.force_path = Path::kSplitPipelined;
@@ -542,16 +491,9 @@ TEST(Planner, ForcedPathsThatCannotWork) {
   status = plan_forward(problem(DType::kFloat32, {2, 3, 50}), hopper_h200_limits(), &plan, options);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
 
-  // split_pipelined's parts are one stage each: a forced part count is an error, not ignored.
+  // split_pipelined cannot count 2^31 items or more (2^16 slices of 2^14 parts: 64 TiB), chosen
+  // or forced.
   options = PlanOptions{};
-  options.force_path = Path::kSplitPipelined;
-  options.force_parts_per_slice = 3;
-  status = plan_forward(problem(DType::kFloat32, {2, 3, 5000}), hopper_h200_limits(), &plan, options);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("force_parts_per_slice applies to split_slice"), std::string::npos)
-      << status.message();
-  // Nor can it count 2^31 items or more (2^16 slices of 2^14 parts: 64 TiB), chosen or forced.
-  options.force_parts_per_slice = 0;
   for (const Path path : {Path::kAuto, Path::kSplitPipelined}) {
     options.force_path = path;
     ForwardParams huge = problem(DType::kFloat32, {1 << 16, 1, int64_t{1} << 28});

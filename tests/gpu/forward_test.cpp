@@ -46,16 +46,7 @@ Case forced_misaligned_case(std::vector<int64_t> shape, DType dtype, Path path) 
 struct Shape {
   const char* why;
   std::vector<int64_t> shape;
-  Path forced = Path::kAuto;  // when set, the case is forced onto this path
 };
-
-Case case_of(const Shape& s) {
-  Case c;
-  c.shape = s.shape;
-  c.options.force_path = s.forced;
-  c.expect_path = s.forced;
-  return c;
-}
 
 const std::vector<Shape>& edge_shapes() {
   static const std::vector<Shape> shapes = {
@@ -74,8 +65,7 @@ const std::vector<Shape>& edge_shapes() {
 }
 
 // Shapes that land on each path (and each shared_resident regime) with the planner's choice
-// for float32; other dtypes may land elsewhere, which the planner tests pin down. split_slice, a
-// baseline the planner no longer takes, is forced.
+// for float32; other dtypes may land elsewhere, which the planner tests pin down.
 const std::vector<Shape>& one_shape_per_path() {
   static const std::vector<Shape> shapes = {
       {"group_registers", {64, 32, 16, 16}},
@@ -84,7 +74,6 @@ const std::vector<Shape>& one_shape_per_path() {
       {"shared_resident, 16 CTAs share each of two slices", {1, 2, 600, 1000}},
       {"split_pipelined, two slices too large for the chip", {1, 2, 1100, 1000}},
       {"split_pipelined, one slice too large for the chip", {1, 1, 1100, 1000}},
-      {"split_slice (forced), one slice too large for the chip", {1, 1, 1100, 1000}, Path::kSplitSlice},
   };
   return shapes;
 }
@@ -93,7 +82,8 @@ TEST(GpuForward, EdgeShapesEveryDtype) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : edge_shapes()) {
-      Case c = case_of(s);
+      Case c;
+      c.shape = s.shape;
       c.dtype = dtype;
       c.affine = true;
       c.param_dtype = dtype;  // like a torch module of that dtype
@@ -108,7 +98,8 @@ TEST(GpuForward, OffsetDataKeepsItsDigits) {
   for (const char* data : {"1000 + randn", "1e4 + randn"}) {
     for (DType dtype : kAllDtypes) {
       for (const Shape& s : one_shape_per_path()) {
-        Case c = case_of(s);
+        Case c;
+        c.shape = s.shape;
         c.dtype = dtype;
         ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
         expect_passes(c, std::string(s.why) + ", " + data);
@@ -121,7 +112,8 @@ TEST(GpuForward, NanStaysInItsSlice) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c = case_of(s);
+      Case c;
+      c.shape = s.shape;
       c.dtype = dtype;
       // The last slice but at most slice 1 gets a NaN (mean and rstd too); every other slice exact.
       c.nan_slice = s.shape[0] * s.shape[1] > 1 ? 1 : 0;
@@ -134,7 +126,8 @@ TEST(GpuForward, MisalignedViews) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c = case_of(s);
+      Case c;
+      c.shape = s.shape;
       c.dtype = dtype;
       c.x_offset = 1;  // x is a view offset by one element; y is a fresh, aligned tensor
       expect_passes(c, std::string(s.why) + ", x offset by one element");
@@ -150,7 +143,8 @@ TEST(GpuForward, InPlace) {
   INORM_REQUIRE_GPU();
   for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c = case_of(s);
+      Case c;
+      c.shape = s.shape;
       c.dtype = dtype;
       c.in_place = true;
       c.affine = true;
@@ -165,7 +159,8 @@ TEST(GpuForward, RunningStatsAfterOneAndThreeUpdates) {
     for (const Shape& s : one_shape_per_path()) {
       for (int updates : {1, 3}) {
         for (DType param_dtype : {DType::kFloat32, dtype}) {
-          Case c = case_of(s);
+          Case c;
+          c.shape = s.shape;
           c.dtype = dtype;
           c.affine = true;
           c.param_dtype = param_dtype;
@@ -220,7 +215,8 @@ TEST(GpuForward, BitwiseRepeatable) {
   INORM_REQUIRE_GPU();
   for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
     for (const Shape& s : one_shape_per_path()) {
-      Case c = case_of(s);
+      Case c;
+      c.shape = s.shape;
       c.dtype = dtype;
       c.bitwise_repeats = 3;
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
@@ -238,31 +234,27 @@ TEST(GpuForward, EveryPathForced) {
   struct Forced {
     Path path;
     int ctas_per_slice;
-    int parts;
     Exchange exchange = Exchange::kAuto;
   };
   // Every group size the planner may pick small and large, with each exchange: clusters (the
   // planner's choice here), L2, and a cluster of one CTA.
-  const Forced forced[] = {{Path::kSharedResident, 1, 0},  {Path::kSharedResident, 2, 0},
-                           {Path::kSharedResident, 3, 0},  {Path::kSharedResident, 5, 0},
-                           {Path::kSharedResident, 12, 0}, {Path::kSharedResident, 16, 0},
-                           {Path::kSharedResident, 1, 0, Exchange::kCluster},
-                           {Path::kSharedResident, 3, 0, Exchange::kGlobal},
-                           {Path::kSharedResident, 16, 0, Exchange::kGlobal},
-                           {Path::kSharedResident, 64, 0},  // wider than a cluster: through L2
-                           {Path::kSplitSlice, 0, 1},
-                           {Path::kSplitSlice, 0, 3},      {Path::kSplitSlice, 0, 7},
-                           {Path::kSplitPipelined, 0, 0}};
+  const Forced forced[] = {{Path::kSharedResident, 1},  {Path::kSharedResident, 2},
+                           {Path::kSharedResident, 3},  {Path::kSharedResident, 5},
+                           {Path::kSharedResident, 12}, {Path::kSharedResident, 16},
+                           {Path::kSharedResident, 1, Exchange::kCluster},
+                           {Path::kSharedResident, 3, Exchange::kGlobal},
+                           {Path::kSharedResident, 16, Exchange::kGlobal},
+                           {Path::kSharedResident, 64},  // wider than a cluster: through L2
+                           {Path::kSplitPipelined, 0}};
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
     for (const Shape& s : shapes) {
       for (const Forced& f : forced) {
         Case c = forced_misaligned_case(s.shape, dtype, f.path);
         c.options.force_ctas_per_slice = f.ctas_per_slice;
-        c.options.force_parts_per_slice = f.parts;
         c.options.force_exchange = f.exchange;
         c.expect_exchange = f.exchange;
-        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas/parts " +
-                             std::to_string(f.ctas_per_slice + f.parts) + " exchange " + exchange_name(f.exchange));
+        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas " +
+                             std::to_string(f.ctas_per_slice) + " exchange " + exchange_name(f.exchange));
       }
     }
   }
@@ -302,45 +294,6 @@ TEST(GpuForward, SteadyPlans) {
     c.expect_ctas_per_sm = s.ctas_per_sm;
     c.expect_exchange = s.exchange;
     expect_passes(c, s.why);
-  }
-}
-
-// split_stats walks a part longer than its 64 KiB stage buffer in several stages (split_slice does
-// this past kSplitMaxParts parts, in the 2^31-element test): force it on a small slice, with x and
-// y one element off 16-byte alignment so every stage starts misaligned.
-TEST(GpuForward, SplitPartsSpanSeveralStages) {
-  INORM_REQUIRE_GPU();
-  for (DType dtype : kAllDtypes) {
-    for (int parts : {1, 2}) {
-      // float32: 3.7 stages a slice; float64: 7.3; half types: 1.8
-      Case c = forced_misaligned_case({2, 3, 60001}, dtype, Path::kSplitSlice);
-      c.options.force_parts_per_slice = parts;
-      expect_passes(c, "S=60001 in " + std::to_string(parts) + " part(s)");
-    }
-  }
-}
-
-// split_normalize gives each part to kSplitNormalizeCtasPerPart (two) CTAs, in pieces of whole
-// 16-byte vectors. Forced part counts make the edges, on misaligned views so pieces have ragged ends.
-TEST(GpuForward, SplitNormalizePieces) {
-  INORM_REQUIRE_GPU();
-  struct Pieces {
-    const char* why;
-    int64_t slice_len;
-    int parts;
-  };
-  const Pieces cases[] = {
-      {"an odd number of vectors a part (1001 for float32): unequal pieces, a shorter last part", 60001, 15},
-      {"a last part shorter than a piece (one element but for float64): its second piece is empty", 81, 6},
-      {"parts of one or two vectors: pieces of one vector, or empty", 64, 16},
-  };
-  for (DType dtype : kAllDtypes) {
-    for (const Pieces& p : cases) {
-      Case c = forced_misaligned_case({3, 2, p.slice_len}, dtype, Path::kSplitSlice);
-      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-      c.options.force_parts_per_slice = p.parts;
-      expect_passes(c, std::string(p.why) + ", " + dtype_name(dtype));
-    }
   }
 }
 
@@ -451,7 +404,7 @@ TEST(GpuForward, PlannerBoundaries) {
         {"largest shared slice: 16 full CTAs through L2", shared_max, 0, Path::kSharedResident,
          detail::kSharedMaxClusterCtas, Exchange::kGlobal},
         {"one element more: two slices too large for the chip", shared_max + 1, 0, Path::kSplitPipelined, 0},
-        // split_pipelined has no largest slice: these check parts past split_slice's 1024.
+        // split_pipelined has no largest slice: these check 1024 parts and more.
         {"64 MiB slices: 1024 parts", parts_1024, 0, Path::kSplitPipelined, 0},
         {"one element more: a 1025th part of one element", parts_1024 + 1, 0, Path::kSplitPipelined, 0},
         {"one slice of 1025 parts", parts_1024 + 1, 0, Path::kSplitPipelined, 0, Exchange::kAuto, 1},
