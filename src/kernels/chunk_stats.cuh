@@ -78,29 +78,17 @@ struct ChunkView {
     return ChunkStats<Acc>{count, mean, resid, dev.second - dev.first * resid};
   }
 
-  // y[i] = affine(buf[i]) with 16-byte stores (L2 only) where y is aligned like x. Each thread
-  // loads kLoadBatch vectors before storing any (more bytes in flight when buf is in device memory;
-  // a thread stores only what it loaded, so y may be x).
-  template <int kLoadBatch = 1>
+  // y[i] = affine(buf[i]) with 16-byte stores (L2 only) where y is aligned like x (a thread stores
+  // only what it loaded, so y may be x).
   __device__ void normalize(T* dst, const SliceAffine<Acc>& affine, bool y_coaligned) const {
     constexpr int kVec = kVecOf<T>;
     auto normalize_one = [&](T value) { return Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(value))); };
     if (y_coaligned) {
-      for (int64_t first = threadIdx.x; first < range.body_vecs; first += int64_t{kThreads} * kLoadBatch) {
-        Pack<T> packs[kLoadBatch];
+      for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
+        Pack<T> pack = body()[v];
 #pragma unroll
-        for (int b = 0; b < kLoadBatch; ++b) {
-          const int64_t v = first + b * kThreads;
-          if (v < range.body_vecs) packs[b] = body()[v];
-        }
-#pragma unroll
-        for (int b = 0; b < kLoadBatch; ++b) {
-          const int64_t v = first + b * kThreads;
-          if (v >= range.body_vecs) break;
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) packs[b].v[k] = normalize_one(packs[b].v[k]);
-          store_pack_l2(dst + range.head + v * kVec, packs[b]);
-        }
+        for (int k = 0; k < kVec; ++k) pack.v[k] = normalize_one(pack.v[k]);
+        store_pack_l2(dst + range.head + v * kVec, pack);
       }
       if (threadIdx.x < range.ragged()) {
         const int64_t i = range.ragged_index(threadIdx.x);
