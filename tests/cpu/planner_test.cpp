@@ -200,7 +200,7 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 
 // Slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs per SM
 // (what the stage buffer allows), statistics two items per CTA ahead of one slice.
-TEST(Planner, SeveralSlicesTooLargeForTheChipPipeline) {
+TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitPipelined);
   EXPECT_EQ(few.parts_per_slice, 256);
