@@ -172,8 +172,6 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
                                    sizeof(SplitPartial),
                       kWorkspaceAlign);
-  }
-  if (plan.path == Path::kSplitPipelined) {
     layout.split_slice_stats = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(SplitPartial), kWorkspaceAlign);
     layout.split_counters = offset;
