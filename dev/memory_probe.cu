@@ -1,7 +1,7 @@
 // dev scratch (dev/VARIANTS.md, 9-13 and "The copy floor"): times, on the seed tensor (112x64x512x512
 // float32), ways of moving data through the chip against cudaMemcpyAsync of the same tensor:
 // copy kernels (register loads and stores of several cache flavours, TMA bulk rings, partitioned
-// streams), and the shared_resident kernel with parts switched off or exchanged differently (bulk
+// streams, the driver memcpy's own shape, the forward's skeleton striding or in order), and the shared_resident kernel with parts switched off or exchanged differently (bulk
 // stores, one-thread and tagged L2 exchanges, a thread-block cluster exchanging through
 // distributed shared memory, slices held in registers while the next one loads). Not library
 // code: built by CI so it keeps compiling (target inorm-dev-probe), run by hand on a GPU.
@@ -379,6 +379,51 @@ __global__ void tma_ring_copy(const char* x, char* y, int64_t bytes, int tile_by
   cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
 }
 
+// The driver's device-to-device memcpy as ncu's app-range replay counts it (bench/results/
+// 2026-11-30-h200-in-order/): one 256-thread CTA per 4 KiB, four 4-byte loads and stores a thread,
+// no loop. The hardware hands the CTAs out in order, so the addresses in flight stay together.
+template <typename V, int kPer>
+__global__ void tile_copy(const V* __restrict__ x, V* __restrict__ y, int64_t n) {
+  const int64_t base = int64_t{blockIdx.x} * blockDim.x * kPer + threadIdx.x;
+  V v[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k)
+    if (base + k * blockDim.x < n) v[k] = x[base + k * blockDim.x];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k)
+    if (base + k * blockDim.x < n) y[base + k * blockDim.x] = v[k];
+}
+// The forward's memory skeleton: a bulk copy of a `chunk`-byte tile into shared memory, then
+// 16-byte stores. Tiles blockIdx.x, + gridDim.x, ... (non-persistent when the grid covers them),
+// or, with `counter`, the next tile from a counter taken after the stores (persistent, in order).
+__global__ void skeleton_copy(const char* x, char* y, int64_t bytes, int chunk, unsigned* counter) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full;
+  __shared__ int64_t next;
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(&full, 1);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  }
+  __syncthreads();
+  uint32_t parity = 0;
+  for (int64_t t = blockIdx.x; t * chunk < bytes; parity ^= 1) {
+    if (threadIdx.x == 0) {
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &full,
+                                           chunk);
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, smem, x + t * chunk, chunk, &full);
+    }
+    while (!cuda::ptx::mbarrier_try_wait_parity(&full, parity)) {
+    }
+    const float4* s = reinterpret_cast<const float4*>(smem);
+    float4* d = reinterpret_cast<float4*>(y + t * chunk);
+    for (int i = threadIdx.x; i < chunk / 16; i += blockDim.x) __stcg(d + i, s[i]);
+    if (threadIdx.x == 0) next = counter != nullptr ? gridDim.x + atomicAdd(counter, 1u) : t + gridDim.x;
+    __syncthreads();
+    t = next;
+    __syncthreads();
+  }
+}
+
 // The shared_resident kernel with its group as a thread-block cluster: every CTA sends its chunk
 // statistics into every peer's shared memory with st.async, which completes bytes on the peer's
 // mbarrier; each CTA waits on its own barrier (no L2 traffic, no polling of global memory).
@@ -559,6 +604,39 @@ int main() {
   copy_kernel("copy ld / st, 12 in flight, 2 CTAs of 512/SM", plain_copy<12, 2, 2>, 2, 512);
   copy_kernel("copy ld.cs / st.cg, 12 in flight, 1 CTA of 512/SM", plain_copy<12, 0, 0>, 1, 512);
   copy_kernel("copy ld / st, 16 in flight, 1 CTA of 512/SM", plain_copy<16, 2, 2>, 1, 512);
+  // The driver memcpy's shape, then the forward's skeleton walked three ways (VARIANTS 34).
+  report("copy, memcpy's shape: a CTA per 4 KiB, 4 x 4 B", time([&] {
+    tile_copy<float, 4><<<n / 1024, 256>>>(x, y, n);
+    return cudaGetLastError();
+  }));
+  check("memcpy's shape", x);
+  report("copy, a CTA per 4 KiB, 16 B a thread", time([&] {
+    tile_copy<float4, 1><<<n / 1024, 256>>>(reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), n / 4);
+    return cudaGetLastError();
+  }));
+  {
+    constexpr int kChunk = 64 * 1024;
+    unsigned* tiles = nullptr;
+    CK(cudaMalloc(&tiles, 4));
+    cudaFuncSetAttribute(skeleton_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, kChunk);
+    const auto* xb = reinterpret_cast<const char*>(x);
+    auto* yb = reinterpret_cast<char*>(y);
+    report("skeleton 64 KiB tiles, a CTA per tile", time([&] {
+      skeleton_copy<<<n * 4 / kChunk, 256, kChunk>>>(xb, yb, n * 4, kChunk, nullptr);
+      return cudaGetLastError();
+    }));
+    report("skeleton 64 KiB tiles, 3/SM striding", time([&] {
+      skeleton_copy<<<sms * 3, 256, kChunk>>>(xb, yb, n * 4, kChunk, nullptr);
+      return cudaGetLastError();
+    }));
+    report("skeleton 64 KiB tiles, 3/SM in order", time([&] {
+      cudaMemsetAsync(tiles, 0, 4);
+      skeleton_copy<<<sms * 3, 256, kChunk>>>(xb, yb, n * 4, kChunk, tiles);
+      return cudaGetLastError();
+    }));
+    check("skeleton in order", x);
+    CK(cudaFree(tiles));
+  }
   {
     constexpr int kStages = 3, kTile = 64 * 1024;
     cudaFuncSetAttribute(tma_ring_copy<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kStages * kTile);

@@ -117,6 +117,7 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
       continue;
     }
     plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(occupancy.clusters) * plan->ctas_per_slice);
+    plan->workspace_bytes = detail::workspace_layout(*plan).total;  // a smaller grid may need the slice counter
     return Status::Ok();
   }
 }
@@ -172,6 +173,9 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     if (plan.exchange == Exchange::kGlobal) {
       args.chunk_partials = ws + layout.chunk_partials;
       args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
+    }
+    if (detail::shared_slices_in_order(plan)) {
+      args.slice_counter = reinterpret_cast<unsigned long long*>(ws + layout.slice_counter);
     }
   }
 

@@ -20,6 +20,7 @@ struct SplitPartial {
 struct WorkspaceLayout {
   std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
   std::size_t slice_arrivals = 0;  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]
+  std::size_t slice_counter = 0;   // kSharedResident, shared_slices_in_order: unsigned long long
   std::size_t split_partials = 0;  // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
@@ -28,6 +29,12 @@ struct WorkspaceLayout {
   std::size_t total = 0;
 };
 WorkspaceLayout workspace_layout(const Plan& plan);
+
+// Whether a kSharedResident plan hands its slices out in order from a counter (config.h
+// kSharedInOrderMinRounds): an exchange that needs no group to wait on another (cluster, or none
+// for groups of one; the L2 exchange's group would need its own broadcast of the slice), enough
+// rounds of slices and long enough chunks.
+bool shared_slices_in_order(const Plan& plan);
 
 int64_t slice_len_of(const ForwardParams& params);
 

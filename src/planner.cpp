@@ -94,7 +94,7 @@ std::string Plan::describe() const {
     case Path::kSharedResident:
       out << " ctas_per_slice=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm
           << " exchange=" << exchange_name(exchange) << " threads=" << threads << " chunk=" << chunk_len << " grid=" << grid
-          << (y_coaligned ? "" : " scalar-stores");
+          << (detail::shared_slices_in_order(*this) ? " in-order" : "") << (y_coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead
@@ -156,6 +156,13 @@ int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm) {
   return share / 128 * 128;
 }
 
+bool shared_slices_in_order(const Plan& plan) {
+  if (plan.path != Path::kSharedResident || plan.exchange == Exchange::kGlobal || plan.ctas_per_slice < 1) return false;
+  const int64_t groups = plan.grid / plan.ctas_per_slice;
+  return plan.num_slices >= kSharedInOrderMinRounds * groups &&
+         plan.slice_len * static_cast<int64_t>(dtype_size(plan.dtype)) >= plan.ctas_per_slice * kSharedInOrderMinChunkBytes;
+}
+
 WorkspaceLayout workspace_layout(const Plan& plan) {
   WorkspaceLayout layout;
   std::size_t offset = 0;
@@ -166,6 +173,10 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
                       kWorkspaceAlign);
     layout.slice_arrivals = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
+  }
+  if (shared_slices_in_order(plan)) {
+    layout.slice_counter = offset;
+    offset = align_up(offset + sizeof(unsigned long long), kWorkspaceAlign);
   }
   if (plan.path == Path::kSplitPipelined) {
     layout.split_partials = offset;

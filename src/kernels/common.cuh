@@ -41,6 +41,9 @@ struct KernelArgs {
   int ctas_per_slice;
   void* chunk_partials;      // Exchange::kGlobal: ChunkStats<stats type> [num_slices * ctas_per_slice]
   unsigned* slice_arrivals;  // Exchange::kGlobal, kSplitPipelined: [num_slices], zeroed before the launch
+  // kSharedResident with more slices than groups, exchange cluster or none: the slices handed out
+  // after each group's first, zeroed before the launch; null: the groups stride over the slices.
+  unsigned long long* slice_counter;
 };
 
 template <typename T>

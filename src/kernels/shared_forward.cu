@@ -1,15 +1,16 @@
 // kSharedResident: each slice lives in shared memory between its statistics and its
 // normalization, so x is read once and y written once.
 //
-// A persistent grid of up to 6 CTAs per SM. A group of `ctas_per_slice` CTAs walks its slices
-// (group, group + groups, ...) and each CTA holds the same chunk of every slice: one bulk async
+// A persistent grid of up to 6 CTAs per SM. A group of `ctas_per_slice` CTAs takes its slices one
+// after another (in order from a counter where the grid runs several rounds, next_slice; else
+// group, group + groups, ...), and each CTA holds the same chunk of every slice: one bulk async
 // copy in, corrected two-pass statistics from shared memory, an exchange of chunk statistics within
 // the group, a rank-ordered combination (every CTA computes the same bits), then 16-byte stores.
 // The other CTAs on the SM overlap one CTA's reduction and exchange with their loads and stores.
 // Two exchanges, one per template instance (the planner picks, planner.cpp choose_exchange):
 // - cluster: the group is a thread-block cluster; thread 0 sends its chunk statistics into every
 //   peer's shared memory with st.async, which completes bytes on the peer's mbarrier, and each CTA
-//   waits on its own barrier. Clusters share nothing, so no cooperative launch and no workspace.
+//   waits on its own barrier. Clusters share nothing but the slice counter, so no cooperative launch.
 // - global: through L2, a release counter per slice; the cooperative launch guarantees that every
 //   CTA of a group is resident. Also the kernel for groups of one, which exchange nothing.
 // dev/VARIANTS.md records the designs these beat (non-persistent clusters, double buffering inside
@@ -100,6 +101,42 @@ __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int6
   __syncthreads();
 }
 
+// The group's next slice. Without a counter (planner.cpp shared_slices_in_order: few rounds or
+// short slices, or the L2 exchange) the persistent stride; with one, the next slice in order: the group's first CTA takes it after its
+// stores and a cluster sends it to every peer (st.async onto the peer's `dispatched` barrier),
+// so that the slices in flight stay adjacent in memory. A strided walk lets groups drift apart
+// and spreads the addresses in flight: its memory skeleton (bulk copy in, 16-byte stores out)
+// ran 1.09x a device copy, slices taken in order 1.045x (dev/VARIANTS.md 34). The caller
+// synchronizes the CTA before reading `*slot` when there is no cluster.
+template <bool kCluster>
+__device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, const KernelArgs& args, int64_t slice,
+                                              int64_t groups, int rank, int group_size, int64_t* slot,
+                                              uint64_t* dispatched, uint32_t parity) {
+  if (args.slice_counter == nullptr) return slice + groups;
+  if (threadIdx.x == 0) {
+    if (rank == 0) {
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> counter(*args.slice_counter);
+      const int64_t next = groups + static_cast<int64_t>(counter.fetch_add(1ull, cuda::memory_order_relaxed));
+      *slot = next;
+      if constexpr (kCluster) {
+        for (int r = 1; r < group_size; ++r) {
+          cuda::ptx::st_async(cluster.map_shared_rank(slot, r), next, cluster.map_shared_rank(dispatched, r));
+        }
+      }
+    }
+    if constexpr (kCluster) {
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           dispatched, rank == 0 ? 0u : static_cast<uint32_t>(sizeof(int64_t)));
+    }
+  }
+  if constexpr (kCluster) {
+    while (!cuda::ptx::mbarrier_try_wait_parity(dispatched, parity)) {
+    }
+    return *slot;
+  }
+  return -1;  // read from the slot after the caller's barrier
+}
+
 template <typename T, int kThreads, bool kCluster>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
@@ -114,6 +151,9 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   __shared__ alignas(16)
       ChunkStats<Acc> inbox[kCluster ? 2 : 1][kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice];
   __shared__ uint64_t arrived[2];  // the cluster exchange's barriers, one per inbox
+  // The next slice from the counter, alternating by round like the inbox, and its barriers.
+  __shared__ int64_t next_slot[2];
+  __shared__ uint64_t dispatched[2];
 
   const cg::cluster_group cluster = cg::this_cluster();
   const int group_size = kCluster ? static_cast<int>(cluster.num_blocks()) : args.ctas_per_slice;
@@ -127,6 +167,8 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     if constexpr (kCluster) {
       cuda::ptx::mbarrier_init(&arrived[0], 1);
       cuda::ptx::mbarrier_init(&arrived[1], 1);
+      cuda::ptx::mbarrier_init(&dispatched[0], 1);
+      cuda::ptx::mbarrier_init(&dispatched[1], 1);
       cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);  // peers see them
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
@@ -137,8 +179,8 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     __syncthreads();
   }
 
-  int round = 0;
-  for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups, ++round) {
+  int64_t slice = blockIdx.x / group_size;
+  for (int round = 0; slice < args.num_slices; ++round) {
     const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
     const RaggedRange<T> range(src, len);
     // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
@@ -158,7 +200,10 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     const SliceAffine<Acc> affine =
         finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
     chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned);
+    const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
+                                              &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1));
     __syncthreads();  // the buffer and the inbox are free for the next slice
+    slice = kCluster || args.slice_counter == nullptr ? next : next_slot[round & 1];
   }
   if constexpr (kCluster) cluster.sync();  // no CTA exits while a peer may still address its shared memory
 }
@@ -229,6 +274,11 @@ Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stre
   KernelFn kernel = nullptr;
   Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;
+  if (args.slice_counter != nullptr) {
+    status = cuda_status(cudaMemsetAsync(args.slice_counter, 0, sizeof(unsigned long long), stream),
+                         "cudaMemsetAsync(slice counter)");
+    if (!status.ok()) return status;
+  }
   if (plan.exchange == Exchange::kGlobal) {
     status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
                                          static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), stream),

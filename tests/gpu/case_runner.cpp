@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "plan_internal.h"
 #include "testing/compare.h"
 #include "testing/oracle.h"
 
@@ -160,6 +161,10 @@ Outcome run_case(const Case& c) {
   }
   if (c.expect_exchange != Exchange::kAuto && plan.exchange != c.expect_exchange) {
     failures.push_back("planner chose " + outcome.plan + ", expected exchange " + exchange_name(c.expect_exchange));
+  }
+  if (c.expect_in_order.has_value() && detail::shared_slices_in_order(plan) != *c.expect_in_order) {
+    failures.push_back("planner chose " + outcome.plan +
+                       (*c.expect_in_order ? ", expected slices in order" : ", expected strided slices"));
   }
   INORM_CHECK(workspace.allocate(plan.workspace_bytes));
 

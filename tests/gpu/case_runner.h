@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@ struct Case {
   int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
   int expect_ctas_per_sm = 0;      // when set, the plan must put this many CTAs on each SM
   Exchange expect_exchange = Exchange::kAuto;  // when set, the plan must exchange this way
+  std::optional<bool> expect_in_order;  // when set, whether shared_resident takes its slices from the counter
 };
 
 struct Outcome {

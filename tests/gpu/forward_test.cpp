@@ -262,7 +262,11 @@ TEST(GpuForward, EveryPathForced) {
 
 // The planner's steady plans (chunks of at most 64 KiB, about 192 KiB of them per SM, two or more
 // rounds of slices per CTA), which the seed-sized cases take: whole 64 KiB chunks, ragged chunks
-// of a misaligned view, and 32 KiB slices six CTAs to an SM.
+// of a misaligned view, and 32 KiB slices six CTAs to an SM. From three rounds on, the groups take
+// their slices in order from the counter (a cluster's first CTA sends each to its peers; a group
+// of one reads its own), below that they stride; both walks of both kinds of group are here, and
+// the in-order ones run again in place and three times for the same bits (which group takes
+// which slice differs from run to run).
 TEST(GpuForward, SteadyPlans) {
   INORM_REQUIRE_GPU();
   struct Steady {
@@ -273,13 +277,20 @@ TEST(GpuForward, SteadyPlans) {
     int ctas_per_slice;
     int ctas_per_sm;
     Exchange exchange;
+    bool in_order;
   };
   const Steady cases[] = {
-      {"two 64 KiB chunks a slice, three CTAs per SM", {400, 1, 65536}, DType::kBFloat16, 0, 2, 3, Exchange::kCluster},
-      {"four ragged chunks of a misaligned view", {500, 1, 49157}, DType::kFloat32, 1, 4, 3, Exchange::kCluster},
-      {"one 32 KiB slice a CTA, six CTAs per SM", {1600, 1, 16384}, DType::kFloat16, 0, 1, 6, Exchange::kNone},
+      {"two 64 KiB chunks a slice, three CTAs per SM, 2.02 rounds", {400, 1, 65536}, DType::kBFloat16, 0, 2, 3,
+       Exchange::kCluster, false},
+      {"the same, 3.03 rounds", {600, 1, 65536}, DType::kBFloat16, 0, 2, 3, Exchange::kCluster, true},
+      {"four ragged chunks of a misaligned view, 5 rounds", {500, 1, 49157}, DType::kFloat32, 1, 4, 3,
+       Exchange::kCluster, true},
+      {"one 32 KiB slice a CTA, six CTAs per SM, 2.02 rounds", {1600, 1, 16384}, DType::kFloat16, 0, 1, 6,
+       Exchange::kNone, false},
+      {"the same, 3.03 rounds of a misaligned view", {2400, 1, 16384}, DType::kFloat16, 1, 1, 6, Exchange::kNone,
+       true},
       {"2 MiB ragged slices of a misaligned view: 33 CTAs through L2, three per SM", {30, 1, 524291},
-       DType::kFloat32, 1, 33, 3, Exchange::kGlobal},
+       DType::kFloat32, 1, 33, 3, Exchange::kGlobal, false},
   };
   for (const Steady& s : cases) {
     Case c;
@@ -293,7 +304,16 @@ TEST(GpuForward, SteadyPlans) {
     c.expect_ctas_per_slice = s.ctas_per_slice;
     c.expect_ctas_per_sm = s.ctas_per_sm;
     c.expect_exchange = s.exchange;
+    c.expect_in_order = s.in_order;
     expect_passes(c, s.why);
+    if (s.in_order) {
+      Case in_place = c;
+      in_place.in_place = true;
+      expect_passes(in_place, std::string(s.why) + ", in place");
+      Case repeated = c;
+      repeated.bitwise_repeats = 3;
+      expect_passes(repeated, std::string(s.why) + ", three runs, same bits");
+    }
   }
 }
 
