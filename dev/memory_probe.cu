@@ -380,7 +380,7 @@ __global__ void tma_ring_copy(const char* x, char* y, int64_t bytes, int tile_by
 }
 
 // The driver's device-to-device memcpy as ncu's app-range replay counts it (bench/results/
-// 2026-11-30-h200-in-order/): one 256-thread CTA per 4 KiB, four 4-byte loads and stores a thread,
+// 2026-11-30-h200-8f37e66/sweeps/): one 256-thread CTA per 4 KiB, four 4-byte loads and stores a thread,
 // no loop. The hardware hands the CTAs out in order, so the addresses in flight stay together.
 template <typename V, int kPer>
 __global__ void tile_copy(const V* __restrict__ x, V* __restrict__ y, int64_t n) {

@@ -57,10 +57,10 @@ inline constexpr int kSharedSteadyMinRounds = 2;
 inline constexpr int kSharedStaticReserve = 3072;
 // Slices handed out in order from a counter (kernels/shared_forward.cu next_slice) where the grid
 // runs at least this many rounds of slices, each CTA's share of a slice at least this long; below,
-// the groups stride. Measured (dev/VARIANTS.md 34): in order took the seed fp32 from 1.12x copy to 1.09x,
-// the half seeds from 1.12x to 1.04-1.06x and 4 KiB-and-up slices over 4-45 rounds 2-8% faster;
-// 1.3-1.5 rounds lost 1-3 us (the counter's memset and the wait for each slice) and 8 KiB slices
-// over 5 rounds lost 7%.
+// the groups stride. Measured (dev/VARIANTS.md 34): in order took the seed fp32 from 1.12x copy
+// to 1.09x and the half seeds from 1.12x to 1.04-1.06x, and slices of 32 KiB and more over 4-45
+// rounds ran 2-8% faster; 1.3-1.5 rounds lost 1-3 us (the counter's memset and the wait for each
+// slice), and 8 KiB slices over 5 rounds lost 7%.
 inline constexpr int kSharedInOrderMinRounds = 3;
 inline constexpr int64_t kSharedInOrderMinChunkBytes = 16 * 1024;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
