@@ -159,8 +159,9 @@ int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm) {
 bool shared_slices_in_order(const Plan& plan) {
   if (plan.path != Path::kSharedResident || plan.exchange == Exchange::kGlobal || plan.ctas_per_slice < 1) return false;
   const int64_t groups = plan.grid / plan.ctas_per_slice;
+  const int64_t slice_bytes = plan.slice_len * static_cast<int64_t>(dtype_size(plan.dtype));
   return plan.num_slices >= kSharedInOrderMinRounds * groups &&
-         plan.slice_len * static_cast<int64_t>(dtype_size(plan.dtype)) >= plan.ctas_per_slice * kSharedInOrderMinChunkBytes;
+         slice_bytes >= plan.ctas_per_slice * kSharedInOrderMinChunkBytes;
 }
 
 WorkspaceLayout workspace_layout(const Plan& plan) {

@@ -102,15 +102,15 @@ __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int6
 }
 
 // The group's next slice. Without a counter (planner.cpp shared_slices_in_order: few rounds or
-// short slices, or the L2 exchange) the persistent stride; with one, the next slice in order: the group's first CTA takes it after its
-// stores and a cluster sends it to every peer (st.async onto the peer's `dispatched` barrier),
-// so that the slices in flight stay adjacent in memory. A strided walk lets groups drift apart
-// and spreads the addresses in flight: its memory skeleton (bulk copy in, 16-byte stores out)
-// ran 1.09x a device copy, slices taken in order 1.045x (dev/VARIANTS.md 34). Two slots and
-// barriers alternate by round: the first CTA sends round k + 2's slice only after round k + 1's
-// exchange, which every peer enters after its wait of round k, so a slot is never written while a
-// peer still waits on it (the exchange is what bounds that lead). The caller synchronizes the CTA
-// before reading `*slot` when there is no cluster.
+// short slices, or the L2 exchange) the persistent stride; with one, the next slice in order: the
+// group's first CTA takes it after its stores and a cluster sends it to every peer (st.async onto
+// the peer's `dispatched` barrier), so that the slices in flight stay adjacent in memory. A
+// strided walk lets groups drift apart and spreads the addresses in flight: its memory skeleton
+// (bulk copy in, 16-byte stores out) ran 1.09x a device copy, slices taken in order 1.045x
+// (dev/VARIANTS.md 34). Two slots and barriers alternate by round: the first CTA sends round
+// k + 2's slice only after round k + 1's exchange, which every peer enters after its wait of
+// round k, so a slot is never written while a peer still waits on it (the exchange is what bounds
+// that lead). The caller synchronizes the CTA before reading `*slot` when there is no cluster.
 template <bool kCluster>
 __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, const KernelArgs& args, int64_t slice,
                                               int64_t groups, int rank, int group_size, int64_t* slot,
