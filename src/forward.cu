@@ -138,6 +138,12 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
                       " bytes of workspace, got null");
   }
   const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+  // A plan edited by hand (its grid, say) may need more workspace than it says it does.
+  if (layout.total > plan.workspace_bytes) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan's workspace_bytes (" + std::to_string(plan.workspace_bytes) +
+                      ") is less than the " + std::to_string(layout.total) + " bytes it needs; plan again");
+  }
   auto* ws = static_cast<unsigned char*>(workspace);
 
   detail::KernelArgs args{};

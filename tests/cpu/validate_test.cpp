@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "inorm/inorm.h"
+#include "plan_internal.h"
 
 namespace inorm {
 namespace {
@@ -218,6 +219,26 @@ TEST(Validate, LaunchRefusesHandEditedSharedPlans) {
   }
 }
 
+// launch_forward refuses a plan edited so that it needs more workspace than it says: a shared plan
+// whose grid now runs enough rounds to take its slices from the counter.
+TEST(Validate, LaunchRefusesPlansShortOfWorkspace) {
+  ForwardParams p = valid_params();
+  p.spatial[0] = 128;  // 64 KiB slices
+  p.spatial[1] = 128;
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan).ok());
+  ASSERT_EQ(plan.path, Path::kSharedResident);
+  ASSERT_FALSE(detail::shared_slices_in_order(plan)) << plan.describe();
+  Plan one_group = plan;
+  one_group.grid = plan.ctas_per_slice;  // every slice through one group
+  ASSERT_TRUE(detail::shared_slices_in_order(one_group)) << one_group.describe();
+  std::vector<unsigned char> workspace(256);  // never reached: a host address
+  const Status status = launch_forward(one_group, p, workspace.data(), nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+  EXPECT_NE(status.message().find("workspace_bytes (0) is less than the 256 bytes it needs"), std::string::npos)
+      << status.message();
+}
+
 // launch_forward refuses a split_pipelined plan edited so that a normalize item could come before a
 // statistics item it waits for (the grid would wait forever), or a part would overrun its buffer
 // or its stage, before it touches the device.
@@ -257,6 +278,7 @@ TEST(Validate, LaunchRefusesHandEditedPipelinedPlans) {
   tiny_parts.chunk_len = 1;
   tiny_parts.parts_per_slice = 1 << 20;
   tiny_parts.pipeline_lead = tiny_parts.parts_per_slice;
+  tiny_parts.workspace_bytes = detail::workspace_layout(tiny_parts).total;  // past the workspace check
   const Status status = launch_forward(tiny_parts, p, workspace.data(), nullptr);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
   EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();
