@@ -40,6 +40,19 @@ namespace {
 namespace cg = cooperative_groups;
 using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
+// Thread 0's arrival on its CTA's `barrier`, whose phase then completes once `bytes` more have
+// landed on it by st.async from peers.
+__device__ __forceinline__ void arrive_expecting(uint64_t* barrier, uint32_t bytes) {
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, barrier,
+                                       bytes);
+}
+
+// Waits until the phase of `barrier` with this parity has completed.
+__device__ __forceinline__ void wait_phase(uint64_t* barrier, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+  }
+}
+
 // Sends thread 0's `mine` to every CTA of the cluster and waits until all `group_size` chunk
 // statistics of this round are in `inbox` (rank order). Two inboxes alternate by round: a peer can
 // be at most one round ahead, since finishing a round needs this CTA's statistics of that round.
@@ -55,8 +68,7 @@ __device__ __forceinline__ void exchange_in_cluster(const cg::cluster_group& clu
     // Its own slot by a plain store (compute-sanitizer rejects st.async in a one-CTA cluster),
     // released by this arrival; the peers' slots by st.async onto their barriers.
     inbox[rank] = mine;
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                         arrived, static_cast<uint32_t>((group_size - 1) * sizeof(mine)));
+    arrive_expecting(arrived, static_cast<uint32_t>((group_size - 1) * sizeof(mine)));
     uint32_t words[kPieces][4];
     memcpy(words, &mine, sizeof(words));
     for (int r = 0; r < group_size; ++r) {
@@ -67,8 +79,7 @@ __device__ __forceinline__ void exchange_in_cluster(const cg::cluster_group& clu
       for (int p = 0; p < kPieces; ++p) cuda::ptx::st_async(slot[p], words[p], peer_arrived);
     }
   }
-  while (!cuda::ptx::mbarrier_try_wait_parity(arrived, parity)) {
-  }
+  wait_phase(arrived, parity);
 }
 
 // Publishes thread 0's `mine` for `slice` in L2 and copies the group's chunk statistics into
@@ -128,13 +139,11 @@ __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, 
       }
     }
     if constexpr (kCluster) {
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                           dispatched, rank == 0 ? 0u : static_cast<uint32_t>(sizeof(int64_t)));
+      arrive_expecting(dispatched, rank == 0 ? 0u : static_cast<uint32_t>(sizeof(int64_t)));
     }
   }
   if constexpr (kCluster) {
-    while (!cuda::ptx::mbarrier_try_wait_parity(dispatched, parity)) {
-    }
+    wait_phase(dispatched, parity);
     return *slot;
   }
   return -1;  // read from the slot after the caller's barrier
