@@ -42,9 +42,9 @@ if [ "$only" != python ]; then
     --variants "${INORM_VARIANTS:-g0c1,g0c2,g0c3,g0c3-global,g0c4,g0c6,g0c6-global,pipelined}" --json "$out/variants.json" --markdown "$out/variants.md"
   if [ "$only" != bench ]; then
     step memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 1 \
-      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.MisalignedViews:GpuForward.SplitPipelinedOrder'
+      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.MisalignedViews:GpuForward.SplitPipelinedOrder:GpuForward.RegisterParts'
     step synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 1 \
-      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.SplitPipelinedOrder'
+      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.SplitPipelinedOrder:GpuForward.RegisterParts'
   fi
 fi
 if [ -z "$only" ] || [ "$only" = python ]; then

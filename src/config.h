@@ -63,6 +63,26 @@ inline constexpr int kSharedStaticReserve = 3072;
 // slice), and 8 KiB slices over 5 rounds lost 7%.
 inline constexpr int kSharedInOrderMinRounds = 3;
 inline constexpr int64_t kSharedInOrderMinChunkBytes = 16 * 1024;
+// Register parts: at kSharedRegisterCtasPerSm CTAs per SM a cluster CTA of kSharedRegisterThreads
+// threads may also hold the end of its chunk in registers, kSharedRegisterVecs 16-byte vectors a
+// thread (32 KiB a CTA; the kernel is compiled for 128 registers a thread there), so that groups of
+// at most kSharedRegisterMaxGroup hold slices that would otherwise need wider groups. Measured on
+// the H200 (dev/VARIANTS.md 35): the memory skeleton of 1 MiB fp32 slices ran 1.035x copy with 8
+// CTAs a slice at two per SM (96 KiB shared + 32 KiB registers) against 1.06-1.07x with 16 at
+// three; a wide group waits on its slowest CTA every round.
+inline constexpr int kSharedRegisterCtasPerSm = 2;
+inline constexpr int kSharedRegisterThreads = 256;
+inline constexpr int kSharedRegisterVecs = 8;
+inline constexpr int64_t kSharedRegisterBytes = int64_t{kSharedRegisterThreads} * kSharedRegisterVecs * 16;
+inline constexpr int kSharedRegisterMaxGroup = 8;
+// Plans with register parts over at least this many rounds of slices take each next slice from the
+// counter before normalizing the current one, its latency hidden under the stores
+// (kernels/shared_forward.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after
+// the stores: seed fp32 (239 rounds) 3.735 → 3.682 ms, 2048 1 MiB bf16 slices (68 rounds) -0.7%,
+// 34 rounds -0.3% to +0.5%, 4-26 rounds +0% to +3% (slices taken early leave the last round
+// unevenly spread); at three CTAs per SM it lost everywhere (seed bf16 +0.9%, mid-affine +1.3%),
+// where the SM's other two CTAs hide the latency anyway.
+inline constexpr int kSharedEarlyDispatchMinRounds = 64;
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 

@@ -161,6 +161,7 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
   args.running_mean = params.running_mean;
   args.running_var = params.running_var;
   args.chunk_len = plan.chunk_len;
+  args.register_len = plan.register_len;
   args.parts_per_slice = plan.parts_per_slice;
   args.y_coaligned = plan.y_coaligned;
   if (plan.update_running_stats) {
@@ -182,6 +183,7 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     }
     if (detail::shared_slices_in_order(plan)) {
       args.slice_counter = reinterpret_cast<unsigned long long*>(ws + layout.slice_counter);
+      args.take_slices_early = detail::shared_takes_slices_early(plan);
     }
   }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "config.h"
 #include "inorm/inorm.h"
 
 namespace inorm::detail {
@@ -35,11 +36,20 @@ WorkspaceLayout workspace_layout(const Plan& plan);
 // for groups of one; the L2 exchange's group would need its own broadcast of the slice), enough
 // rounds of slices and long enough chunks.
 bool shared_slices_in_order(const Plan& plan);
+// Whether such a plan takes each next slice before normalizing the current one (config.h
+// kSharedEarlyDispatchMinRounds): in order, with register parts, over that many rounds.
+bool shared_takes_slices_early(const Plan& plan);
 
 int64_t slice_len_of(const ForwardParams& params);
 
 // Bytes of ChunkStats<stats type> (count, mean, resid, m2; kernels/chunk_stats.cuh).
 inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_dtype(dtype)); }
+
+// Elements at the end of each chunk that a kSharedResident CTA with a register part holds in
+// registers (config.h kSharedRegister*).
+inline int64_t shared_register_len(DType dtype) {
+  return kSharedRegisterBytes / static_cast<int64_t>(dtype_size(dtype));
+}
 
 // kSharedResident dynamic shared memory: the chunk buffer.
 int64_t shared_buffer_bytes(int64_t chunk_bytes);

@@ -93,8 +93,11 @@ std::string Plan::describe() const {
       break;
     case Path::kSharedResident:
       out << " ctas_per_slice=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm
-          << " exchange=" << exchange_name(exchange) << " threads=" << threads << " chunk=" << chunk_len << " grid=" << grid
-          << (detail::shared_slices_in_order(*this) ? " in-order" : "") << (y_coaligned ? "" : " scalar-stores");
+          << " exchange=" << exchange_name(exchange) << " threads=" << threads << " chunk=" << chunk_len;
+      if (register_len > 0) out << " registers=" << register_len;
+      out << " grid=" << grid
+          << (detail::shared_slices_in_order(*this) ? " in-order" : "")
+          << (detail::shared_takes_slices_early(*this) ? " early" : "") << (y_coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead
@@ -162,6 +165,11 @@ bool shared_slices_in_order(const Plan& plan) {
   const int64_t slice_bytes = plan.slice_len * static_cast<int64_t>(dtype_size(plan.dtype));
   return plan.num_slices >= kSharedInOrderMinRounds * groups &&
          slice_bytes >= plan.ctas_per_slice * kSharedInOrderMinChunkBytes;
+}
+
+bool shared_takes_slices_early(const Plan& plan) {
+  return shared_slices_in_order(plan) && plan.register_len > 0 &&
+         plan.num_slices >= kSharedEarlyDispatchMinRounds * (plan.grid / plan.ctas_per_slice);
 }
 
 WorkspaceLayout workspace_layout(const Plan& plan) {
@@ -441,13 +449,51 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   }
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t slice_bytes = base.slice_len * elem;
-  const int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
-  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem;
-  const int64_t steady_ctas_per_sm =
-      std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // Whether `ctas` CTAs with `smem` bytes of buffer each fit on an SM, beside their static shared
   // memory and the per-CTA reservation.
   auto fit_on_sm = [&](int64_t smem, int64_t ctas) { return ctas <= detail::ctas_fitting_on_sm(limits, smem); };
+  // A group's chunks: the elements each CTA holds, how many of them in registers, and the buffer
+  // for the rest. A register part only where the buffer alone would not fit, at
+  // kSharedRegisterCtasPerSm CTAs per SM, for clusters of at most kSharedRegisterMaxGroup, and with
+  // 16-byte access (the part is loaded and stored in whole vectors).
+  struct Chunks {
+    int64_t len = 0;
+    int64_t register_len = 0;
+    int64_t smem = 0;
+  };
+  auto chunks_for = [&](int64_t group, int ctas_per_sm) {
+    Chunks chunks;
+    chunks.len = chunk_len_for(base.slice_len, group, elem);
+    chunks.smem = detail::shared_buffer_bytes(chunks.len * elem);
+    const bool registers_help = !fit_on_sm(chunks.smem, ctas_per_sm) && chunks.len > detail::shared_register_len(base.dtype);
+    if (registers_help && base.vector_io && ctas_per_sm == detail::kSharedRegisterCtasPerSm &&
+        group <= detail::kSharedRegisterMaxGroup &&
+        exchange_for(options.force_exchange, group, ctas_per_sm) == Exchange::kCluster) {
+      chunks.register_len = detail::shared_register_len(base.dtype);
+      chunks.smem = detail::shared_buffer_bytes((chunks.len - chunks.register_len) * elem);
+    }
+    return chunks;
+  };
+  auto holds = [&](int64_t group, int ctas_per_sm) {
+    const Chunks chunks = chunks_for(group, ctas_per_sm);
+    return chunks.smem + detail::kSharedStaticReserve <= limits.max_smem_per_block_optin &&
+           fit_on_sm(chunks.smem, ctas_per_sm);
+  };
+  int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
+  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem;
+  int64_t steady_ctas_per_sm =
+      std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
+  // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group that holds the slice
+  // at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it needs them, if one does.
+  if (steady_group > detail::kSharedRegisterMaxGroup) {
+    for (int64_t group = 2; group <= detail::kSharedRegisterMaxGroup; ++group) {
+      if (holds(group, detail::kSharedRegisterCtasPerSm)) {
+        steady_group = group;
+        steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
+        break;
+      }
+    }
+  }
   struct Score {
     int ctas_per_sm = 0;
     bool fits_cluster = false;
@@ -468,24 +514,18 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     if (options.max_ctas_per_sm != 0 && ctas_per_sm > options.max_ctas_per_sm) continue;
     if (options.force_ctas_per_sm != 0 && ctas_per_sm != options.force_ctas_per_sm) continue;
     const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
-    const int64_t threads = detail::shared_threads_for(ctas_per_sm);
-    if (ctas_per_sm * threads > detail::kSharedThreadsPerSm) continue;
     int64_t lo = 1;
     int64_t hi = std::min<int64_t>({total, static_cast<int64_t>(max_group),
                                     std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
-      const int64_t chunk_len = chunk_len_for(base.slice_len, group, elem);
-      const int64_t smem = detail::shared_buffer_bytes(chunk_len * elem);
+      const Chunks chunks = chunks_for(group, ctas_per_sm);
       // A group that is a cluster counts the clusters the GPCs hold, where the limits know them.
       const Exchange exchange = exchange_for(options.force_exchange, group, ctas_per_sm);
       const int clusters =
           exchange == Exchange::kCluster ? limits.resident_clusters[ctas_per_sm][group] : 0;
       const int64_t groups = std::min(clusters > 0 ? clusters : total / group, base.num_slices);
-      if (smem + detail::kSharedStaticReserve > limits.max_smem_per_block_optin || !fit_on_sm(smem, ctas_per_sm) ||
-          groups == 0) {
-        continue;
-      }
+      if (!holds(group, ctas_per_sm) || groups == 0) continue;
       // Busy share of the CTA-rounds, the last, partial round of the persistent loop included.
       const int64_t rounds = ceil_div(base.num_slices, groups);
       Score score;
@@ -501,9 +541,10 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       plan->path = Path::kSharedResident;
       plan->ctas_per_slice = static_cast<int>(group);
       plan->ctas_per_sm = ctas_per_sm;
-      plan->chunk_len = chunk_len;
-      plan->threads = static_cast<int>(threads);
-      plan->smem_bytes = static_cast<int>(smem);
+      plan->chunk_len = chunks.len;
+      plan->register_len = chunks.register_len;
+      plan->threads = chunks.register_len > 0 ? detail::kSharedRegisterThreads : detail::shared_threads_for(ctas_per_sm);
+      plan->smem_bytes = static_cast<int>(chunks.smem);
       plan->grid = groups * group;
     }
   }

@@ -144,6 +144,7 @@ struct Plan {
   int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
   Exchange exchange = Exchange::kNone;  // kSharedResident
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
+  int64_t register_len = 0;  // kSharedResident: of each chunk, the elements held in registers (its end)
   int parts_per_slice = 0;   // kSplitPipelined
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int smem_bytes = 0;        // dynamic shared memory per CTA

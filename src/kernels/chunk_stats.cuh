@@ -21,6 +21,60 @@ struct ChunkStats {
 static_assert(sizeof(ChunkStats<float>) == 16 && sizeof(ChunkStats<double>) == 32,
               "plan_internal.h chunk_stats_bytes sizes the workspace from four fields");
 
+// The part of a CTA's chunk held in registers, after its part in shared memory: kVecs 16-byte
+// vectors a thread, vector k of thread t at element (k * kThreads + t) * kVec of the part, `len`
+// elements in all (whole vectors, 16-byte aligned in x and y). With it a CTA holds more of a slice
+// than its share of shared memory (dev/VARIANTS.md 35); kVecs = 0 holds nothing.
+template <typename T, int kThreads, int kVecs>
+struct RegisterPart {
+  using Acc = AccOf<T>;
+  static constexpr int kVec = kVecOf<T>;
+  Pack<T> packs[kVecs > 0 ? kVecs : 1];
+  int64_t len = 0;
+
+  __device__ __forceinline__ int64_t offset(int k) const {
+    return (static_cast<int64_t>(k) * kThreads + threadIdx.x) * kVec;
+  }
+  // Issues the loads (L2 only, like the bulk copy); each value is waited for where first used.
+  __device__ __forceinline__ void load(const T* src, int64_t part_len) {
+    len = part_len;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (offset(k) < len) packs[k] = load_pack_l2(src + offset(k));
+    }
+  }
+  __device__ __forceinline__ void add_sum(Acc& sum) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (offset(k) >= len) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += Traits<T>::to_acc(packs[k].v[e]);
+    }
+  }
+  __device__ __forceinline__ void add_deviations(PairSum<Acc>& dev, Acc mean) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (offset(k) >= len) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const Acc d = Traits<T>::to_acc(packs[k].v[e]) - mean;
+        dev.first += d;
+        dev.second += d * d;
+      }
+    }
+  }
+  __device__ __forceinline__ void normalize(T* dst, const SliceAffine<Acc>& affine) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (offset(k) >= len) continue;
+      Pack<T> pack = packs[k];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) pack.v[e] = Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(pack.v[e])));
+      store_pack_l2(dst + offset(k), pack);
+    }
+  }
+};
+
 // buf[i] holds element i of a chunk of `len` elements laid out like `range` (16-byte aligned body,
 // ragged ends), in shared memory or in global memory.
 template <typename T, int kThreads>
@@ -41,10 +95,14 @@ struct ChunkView {
     return reinterpret_cast<const Pack<T>*>(buf + range.head);
   }
 
-  // Valid in thread 0. Ends with a barrier, so `storage` and `broadcast` may be reused after it.
-  __device__ ChunkStats<Acc> statistics(TempStorage& storage, Acc& broadcast) const {
+  // Of the chunk and, after it, `part` (registers). Valid in thread 0. Ends with a barrier, so
+  // `storage` and `broadcast` may be reused after it.
+  template <int kVecs = 0>
+  __device__ ChunkStats<Acc> statistics(TempStorage& storage, Acc& broadcast,
+                                        const RegisterPart<T, kThreads, kVecs>& part = {}) const {
     constexpr int kVec = kVecOf<T>;
     Acc sum = Acc(0);
+    part.add_sum(sum);
     for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
       const Pack<T> pack = body()[v];
 #pragma unroll
@@ -54,10 +112,12 @@ struct ChunkView {
     sum = SumReduce(storage.sum).Sum(sum);
     if (threadIdx.x == 0) broadcast = sum;
     __syncthreads();
-    const Acc count = static_cast<Acc>(len);
-    const Acc mean = len > 0 ? broadcast / count : Acc(0);
+    const int64_t total = len + part.len;
+    const Acc count = static_cast<Acc>(total);
+    const Acc mean = total > 0 ? broadcast / count : Acc(0);
 
     PairSum<Acc> dev{Acc(0), Acc(0)};
+    part.add_deviations(dev, mean);
     for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
       const Pack<T> pack = body()[v];
 #pragma unroll
@@ -74,14 +134,17 @@ struct ChunkView {
     }
     dev = PairReduce(storage.pair).Reduce(dev, PairSumOp<Acc>{});
     __syncthreads();
-    const Acc resid = len > 0 ? dev.first / count : Acc(0);
+    const Acc resid = total > 0 ? dev.first / count : Acc(0);
     return ChunkStats<Acc>{count, mean, resid, dev.second - dev.first * resid};
   }
 
   // y[i] = affine(buf[i]) with 16-byte stores (L2 only) where y is aligned like x (a thread stores
-  // only what it loaded, so y may be x).
-  __device__ void normalize(T* dst, const SliceAffine<Acc>& affine, bool y_coaligned) const {
+  // only what it loaded, so y may be x); then `part`'s, after the chunk.
+  template <int kVecs = 0>
+  __device__ void normalize(T* dst, const SliceAffine<Acc>& affine, bool y_coaligned,
+                            const RegisterPart<T, kThreads, kVecs>& part = {}) const {
     constexpr int kVec = kVecOf<T>;
+    part.normalize(dst + len, affine);
     auto normalize_one = [&](T value) { return Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(value))); };
     if (y_coaligned) {
       for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {

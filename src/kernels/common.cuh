@@ -30,6 +30,7 @@ struct KernelArgs {
   const void* running_mean;
   const void* running_var;
   int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitPipelined: elements per part
+  int64_t register_len; // kSharedResident: of each chunk, the elements held in registers (its end)
   int parts_per_slice;  // kSplitPipelined
   bool y_coaligned;     // y - x is a multiple of 16 bytes
   void* split_partials; // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]
@@ -44,6 +45,7 @@ struct KernelArgs {
   // kSharedResident with more slices than groups, exchange cluster or none: the slices handed out
   // after each group's first, zeroed before the launch; null: the groups stride over the slices.
   unsigned long long* slice_counter;
+  bool take_slices_early;  // the counter is read before normalizing (planner.cpp shared_takes_slices_early)
 };
 
 template <typename T>
@@ -89,6 +91,14 @@ struct alignas(16) Pack {
 template <typename T>
 __device__ __forceinline__ Pack<T> load_pack_streaming(const T* ptr) {
   const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(ptr));
+  Pack<T> pack;
+  memcpy(&pack, &raw, sizeof(raw));
+  return pack;
+}
+// 16-byte load cached in L2 only (ld.global.cg), as bulk copies read.
+template <typename T>
+__device__ __forceinline__ Pack<T> load_pack_l2(const T* ptr) {
+  const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(ptr));
   Pack<T> pack;
   memcpy(&pack, &raw, sizeof(raw));
   return pack;

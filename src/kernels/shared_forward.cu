@@ -4,8 +4,9 @@
 // A persistent grid of up to 6 CTAs per SM. A group of `ctas_per_slice` CTAs takes its slices one
 // after another (in order from a counter where the grid runs several rounds, next_slice; else
 // group, group + groups, ...), and each CTA holds the same chunk of every slice: one bulk async
-// copy in, corrected two-pass statistics from shared memory, an exchange of chunk statistics within
-// the group, a rank-ordered combination (every CTA computes the same bits), then 16-byte stores.
+// copy in (and, for plans with register parts, the chunk's end loaded into registers beside it),
+// corrected two-pass statistics from shared memory, an exchange of chunk statistics within the
+// group, a rank-ordered combination (every CTA computes the same bits), then 16-byte stores.
 // The other CTAs on the SM overlap one CTA's reduction and exchange with their loads and stores.
 // Two exchanges, one per template instance (the planner picks, planner.cpp choose_exchange):
 // - cluster: the group is a thread-block cluster; thread 0 sends its chunk statistics into every
@@ -112,6 +113,12 @@ __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int6
   __syncthreads();
 }
 
+// The slice after every group's first, from the counter.
+__device__ __forceinline__ int64_t take_slice(const KernelArgs& args, int64_t groups) {
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> counter(*args.slice_counter);
+  return groups + static_cast<int64_t>(counter.fetch_add(1ull, cuda::memory_order_relaxed));
+}
+
 // The group's next slice. Without a counter (planner.cpp shared_slices_in_order: few rounds or
 // short slices, or the L2 exchange) the persistent stride; with one, the next slice in order: the
 // group's first CTA takes it after its stores and a cluster sends it to every peer (st.async onto
@@ -122,15 +129,15 @@ __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int6
 // k + 2's slice only after round k + 1's exchange, which every peer enters after its wait of
 // round k, so a slot is never written while a peer still waits on it (the exchange is what bounds
 // that lead). The caller synchronizes the CTA before reading `*slot` when there is no cluster.
+// `taken` >= 0: the slice the first CTA already took (args.take_slices_early).
 template <bool kCluster>
 __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, const KernelArgs& args, int64_t slice,
                                               int64_t groups, int rank, int group_size, int64_t* slot,
-                                              uint64_t* dispatched, uint32_t parity) {
+                                              uint64_t* dispatched, uint32_t parity, int64_t taken) {
   if (args.slice_counter == nullptr) return slice + groups;
   if (threadIdx.x == 0) {
     if (rank == 0) {
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> counter(*args.slice_counter);
-      const int64_t next = groups + static_cast<int64_t>(counter.fetch_add(1ull, cuda::memory_order_relaxed));
+      const int64_t next = taken >= 0 ? taken : take_slice(args, groups);
       *slot = next;
       if constexpr (kCluster) {
         for (int r = 1; r < group_size; ++r) {
@@ -149,8 +156,10 @@ __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, 
   return -1;  // read from the slot after the caller's barrier
 }
 
-template <typename T, int kThreads, bool kCluster>
-__global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
+// kRegisterVecs > 0: each chunk ends in a part held in registers (RegisterPart), at
+// kSharedRegisterCtasPerSm CTAs per SM, whose registers that leaves room for.
+template <typename T, int kThreads, bool kCluster, int kRegisterVecs>
+__global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterCtasPerSm : kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
   using Chunk = ChunkView<T, kThreads>;
@@ -173,6 +182,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   const int64_t groups = gridDim.x / group_size;
   const int64_t begin = min(args.slice_len, rank * args.chunk_len);
   const int64_t len = min(args.slice_len - begin, args.chunk_len);
+  const int64_t shared_len = min(len, args.chunk_len - args.register_len);  // the rest in registers
 
   if (threadIdx.x == 0) {
     init(&loaded, kThreads);
@@ -194,12 +204,15 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
   int64_t slice = blockIdx.x / group_size;
   for (int round = 0; slice < args.num_slices; ++round) {
     const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-    const RaggedRange<T> range(src, len);
+    const RaggedRange<T> range(src, shared_len);
     // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
     T* buf = reinterpret_cast<T*>(smem) + range.misalign;
-    loaded.wait(start_chunk_load(loaded, buf, src, range));
-    const Chunk chunk{buf, range, len};
-    const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
+    auto load_token = start_chunk_load(loaded, buf, src, range);
+    RegisterPart<T, kThreads, kRegisterVecs> part;
+    part.load(src + shared_len, len - shared_len);  // in flight beside the bulk copy
+    loaded.wait(std::move(load_token));
+    const Chunk chunk{buf, range, shared_len};
+    const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast, part);
     ChunkStats<Acc>* stats = inbox[kCluster ? (round & 1) : 0];
     if constexpr (kCluster) {
       exchange_in_cluster(cluster, rank, group_size, mine, stats, &arrived[round & 1],
@@ -211,9 +224,12 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
     combine_chunks(stats, group_size, &mean_hi, &mean_lo, &m2);
     const SliceAffine<Acc> affine =
         finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-    chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned);
+    // Taken early, the counter's latency hides under the stores; it is sent to the peers after them
+    // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
+    const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
+    chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned, part);
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
-                                              &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1));
+                                              &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1), taken);
     __syncthreads();  // the buffer and the inbox are free for the next slice
     slice = kCluster || args.slice_counter == nullptr ? next : next_slot[round & 1];
   }
@@ -223,11 +239,19 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads)
 using KernelFn = void (*)(KernelArgs);
 
 template <typename T, bool kCluster>
-KernelFn shared_kernel_for(int threads) {
+KernelFn shared_kernel_for(int threads, bool register_part) {
+  if (register_part) {  // planned only for clusters (planner.cpp plan_shared)
+    if constexpr (kCluster) {
+      if (threads == kSharedRegisterThreads) {
+        return &shared_resident_kernel<T, kSharedRegisterThreads, true, kSharedRegisterVecs>;
+      }
+    }
+    return nullptr;
+  }
   switch (threads) {
-    case 128: return &shared_resident_kernel<T, 128, kCluster>;
-    case 256: return &shared_resident_kernel<T, 256, kCluster>;
-    case 512: return &shared_resident_kernel<T, 512, kCluster>;
+    case 128: return &shared_resident_kernel<T, 128, kCluster, 0>;
+    case 256: return &shared_resident_kernel<T, 256, kCluster, 0>;
+    case 512: return &shared_resident_kernel<T, 512, kCluster, 0>;
   }
   return nullptr;
 }
@@ -236,15 +260,25 @@ static_assert(kSharedMinThreads == 128 && kSharedMaxThreads == 512,
 
 Status shared_kernel(const Plan& plan, KernelFn* kernel) {
   const bool cluster = plan.exchange == Exchange::kCluster;
+  const bool register_part = plan.register_len > 0;
+  if (register_part && plan.register_len != shared_register_len(plan.dtype)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan holds " + std::to_string(plan.register_len) +
+                      " elements of each chunk in registers; the kernel holds " +
+                      std::to_string(shared_register_len(plan.dtype)) + " or none");
+  }
   const Status status = dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    *kernel = cluster ? shared_kernel_for<T, true>(plan.threads) : shared_kernel_for<T, false>(plan.threads);
+    *kernel = cluster ? shared_kernel_for<T, true>(plan.threads, register_part)
+                      : shared_kernel_for<T, false>(plan.threads, register_part);
     return Status::Ok();
   });
   if (!status.ok()) return status;
   if (*kernel == nullptr) {
     return Status(StatusCode::kInvalidArgument,
-                  "inorm: the plan names a shared_resident thread count that is not compiled in");
+                  register_part ? "inorm: a shared_resident plan with a register part needs the cluster exchange and " +
+                                      std::to_string(kSharedRegisterThreads) + " threads"
+                                : std::string("inorm: the plan names a shared_resident thread count that is not compiled in"));
   }
   // Clusters of up to kSharedMaxClusterCtas CTAs; above 8 they are "non-portable" on sm_90.
   return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/cluster);

@@ -35,21 +35,86 @@ Plan plan_of(const ForwardParams& p, const PlanOptions& options = {}) {
 }
 
 // The steady plan: 64 KiB chunks, three CTAs per SM.
-TEST(Planner, SeedFloat32UsesSixteenCtasPerSliceThreePerSm) {
+TEST(Planner, SeedFloat32UsesEightCtasPerSliceTwoPerSmWithRegisterParts) {
   const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.ctas_per_slice, 16);
-  EXPECT_EQ(plan.ctas_per_sm, 3);
-  EXPECT_EQ(plan.grid, 336);  // the 21 clusters of 16 an H200's GPCs hold at three per SM
-  EXPECT_EQ(plan.chunk_len, 16384);
-  EXPECT_EQ(plan.threads, 256);
-  EXPECT_EQ(plan.smem_bytes, 65664);  // the chunk + 16, 128-aligned
+  EXPECT_EQ(plan.ctas_per_slice, 8);
+  EXPECT_EQ(plan.ctas_per_sm, 2);
+  EXPECT_EQ(plan.grid, 240);  // the 30 clusters of 8 an H200's GPCs hold at two per SM
+  EXPECT_EQ(plan.chunk_len, 32768);
+  EXPECT_EQ(plan.register_len, 8192);  // 32 KiB of each 128 KiB chunk in registers
+  EXPECT_EQ(plan.threads, detail::kSharedRegisterThreads);
+  EXPECT_EQ(plan.smem_bytes, 98432);  // the rest + 16, 128-aligned
   EXPECT_EQ(plan.exchange, Exchange::kCluster);
-  // The cluster exchanges chunk statistics on chip; 341 rounds of slices take them in order from
-  // a counter, the workspace's one piece.
+  // The cluster exchanges chunk statistics on chip; 239 rounds of slices take them in order from
+  // a counter, the workspace's one piece, each taken before the current one is normalized.
   EXPECT_TRUE(detail::shared_slices_in_order(plan));
+  EXPECT_TRUE(detail::shared_takes_slices_early(plan));
   EXPECT_EQ(plan.workspace_bytes, detail::kWorkspaceAlign);
   EXPECT_TRUE(plan.y_coaligned);
+}
+
+// Slices wider than eight 64 KiB chunks go to the narrowest cluster that holds them at two CTAs per
+// SM, each CTA holding 32 KiB of its chunk in registers where its shared memory is too small; only
+// with 16-byte access (the part moves in whole vectors) and the cluster exchange.
+TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
+  const DeviceLimits limits = hopper_h200_limits();
+  // The longest chunk: a buffer of the SM's half share (beside the 16 bytes that mirror x's
+  // alignment) and the register part, in whole 512-byte units.
+  const int64_t share = detail::shared_sm_share(limits, detail::kSharedRegisterCtasPerSm) - 16;
+  const int64_t longest = (share + detail::kSharedRegisterBytes) / detail::kChunkAlignBytes * detail::kChunkAlignBytes;
+  const int64_t largest = detail::kSharedRegisterMaxGroup * longest / 4;  // fp32 values
+  struct Wide {
+    const char* why;
+    int64_t slice_len;
+    int64_t offset;
+    Exchange exchange;
+    int ctas_per_slice;
+    int ctas_per_sm;
+    bool registers;
+  };
+  const Wide wides[] = {
+      {"512 KiB: eight 64 KiB chunks, three per SM", 131072, 0, Exchange::kAuto, 8, 3, false},
+      {"16 bytes more: four chunks at two per SM, registers", 131076, 0, Exchange::kAuto, 4, 2, true},
+      {"the largest: eight of the longest chunks", largest, 0, Exchange::kAuto, 8, 2, true},
+      {"16 bytes more: no register plan", largest + 4, 0, Exchange::kAuto, 0, 0, false},
+      {"1 MiB of a misaligned view: no 16-byte access", 262144, 1, Exchange::kAuto, 16, 3, false},
+      {"1 MiB through L2: no cluster", 262144, 0, Exchange::kGlobal, 16, 3, false},
+  };
+  for (const Wide& w : wides) {
+    ForwardParams p = problem(DType::kFloat32, {1, 64, w.slice_len});
+    p.x = static_cast<const float*>(p.x) + w.offset;
+    p.y = static_cast<float*>(p.y) + w.offset;
+    PlanOptions options;
+    options.force_exchange = w.exchange;
+    const Plan plan = plan_of(p, options);
+    SCOPED_TRACE(std::string(w.why) + ": " + plan.describe());
+    EXPECT_EQ(plan.path, Path::kSharedResident);
+    EXPECT_EQ(plan.register_len > 0, w.registers);
+    if (w.ctas_per_slice != 0) {
+      EXPECT_EQ(plan.ctas_per_slice, w.ctas_per_slice);
+      EXPECT_EQ(plan.ctas_per_sm, w.ctas_per_sm);
+    }
+    if (w.registers) {
+      EXPECT_EQ(plan.register_len, detail::shared_register_len(DType::kFloat32));
+      EXPECT_EQ(plan.threads, detail::kSharedRegisterThreads);
+      EXPECT_EQ(plan.exchange, Exchange::kCluster);
+      EXPECT_LE(plan.smem_bytes, share + 16);
+      EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((plan.chunk_len - plan.register_len) * 4));
+    }
+  }
+}
+
+// Register-part plans take each next slice before normalizing from 64 rounds of slices up.
+TEST(Planner, EarlyDispatchFromSixtyFourRounds) {
+  // 1 MiB fp32 slices, 30 clusters of 8 at two per SM.
+  EXPECT_TRUE(detail::shared_takes_slices_early(plan_of(problem(DType::kFloat32, {1, 1920, 512, 512}))));
+  EXPECT_FALSE(detail::shared_takes_slices_early(plan_of(problem(DType::kFloat32, {1, 1919, 512, 512}))));
+  // Three CTAs per SM and no register part: never (seed bf16, 159 rounds).
+  const Plan bf16 = plan_of(problem(DType::kBFloat16, {112, 64, 512, 512}));
+  EXPECT_TRUE(detail::shared_slices_in_order(bf16));
+  EXPECT_FALSE(detail::shared_takes_slices_early(bf16));
+  EXPECT_EQ(bf16.describe().find(" early"), std::string::npos);
 }
 
 // Slices in order from the counter from three rounds on, 16 KiB or more of a slice per CTA, with the
@@ -62,8 +127,8 @@ TEST(Planner, SlicesInOrderFromThreeRoundsOfLongChunks) {
     bool in_order;
   };
   const Walk walks[] = {
-      {"1 MiB slices, 21 clusters of 16: three rounds", DType::kFloat32, {1, 63, 512, 512}, true},
-      {"one slice fewer", DType::kFloat32, {1, 62, 512, 512}, false},
+      {"1 MiB slices, 30 clusters of 8: three rounds", DType::kFloat32, {1, 90, 512, 512}, true},
+      {"one slice fewer", DType::kFloat32, {1, 89, 512, 512}, false},
       {"16 KiB slices, 792 groups of one: three rounds", DType::kFloat32, {2376, 1, 64, 64}, true},
       {"one slice fewer", DType::kFloat32, {2375, 1, 64, 64}, false},
       {"16380-byte slices", DType::kFloat32, {4000, 1, 4095}, false},
@@ -109,10 +174,12 @@ TEST(Planner, MidAffineUsesFourCtasPerSliceThreePerSm) {
 // Measured (dev/VARIANTS.md, variant 9): these shapes fell to slow plans before the steady rule.
 TEST(Planner, SteadyPlanAvoidsTheOldCliffs) {
   // 512 slices of 576 KiB: one CTA per SM kept more slots busy and ran 2.2x copy; nine 64 KiB
-  // chunks at three per SM ran 1.15x.
+  // chunks at three per SM ran 1.15x (1.07x in order); five at two per SM, 32 KiB of each in
+  // registers, 1.04-1.06x.
   const Plan wide = plan_of(problem(DType::kFloat32, {8, 64, 384, 384}));
-  EXPECT_EQ(wide.ctas_per_slice, 9);
-  EXPECT_EQ(wide.ctas_per_sm, 3);
+  EXPECT_EQ(wide.ctas_per_slice, 5);
+  EXPECT_EQ(wide.ctas_per_sm, 2);
+  EXPECT_GT(wide.register_len, 0);
   // 8192 slices of 32 KiB: two CTAs a slice kept more slots busy and ran 1.38x; one, six per SM,
   // ran 1.07x.
   const Plan small = plan_of(problem(DType::kFloat16, {64, 128, 128, 128}));
@@ -364,12 +431,12 @@ TEST(Planner, SharedBoundaries) {
 
 // Chunks and parts of at least 16 KiB are whole multiples of 512 bytes; shorter ones, of 16 bytes.
 TEST(Planner, LongChunksAreMultiplesOf512Bytes) {
-  // 8x32x448x448 fp32: 13 chunks of 15440 values (61,760 bytes) would be 16-byte multiples.
-  const Plan h448 = plan_of(problem(DType::kFloat32, {8, 32, 448, 448}));
-  EXPECT_EQ(h448.path, Path::kSharedResident);
-  EXPECT_EQ(h448.ctas_per_slice, 13);
-  EXPECT_EQ(h448.chunk_len, 15488);
-  EXPECT_EQ(h448.chunk_len * 4 % detail::kChunkAlignBytes, 0);
+  // 8x32x300x300 fp32: 6 chunks of 15000 values (60,000 bytes) would be 16-byte multiples.
+  const Plan h300 = plan_of(problem(DType::kFloat32, {8, 32, 300, 300}));
+  EXPECT_EQ(h300.path, Path::kSharedResident);
+  EXPECT_EQ(h300.ctas_per_slice, 6);
+  EXPECT_EQ(h300.chunk_len, 15104);
+  EXPECT_EQ(h300.chunk_len * 4 % detail::kChunkAlignBytes, 0);
   // The same for split_pipelined's parts: 915,457 values in 56 parts would be 16,348 each.
   const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 2, largest + 1}));
@@ -391,8 +458,8 @@ TEST(Planner, BufferTakesTheSmShareWhereOneMoreCtaWouldFit) {
   EXPECT_EQ(f200.smem_bytes, 73728);
   EXPECT_LE(3 * per_cta(f200), limits.smem_per_sm);
   EXPECT_GT(4 * per_cta(f200), limits.smem_per_sm);
-  // The seed's 64 KiB chunks fill an SM three at a time already: the buffer is the chunk's.
-  EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).smem_bytes, 65536 + 128);
+  // The bf16 seed's 64 KiB chunks fill an SM three at a time already: the buffer is the chunk's.
+  EXPECT_EQ(plan_of(problem(DType::kBFloat16, {112, 64, 512, 512})).smem_bytes, 65536 + 128);
 }
 
 // A cluster must fit in one GPC, so fewer clusters may be resident than the SM slots hold (an
@@ -424,11 +491,12 @@ TEST(Planner, ResidentClustersSetTheRounds) {
   EXPECT_EQ(by_clusters.ctas_per_sm, 4);
   EXPECT_EQ(by_clusters.exchange, Exchange::kCluster);
   EXPECT_EQ(by_clusters.grid, 64 * 7);
-  // The seed keeps its steady plan; its grid is the 21 clusters of 16 resident, not 24 by slots.
+  // The seed keeps its steady plan; its grid is the 30 clusters of 8 resident, not 33 by slots.
   const ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
-  EXPECT_EQ(plan_with(seed, slots_only).grid, 24 * 16);
-  EXPECT_EQ(plan_with(seed, h200).grid, 21 * 16);
-  // Groups through L2 count slots: the L2 exchange's CTAs need only be resident.
+  EXPECT_EQ(plan_with(seed, slots_only).grid, 33 * 8);
+  EXPECT_EQ(plan_with(seed, h200).grid, 30 * 8);
+  // Groups through L2 count slots: the L2 exchange's CTAs need only be resident (16 at three per
+  // SM: no register parts without a cluster).
   PlanOptions global;
   global.force_exchange = Exchange::kGlobal;
   EXPECT_EQ(plan_with(seed, h200, global).grid, 24 * 16);
@@ -563,7 +631,8 @@ TEST(Planner, PlanMatchesOnlyCompatibleParams) {
 
 TEST(Planner, Describe) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).describe(),
-            "shared_resident ctas_per_slice=16 ctas_per_sm=3 exchange=cluster threads=256 chunk=16384 grid=336 in-order");
+            "shared_resident ctas_per_slice=8 ctas_per_sm=2 exchange=cluster threads=256 chunk=32768 registers=8192 "
+            "grid=240 in-order early");
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
             "group_registers group=32 items=2 vector");
 }

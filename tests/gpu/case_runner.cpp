@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -147,6 +148,10 @@ Outcome run_case(const Case& c) {
 
   Plan plan;
   INORM_CHECK(plan_forward(p, &plan, c.options));
+  if (c.max_groups > 0 && plan.path == Path::kSharedResident) {  // edited by hand, as a caller may
+    plan.grid = std::min<int64_t>(plan.grid, c.max_groups * plan.ctas_per_slice);
+    plan.workspace_bytes = detail::workspace_layout(plan).total;
+  }
   outcome.plan = plan.describe();
   if (c.expect_path != Path::kAuto && plan.path != c.expect_path) {
     failures.push_back(std::string("planner chose ") + outcome.plan + ", expected " + path_name(c.expect_path));
@@ -165,6 +170,14 @@ Outcome run_case(const Case& c) {
   if (c.expect_in_order.has_value() && detail::shared_slices_in_order(plan) != *c.expect_in_order) {
     failures.push_back("planner chose " + outcome.plan +
                        (*c.expect_in_order ? ", expected slices in order" : ", expected strided slices"));
+  }
+  if (c.expect_registers.has_value() && (plan.register_len > 0) != *c.expect_registers) {
+    failures.push_back("planner chose " + outcome.plan +
+                       (*c.expect_registers ? ", expected a register part" : ", expected no register part"));
+  }
+  if (c.expect_early.has_value() && detail::shared_takes_slices_early(plan) != *c.expect_early) {
+    failures.push_back("planner chose " + outcome.plan +
+                       (*c.expect_early ? ", expected slices taken early" : ", expected slices taken after the stores"));
   }
   INORM_CHECK(workspace.allocate(plan.workspace_bytes));
 

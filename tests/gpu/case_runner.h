@@ -38,11 +38,14 @@ struct Case {
   int64_t nan_slice = -1;      // this slice gets one NaN
   int bitwise_repeats = 1;     // > 1: launch again and require identical bits
   PlanOptions options;
+  int64_t max_groups = 0;      // > 0: the plan's grid cut to this many groups (more rounds of slices)
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
   int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
   int expect_ctas_per_sm = 0;      // when set, the plan must put this many CTAs on each SM
   Exchange expect_exchange = Exchange::kAuto;  // when set, the plan must exchange this way
   std::optional<bool> expect_in_order;  // when set, whether shared_resident takes its slices from the counter
+  std::optional<bool> expect_registers;  // when set, whether shared_resident holds part of each chunk in registers
+  std::optional<bool> expect_early;      // when set, whether shared_resident takes each next slice early
 };
 
 struct Outcome {

@@ -317,6 +317,56 @@ TEST(GpuForward, SteadyPlans) {
   }
 }
 
+// Register parts (planner.cpp plan_shared): slices wider than eight 64 KiB chunks held by at most
+// eight CTAs at two per SM, the end of each chunk in registers. Offset data, affine, each case also
+// in place and three times with the same bits.
+TEST(GpuForward, RegisterParts) {
+  INORM_REQUIRE_GPU();
+  DeviceLimits limits;
+  ASSERT_TRUE(query_device_limits(0, &limits).ok());
+  const int64_t share = detail::shared_sm_share(limits, detail::kSharedRegisterCtasPerSm) - 16;
+  const int64_t longest = (share + detail::kSharedRegisterBytes) / detail::kChunkAlignBytes * detail::kChunkAlignBytes;
+  struct Wide {
+    const char* why;
+    std::vector<int64_t> shape;
+    DType dtype;
+    int64_t max_groups;
+    bool early;
+  };
+  const Wide cases[] = {
+      // The smallest slice with a register part: four chunks; the last one's register part is
+      // partly empty (7684 of 8192 values). 3.2 rounds, in order.
+      {"512 KiB + 16 B slices, four CTAs a slice", {200, 1, 131076}, DType::kFloat32, 0, false},
+      // The largest: eight of the longest chunks, every register part full; one round, strided.
+      {"the largest register-part slice", {2, 1, 8 * longest / 4}, DType::kFloat32, 0, false},
+      {"1 MiB bf16 slices, 3.3 rounds", {100, 1, 524288}, DType::kBFloat16, 0, false},
+      {"1 MiB float64 slices", {2, 1, 131072}, DType::kFloat64, 0, false},
+      // The seed's plan, its grid cut to one cluster so that 70 slices make 70 rounds: each next
+      // slice taken before the current one is normalized.
+      {"1 MiB fp32 slices, one cluster, 70 rounds", {70, 1, 262144}, DType::kFloat32, 1, true},
+  };
+  for (const Wide& w : cases) {
+    Case c;
+    c.shape = w.shape;
+    c.dtype = w.dtype;
+    c.affine = true;
+    ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+    c.max_groups = w.max_groups;
+    c.expect_path = Path::kSharedResident;
+    c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
+    c.expect_exchange = Exchange::kCluster;
+    c.expect_registers = true;
+    c.expect_early = w.early;
+    expect_passes(c, w.why);
+    Case in_place = c;
+    in_place.in_place = true;
+    expect_passes(in_place, std::string(w.why) + ", in place");
+    Case repeated = c;
+    repeated.bitwise_repeats = 3;
+    expect_passes(repeated, std::string(w.why) + ", three runs, same bits");
+  }
+}
+
 // split_pipelined hands out the statistics items of the first slices alone, then statistics and
 // normalize items in turn, then the normalize items left (pipelined_item). Forced on tensors with
 // more items than the lead, so that every phase runs: one part a slice (1000 slices, a slice
