@@ -337,10 +337,11 @@ TEST(GpuForward, RegisterParts) {
       // The smallest slice with a register part: four chunks; the last one's register part is
       // partly empty (7684 of 8192 values). 3.2 rounds, in order.
       {"512 KiB + 16 B slices, four CTAs a slice", {200, 1, 131076}, DType::kFloat32, 0, false},
-      // The largest: eight of the longest chunks, every register part full; one round, strided.
-      {"the largest register-part slice", {2, 1, 8 * longest / 4}, DType::kFloat32, 0, false},
+      // The largest: eight of the longest chunks, every register part full. 2.03 rounds of 30
+      // clusters of 8 (fewer than two rounds take no steady plan), strided.
+      {"the largest register-part slice", {61, 1, 8 * longest / 4}, DType::kFloat32, 0, false},
       {"1 MiB bf16 slices, 3.3 rounds", {100, 1, 524288}, DType::kBFloat16, 0, false},
-      {"1 MiB float64 slices", {2, 1, 131072}, DType::kFloat64, 0, false},
+      {"1 MiB float64 slices, 2.03 rounds", {61, 1, 131072}, DType::kFloat64, 0, false},
       // The seed's plan, its grid cut to one cluster so that 70 slices make 70 rounds: each next
       // slice taken before the current one is normalized.
       {"1 MiB fp32 slices, one cluster, 70 rounds", {70, 1, 262144}, DType::kFloat32, 1, true},
