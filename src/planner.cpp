@@ -421,7 +421,9 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // fits a cluster, then is the steady plan, then keeps the most CTA slots busy, then shares a slice
 // among the fewest CTAs (a shorter exchange), then has more CTAs per SM. The steady plan, for grids
 // that run at least kSharedSteadyMinRounds rounds of slices: the fewest CTAs per slice whose chunks
-// hold at most kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows.
+// hold at most kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows;
+// where that is more than kSharedRegisterMaxGroup CTAs, the narrowest group that holds the slice at
+// two per SM with register parts (config.h kSharedRegister*; seed fp32 1.09x → 1.04x copy).
 // Measured on the H200 (bench/results/2026-11-30-h200-f6cbc97/planner.md): one CTA per SM ran
 // 1.21-2.2x copy and never beat the best plan with two or more; the steady plan took the seed
 // fp32 from 1.21x to 1.15x, seed bf16 from 1.29x to 1.18x, 8x64x384x384 fp32 from 2.2x to 1.15x
