@@ -318,8 +318,9 @@ TEST(GpuForward, SteadyPlans) {
 }
 
 // Register parts (planner.cpp plan_shared): slices wider than eight 64 KiB chunks held by at most
-// eight CTAs at two per SM, the end of each chunk in registers. Offset data, affine, each case also
-// in place and three times with the same bits.
+// eight CTAs at two per SM, the end of each chunk in registers, and the slices one step past either
+// end, which have none. Offset data, affine, each case also in place and three times with the same
+// bits.
 TEST(GpuForward, RegisterParts) {
   INORM_REQUIRE_GPU();
   DeviceLimits limits;
@@ -332,14 +333,18 @@ TEST(GpuForward, RegisterParts) {
     DType dtype;
     int64_t max_groups;
     bool early;
+    bool registers = true;
   };
   const Wide cases[] = {
+      // The boundary below: eight 64 KiB chunks at three per SM, no register part.
+      {"512 KiB slices", {200, 1, 131072}, DType::kFloat32, 0, false, false},
       // The smallest slice with a register part: four chunks; the last one's register part is
       // partly empty (7684 of 8192 values). 3.2 rounds, in order.
       {"512 KiB + 16 B slices, four CTAs a slice", {200, 1, 131076}, DType::kFloat32, 0, false},
       // The largest: eight of the longest chunks, every register part full. 2.03 rounds of 30
       // clusters of 8 (fewer than two rounds take no steady plan), strided.
       {"the largest register-part slice", {61, 1, 8 * longest / 4}, DType::kFloat32, 0, false},
+      {"16 B more: no register part", {61, 1, 8 * longest / 4 + 4}, DType::kFloat32, 0, false, false},
       {"1 MiB bf16 slices, 3.3 rounds", {100, 1, 524288}, DType::kBFloat16, 0, false},
       {"1 MiB float64 slices, 2.03 rounds", {61, 1, 131072}, DType::kFloat64, 0, false},
       // The seed's plan, its grid cut to one cluster so that 70 slices make 70 rounds: each next
@@ -354,9 +359,11 @@ TEST(GpuForward, RegisterParts) {
     ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
     c.max_groups = w.max_groups;
     c.expect_path = Path::kSharedResident;
-    c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
-    c.expect_exchange = Exchange::kCluster;
-    c.expect_registers = true;
+    if (w.registers) {
+      c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
+      c.expect_exchange = Exchange::kCluster;
+    }
+    c.expect_registers = w.registers;
     c.expect_early = w.early;
     expect_passes(c, w.why);
     Case in_place = c;
