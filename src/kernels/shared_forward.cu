@@ -317,6 +317,21 @@ Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stre
                   "inorm: the plan's shared_resident group (" + std::to_string(plan.ctas_per_slice) +
                       " CTAs per slice, exchange " + exchange_name(plan.exchange) + ") is not one the planner makes");
   }
+  // ... and its chunks must cover the slice, their shared part fit the buffer, and a register part
+  // (loaded and stored in whole 16-byte vectors) start 16-byte aligned in x and y.
+  const int64_t elem = static_cast<int64_t>(dtype_size(plan.dtype));
+  const int64_t shared_part = plan.chunk_len - plan.register_len;
+  const bool register_part_aligned = plan.register_len == 0 || (plan.vector_io && plan.y_coaligned &&
+                                                                plan.chunk_len * elem % 16 == 0 &&
+                                                                shared_part * elem % 16 == 0);
+  if (plan.chunk_len < 1 || plan.register_len < 0 || shared_part < 1 ||
+      plan.chunk_len * plan.ctas_per_slice < plan.slice_len ||
+      plan.smem_bytes < shared_buffer_bytes(shared_part * elem) || !register_part_aligned) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan's shared_resident chunks (" + std::to_string(plan.chunk_len) + " elements, " +
+                      std::to_string(plan.register_len) + " of them in registers, " +
+                      std::to_string(plan.smem_bytes) + " bytes of buffer) are not ones the planner makes");
+  }
   KernelFn kernel = nullptr;
   Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;

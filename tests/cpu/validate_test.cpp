@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inorm/inorm.h"
@@ -216,6 +217,46 @@ TEST(Validate, LaunchRefusesHandEditedSharedPlans) {
     const Status status = launch_forward(edited, p, nullptr, nullptr);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
     EXPECT_NE(status.message().find("is not one the planner makes"), std::string::npos) << status.message();
+  }
+  // Chunks that leave the slice's end unwritten, or overrun their buffer.
+  Plan uncovered = plan;
+  uncovered.chunk_len -= 128;
+  Plan small_buffer = plan;
+  small_buffer.smem_bytes = static_cast<int>(detail::shared_buffer_bytes(plan.chunk_len * 4)) - 128;
+  for (const Plan& edited : {uncovered, small_buffer}) {
+    const Status status = launch_forward(edited, p, nullptr, nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+    EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();
+  }
+}
+
+// The same for plans with register parts (1 MiB fp32 slices): a register part without 16-byte
+// access, a shared part off 16 bytes, or a register part of another size than the kernel's.
+TEST(Validate, LaunchRefusesHandEditedRegisterParts) {
+  ForwardParams p = valid_params();
+  p.channels = 32;  // 64 slices: two rounds of 30 clusters, the steady plan
+  p.spatial[0] = 512;
+  p.spatial[1] = 512;
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan).ok());
+  ASSERT_GT(plan.register_len, 0) << plan.describe();
+  std::vector<unsigned char> workspace(plan.workspace_bytes + 1);  // never reached: a host address
+  Plan scalar = plan;
+  scalar.vector_io = false;
+  Plan off_16 = plan;
+  off_16.register_len -= 1;
+  Plan other_size = plan;  // with the buffer for its larger shared part
+  other_size.register_len /= 2;
+  other_size.smem_bytes = static_cast<int>(detail::shared_buffer_bytes((plan.chunk_len - other_size.register_len) * 4));
+  const std::pair<Plan, const char*> edits[] = {
+      {scalar, "are not ones the planner makes"},
+      {off_16, "are not ones the planner makes"},
+      {other_size, "elements of each chunk in registers; the kernel holds"},
+  };
+  for (const auto& [edited, why] : edits) {
+    const Status status = launch_forward(edited, p, workspace.data(), nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+    EXPECT_NE(status.message().find(why), std::string::npos) << status.message();
   }
 }
 
