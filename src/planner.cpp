@@ -476,8 +476,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     }
     return chunks;
   };
-  auto holds = [&](int64_t group, int ctas_per_sm) {
-    const Chunks chunks = chunks_for(group, ctas_per_sm);
+  auto fits = [&](const Chunks& chunks, int ctas_per_sm) {
     return chunks.smem + detail::kSharedStaticReserve <= limits.max_smem_per_block_optin &&
            fit_on_sm(chunks.smem, ctas_per_sm);
   };
@@ -489,7 +488,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it needs them, if one does.
   if (steady_group > detail::kSharedRegisterMaxGroup) {
     for (int64_t group = 2; group <= detail::kSharedRegisterMaxGroup; ++group) {
-      if (holds(group, detail::kSharedRegisterCtasPerSm)) {
+      if (fits(chunks_for(group, detail::kSharedRegisterCtasPerSm), detail::kSharedRegisterCtasPerSm)) {
         steady_group = group;
         steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
         break;
@@ -527,7 +526,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       const int clusters =
           exchange == Exchange::kCluster ? limits.resident_clusters[ctas_per_sm][group] : 0;
       const int64_t groups = std::min(clusters > 0 ? clusters : total / group, base.num_slices);
-      if (!holds(group, ctas_per_sm) || groups == 0) continue;
+      if (!fits(chunks, ctas_per_sm) || groups == 0) continue;
       // Busy share of the CTA-rounds, the last, partial round of the persistent loop included.
       const int64_t rounds = ceil_div(base.num_slices, groups);
       Score score;

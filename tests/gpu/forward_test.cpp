@@ -26,6 +26,18 @@ void expect_passes(const Case& c, const std::string& why) {
       << why << ": " << describe(c) << " [" << outcome.plan << "] seed " << outcome.seed << failures;
 }
 
+// `c` again in place, and three times (without a running-stat update, which would change from run
+// to run) with the same bits.
+void expect_passes_in_place_and_repeated(const Case& c, const std::string& why) {
+  Case in_place = c;
+  in_place.in_place = true;
+  expect_passes(in_place, why + ", in place");
+  Case repeated = c;
+  repeated.running = Running::kNone;
+  repeated.bitwise_repeats = 3;
+  expect_passes(repeated, why + ", three runs, same bits");
+}
+
 const DType kAllDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
 
 // A case forced onto `path`, with affine parameters, a running-stat update, and x and y one element
@@ -306,14 +318,7 @@ TEST(GpuForward, SteadyPlans) {
     c.expect_exchange = s.exchange;
     c.expect_in_order = s.in_order;
     expect_passes(c, s.why);
-    if (s.in_order) {
-      Case in_place = c;
-      in_place.in_place = true;
-      expect_passes(in_place, std::string(s.why) + ", in place");
-      Case repeated = c;
-      repeated.bitwise_repeats = 3;
-      expect_passes(repeated, std::string(s.why) + ", three runs, same bits");
-    }
+    if (s.in_order) expect_passes_in_place_and_repeated(c, s.why);
   }
 }
 
@@ -366,12 +371,7 @@ TEST(GpuForward, RegisterParts) {
     c.expect_registers = w.registers;
     c.expect_early = w.early;
     expect_passes(c, w.why);
-    Case in_place = c;
-    in_place.in_place = true;
-    expect_passes(in_place, std::string(w.why) + ", in place");
-    Case repeated = c;
-    repeated.bitwise_repeats = 3;
-    expect_passes(repeated, std::string(w.why) + ", three runs, same bits");
+    expect_passes_in_place_and_repeated(c, w.why);
   }
 }
 
@@ -394,15 +394,8 @@ TEST(GpuForward, SplitPipelinedOrder) {
       Case c = forced_misaligned_case(o.shape, dtype, Path::kSplitPipelined);
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
       expect_passes(c, std::string(o.why) + ", " + dtype_name(dtype));
-      if (dtype == DType::kFloat32) {
-        Case in_place = c;
-        in_place.in_place = true;  // a normalize item writes its part only after every read of it
-        expect_passes(in_place, std::string(o.why) + ", in place");
-        Case repeated = c;
-        repeated.running = Running::kNone;  // three updates would differ
-        repeated.bitwise_repeats = 3;
-        expect_passes(repeated, std::string(o.why) + ", three runs, same bits");
-      }
+      // In place: a normalize item writes its part only after every read of it.
+      if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, o.why);
     }
   }
 }
