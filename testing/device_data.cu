@@ -134,16 +134,14 @@ Status fill_random(void* data, DType dtype, int64_t count, const DataSpec& spec,
     case DType::kFloat16: launch_convert<__half>(out, data, count, spec); break;
     case DType::kBFloat16: launch_convert<__nv_bfloat16>(out, data, count, spec); break;
   }
-  status = cuda_check(cudaGetLastError(), "scale_and_convert");
-  if (!status.ok()) return status;
-  return cuda_check(cudaDeviceSynchronize(), "fill_random");
+  return synchronize("fill_random (scale_and_convert)");
 }
 
 Status poison(void* data, std::size_t bytes) {
   if (bytes == 0) return Status::Ok();
   Status status = cuda_check(cudaMemset(data, 0xFF, bytes), "cudaMemset(poison)");
   if (!status.ok()) return status;
-  return cuda_check(cudaDeviceSynchronize(), "poison");
+  return synchronize("poison");
 }
 
 bool is_poison(const unsigned char* element, DType dtype) {
@@ -211,6 +209,12 @@ Status copy_from_host(const std::vector<double>& values, DType dtype, void* data
   }
   if (raw.empty()) return Status::Ok();
   return cuda_check(cudaMemcpy(data, raw.data(), raw.size(), cudaMemcpyHostToDevice), "cudaMemcpy(H2D)");
+}
+
+Status synchronize(const char* what) {
+  const cudaError_t synced = cudaDeviceSynchronize();
+  const cudaError_t pending = cudaGetLastError();  // also clears a non-sticky launch error
+  return cuda_check(synced != cudaSuccess ? synced : pending, what);
 }
 
 bool cuda_device_available(std::string* why) {

@@ -55,6 +55,11 @@ Status copy_raw_to_host(const void* data, std::size_t bytes, std::vector<unsigne
 Status copy_from_host(const std::vector<double>& values, DType dtype, void* data);
 double element_to_double(const unsigned char* element, DType dtype);
 
+// Waits for the device and returns the first error of the work before it, naming `what`: the
+// error cudaDeviceSynchronize itself returns (a kernel's fault), else a launch error still pending.
+// Either is read before anything else can reset or mask it.
+Status synchronize(const char* what);
+
 // Name of device 0, or an explanation of why there is none.
 bool cuda_device_available(std::string* why);
 

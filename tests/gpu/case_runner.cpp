@@ -189,8 +189,7 @@ Outcome run_case(const Case& c) {
       return fail("bitwise_repeats with running-stat updates would change the running stats");
     }
     for (int i = 0; i < launches; ++i) INORM_CHECK(launch_forward(plan, p, workspace.get(), nullptr));
-    INORM_CHECK(Status(cudaDeviceSynchronize() == cudaSuccess ? StatusCode::kOk : StatusCode::kCudaError,
-                       std::string("kernel failed: ") + cudaGetErrorString(cudaGetLastError())));
+    INORM_CHECK(synchronize(("kernel of plan " + outcome.plan).c_str()));
     std::vector<unsigned char> bits;
     INORM_CHECK(copy_raw_to_host(p.y, numel * elem, &bits));
     if (repeat == 0) {
