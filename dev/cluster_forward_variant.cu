@@ -9,7 +9,8 @@
 #include <cuda/barrier>
 #include <cuda/ptx>
 
-#include "kernels/chunk_stats.cuh"
+#include "kernels/chunk.cuh"
+#include "kernels/forward_op.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -20,13 +21,12 @@ inline constexpr int kVariantMaxClusterSize = 16;
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
-  using Chunk = ChunkView<T, kThreads>;
+  using AllSum = BlockAllSum<Acc, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ cuda::barrier<cuda::thread_scope_block> loaded;
-  __shared__ typename Chunk::TempStorage reduce_storage;
+  __shared__ typename AllSum::TempStorage reduce_storage;
   __shared__ ChunkStats<Acc> cluster_stats[kVariantMaxClusterSize];
-  __shared__ Acc broadcast;
 
   const cg::cluster_group cluster = cg::this_cluster();
   auto cluster_started = cluster.barrier_arrive();  // remote smem is writable once all CTAs run
@@ -38,7 +38,11 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
   const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
   const RaggedRange<T> range(src, len);
   T* buf = reinterpret_cast<T*>(smem) + range.misalign;
-  const Chunk chunk{buf, range, len};
+  Chunk<T, kThreads, 1> chunk;
+  chunk.buf[0] = buf;
+  chunk.range = range;
+  chunk.len = len;
+  chunk.coaligned = args.coaligned;
 
   if (threadIdx.x == 0) {
     init(&loaded, kThreads);
@@ -47,7 +51,8 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
   __syncthreads();
   loaded.wait(start_chunk_load(loaded, buf, src, range));
 
-  const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
+  AllSum all_sum{reduce_storage};
+  const ChunkStats<Acc> mine = ForwardOp<T>::reduce({}, chunk, len, all_sum);
   cluster.barrier_wait(std::move(cluster_started));
   if (threadIdx.x == 0) {
     for (unsigned r = 0; r < cluster_size; ++r) *cluster.map_shared_rank(&cluster_stats[rank], r) = mine;
@@ -56,7 +61,8 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
   Acc mean_hi, mean_lo, m2;
   combine_chunks(cluster_stats, static_cast<int>(cluster_size), &mean_hi, &mean_lo, &m2);
   const SliceAffine<Acc> affine = finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-  chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned);
+  chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin,
+                   [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
 }
 
 template __global__ void cluster_resident_kernel<float, 512>(KernelArgs);

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "config.h"
-#include "kernels/chunk_stats.cuh"
+#include "kernels/chunk.cuh"
+#include "kernels/forward_op.cuh"
 
 using namespace inorm::detail;
 namespace cg = cooperative_groups;
-using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
 #define CK(x)                                                                                  \
   do {                                                                                         \
@@ -85,13 +85,12 @@ template <int kThreads, int kMode, int kSpin = 0>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real_kernel(const ResidentArgs args) {
   using T = float;
   using Acc = float;
-  using Chunk = ChunkView<T, kThreads>;
+  using AllSum = BlockAllSum<Acc, kThreads>;
   constexpr bool kOnePass = kMode & 1, kNoStats = kMode & 2, kNoExchange = kMode & 4, kBulkStore = kMode & 8;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
-  __shared__ typename Chunk::TempStorage reduce_storage;
-  __shared__ Acc broadcast;
+  __shared__ typename AllSum::TempStorage reduce_storage;
   const int group_size = args.ctas_per_slice;
   const int64_t groups = gridDim.x / group_size;
   const int rank = static_cast<int>(blockIdx.x % group_size);
@@ -106,23 +105,28 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real
   __syncthreads();
   for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups) {
     const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-    T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
+    T* dst = static_cast<T*>(args.out) + slice * args.slice_len + begin;
     const RaggedRange<T> range(src, len);
     T* buf = reinterpret_cast<T*>(buffer) + range.misalign;
     if (kBulkStore && threadIdx.x == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     loaded.wait(start_chunk_load(loaded, buf, src, range));
-    const Chunk chunk{buf, range, len};
+    Chunk<T, kThreads, 1> chunk;
+    chunk.buf[0] = buf;
+    chunk.range = range;
+    chunk.len = len;
+    chunk.coaligned = args.coaligned;
+    AllSum all_sum{reduce_storage};
     ChunkStats<Acc> mine{static_cast<Acc>(len), 0.f, 0.f, static_cast<Acc>(len)};
     if (!kNoStats) {
       if (!kOnePass) {
-        mine = chunk.statistics(reduce_storage, broadcast);
+        mine = ForwardOp<T>::reduce({}, chunk, len, all_sum);
       } else {
         Acc sum = 0.f;
         for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
-          const Pack<T> p = chunk.body()[v];
+          const Pack<T> p = chunk.body(0)[v];
           sum += p.v[0] + p.v[1] + p.v[2] + p.v[3];
         }
-        sum = cub::BlockReduce<Acc, kThreads>(reduce_storage.sum).Sum(sum);
+        sum = cub::BlockReduce<Acc, kThreads>(reduce_storage.reduce.one).Sum(sum);
         mine.mean = sum / len;
         __syncthreads();
       }
@@ -198,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real
         cuda::ptx::cp_async_bulk_commit_group();
       }
     } else {
-      chunk.normalize(dst, affine, args.y_coaligned);
+      chunk.store_each(dst, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
     }
     __syncthreads();
   }
@@ -431,12 +435,11 @@ template <int kThreads>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) cluster_kernel(const KernelArgs args) {
   using T = float;
   using Acc = float;
-  using Chunk = ChunkView<T, kThreads>;
+  using AllSum = BlockAllSum<Acc, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
-  __shared__ typename Chunk::TempStorage reduce_storage;
-  __shared__ Acc broadcast;
+  __shared__ typename AllSum::TempStorage reduce_storage;
   __shared__ alignas(16) ChunkStats<Acc> peers[2][16];
   __shared__ uint64_t arrived[2];
   const cg::cluster_group cluster = cg::this_cluster();
@@ -456,12 +459,17 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) clus
   int step = 0;
   for (int64_t slice = blockIdx.x / group_size; slice < args.num_slices; slice += groups, ++step) {
     const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-    T* dst = static_cast<T*>(args.y) + slice * args.slice_len + begin;
+    T* dst = static_cast<T*>(args.out) + slice * args.slice_len + begin;
     const RaggedRange<T> range(src, len);
     T* buf = reinterpret_cast<T*>(smem) + range.misalign;
     loaded.wait(start_chunk_load(loaded, buf, src, range));
-    const Chunk chunk{buf, range, len};
-    const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast);
+    Chunk<T, kThreads, 1> chunk;
+    chunk.buf[0] = buf;
+    chunk.range = range;
+    chunk.len = len;
+    chunk.coaligned = args.coaligned;
+    AllSum all_sum{reduce_storage};
+    const ChunkStats<Acc> mine = ForwardOp<T>::reduce({}, chunk, len, all_sum);
     const int b = step & 1;
     if (threadIdx.x == 0) {
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
@@ -479,7 +487,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) clus
     Acc mean_hi, mean_lo, m2;
     combine_chunks(peers[b], group_size, &mean_hi, &mean_lo, &m2);
     const SliceAffine<Acc> affine = finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-    chunk.normalize(dst, affine, args.y_coaligned);
+    chunk.store_each(dst, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
     __syncthreads();
   }
   cluster.sync();  // no CTA exits while a peer may still address its shared memory
@@ -652,14 +660,14 @@ int main() {
   auto forward_args = [&](int group) {
     ResidentArgs a{};
     a.x = x;
-    a.y = y;
+    a.out = y;
     a.num_slices = slices;
     a.channels = 64;
     a.slice_len = slice_len;
     a.eps = 1e-5;
     a.param_dtype = inorm::DType::kFloat32;
     a.chunk_len = ((slice_len + group - 1) / group + 3) / 4 * 4;
-    a.y_coaligned = true;
+    a.coaligned = true;
     a.ctas_per_slice = group;
     a.slot_bytes = (group * 16 + 127) / 128 * 128;
     a.chunk_partials = ws;

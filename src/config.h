@@ -7,6 +7,12 @@
 
 namespace inorm::detail {
 
+#ifdef __CUDACC__
+#define INORM_HOST_DEVICE __host__ __device__
+#else
+#define INORM_HOST_DEVICE
+#endif
+
 // kGroupRegisters: every CTA has this many threads; a slice is held by `group` lanes, each with
 // `items` loads of 16 bytes (vector) or of one element (scalar).
 inline constexpr int kGroupCtaThreads = 256;
@@ -23,6 +29,13 @@ inline constexpr GroupConfig kGroupConfigs[] = {
 inline constexpr int kNumGroupConfigs = sizeof(kGroupConfigs) / sizeof(kGroupConfigs[0]);
 inline constexpr int kGroupMaxScalarItems = 32;
 inline constexpr int kGroupMaxVectorItems = 8;
+// A lane holds each of its elements in the accumulation type, once per input; a configuration is
+// planned only where that takes at most this many bytes a lane (the forward's largest, float16
+// vectors and float64 scalars), so the backward, which holds x and dy, takes half the items.
+inline constexpr int kGroupMaxLaneBytes = 256;
+inline constexpr bool group_config_fits(const GroupConfig& config, int elem_bytes, int acc_bytes, int inputs) {
+  return config.items * (config.vector ? 16 / elem_bytes : 1) * acc_bytes * inputs <= kGroupMaxLaneBytes;
+}
 
 // kSharedResident: CTAs per SM share kSharedThreadsPerSm threads (the kernel is compiled for 64
 // registers a thread); a CTA has a power of two in [min, max] threads.
@@ -69,12 +82,22 @@ inline constexpr int64_t kSharedInOrderMinChunkBytes = 16 * 1024;
 // at most kSharedRegisterMaxGroup hold slices that would otherwise need wider groups. Measured on
 // the H200 (dev/VARIANTS.md 35): the memory skeleton of 1 MiB fp32 slices ran 1.035x copy with 8
 // CTAs a slice at two per SM (96 KiB shared + 32 KiB registers) against 1.06-1.07x with 16 at
-// three; a wide group waits on its slowest CTA every round.
+// three; a wide group waits on its slowest CTA every round. The inputs share the register part
+// (the backward holds kSharedRegisterVecs / 2 vectors of x and as many of dy), and a group of the
+// backward may be `inputs` times as wide, so that register parts serve the same slices in either
+// pass (up to 1.1 MiB of float32 each).
 inline constexpr int kSharedRegisterCtasPerSm = 2;
 inline constexpr int kSharedRegisterThreads = 256;
 inline constexpr int kSharedRegisterVecs = 8;
 inline constexpr int64_t kSharedRegisterBytes = int64_t{kSharedRegisterThreads} * kSharedRegisterVecs * 16;
 inline constexpr int kSharedRegisterMaxGroup = 8;
+// A register plan wider than the narrowest that holds the slice only where it keeps this many
+// percent more CTAs busy (planner.cpp plan_shared).
+inline constexpr int kSharedRegisterWiderGainPercent = 5;
+inline constexpr int shared_register_max_group(int inputs) {
+  return kSharedRegisterMaxGroup * inputs < kSharedMaxClusterCtas ? kSharedRegisterMaxGroup * inputs
+                                                                 : kSharedMaxClusterCtas;
+}
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores
 // (kernels/shared_forward.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after
@@ -83,6 +106,10 @@ inline constexpr int kSharedRegisterMaxGroup = 8;
 // unevenly spread); at three CTAs per SM it lost everywhere (seed bf16 +0.9%, mid-affine +1.3%),
 // where the SM's other two CTAs hide the latency anyway.
 inline constexpr int kSharedEarlyDispatchMinRounds = 64;
+// The shared memory region that holds `bytes` of one input's chunk: 16 bytes more, so the chunk can
+// mirror its tensor's alignment modulo 16 (the body then moves by bulk copy), rounded to 128. A CTA
+// has one region per input, one after the other.
+INORM_HOST_DEVICE inline constexpr int64_t shared_region_bytes(int64_t bytes) { return (bytes + 16 + 127) / 128 * 128; }
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 
@@ -105,11 +132,11 @@ inline constexpr int kSplitCtasPerSm = 4;
 // (dev/VARIANTS.md 16 and 19) against 96 KiB stages at two per SM: vol3d 0.400 against 0.417 ms,
 // few-huge 0.161 against 0.165 ms, 2x32x128^3 bf16 0.208 against 0.220 ms, no case slower by more
 // than 1.5%; 48 KiB stages at four per SM lost (few-huge 0.175 ms, vol3d 0.423 ms).
+// The stage is shared by the inputs: a part of the backward (x and dy) is half as long.
 inline constexpr int kSplitStageBytes = 64 * 1024;
-#ifdef __CUDACC__
-__host__ __device__
-#endif
-inline constexpr std::size_t split_stage_len(std::size_t elem_size) { return kSplitStageBytes / elem_size; }
+INORM_HOST_DEVICE inline constexpr std::size_t split_stage_len(std::size_t elem_size, int inputs) {
+  return kSplitStageBytes / (elem_size * static_cast<std::size_t>(inputs));
+}
 
 // The statistics items run this many items per CTA of the grid ahead of the least lead (one
 // slice), so that the normalize items that wait for a slice's last statistics items find them

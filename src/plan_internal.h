@@ -10,7 +10,8 @@
 
 namespace inorm::detail {
 
-// Partial statistics of one part of a slice (kSplitPipelined).
+// Partial statistics of one part of a slice (kSplitPipelined, forward); the backward's partial
+// sums (kernels/backward_op.cuh) take as many bytes.
 struct SplitPartial {
   double count;
   double mean;
@@ -25,8 +26,11 @@ struct WorkspaceLayout {
   std::size_t split_partials = 0;  // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
-  std::size_t slice_mean = 0;      // stats type [num_slices]: per-instance mean, for running stats
-  std::size_t slice_var = 0;       // stats type [num_slices]: per-instance unbiased variance
+  // stats type [num_slices] each: the two terms per slice that the channel reduction sums over the
+  // batch: per-instance mean and unbiased variance for the running stats (forward), sum(dy * xhat)
+  // and sum(dy) for dweight and dbias (backward).
+  std::size_t slice_term0 = 0;
+  std::size_t slice_term1 = 0;
   std::size_t total = 0;
 };
 WorkspaceLayout workspace_layout(const Plan& plan);
@@ -40,19 +44,26 @@ bool shared_slices_in_order(const Plan& plan);
 // kSharedEarlyDispatchMinRounds): in order, with register parts, over that many rounds.
 bool shared_takes_slices_early(const Plan& plan);
 
-int64_t slice_len_of(const ForwardParams& params);
+template <typename Params>
+int64_t slice_len_of(const Params& params) {
+  int64_t len = 1;
+  for (int i = 0; i < params.spatial_rank && i < 3; ++i) len *= params.spatial[i];
+  return len;
+}
+// Whether the plan ends with the channel reduction (kernels/channel_reduce.cu).
+inline bool reduces_channels(const Plan& plan) { return plan.update_running_stats || plan.weight_grads; }
 
 // Bytes of ChunkStats<stats type> (count, mean, resid, m2; kernels/chunk_stats.cuh).
 inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_dtype(dtype)); }
 
-// Elements at the end of each chunk that a kSharedResident CTA with a register part holds in
-// registers (config.h kSharedRegister*).
-inline int64_t shared_register_len(DType dtype) {
-  return kSharedRegisterBytes / static_cast<int64_t>(dtype_size(dtype));
+// Elements at the end of each chunk of each input that a kSharedResident CTA with a register part
+// holds in registers (config.h kSharedRegister*).
+inline int64_t shared_register_len(DType dtype, int inputs) {
+  return kSharedRegisterBytes / (static_cast<int64_t>(dtype_size(dtype)) * inputs);
 }
 
-// kSharedResident dynamic shared memory: the chunk buffer.
-int64_t shared_buffer_bytes(int64_t chunk_bytes);
+// kSharedResident dynamic shared memory: a region (config.h shared_region_bytes) per input.
+inline int64_t shared_buffer_bytes(int64_t chunk_bytes, int inputs) { return inputs * shared_region_bytes(chunk_bytes); }
 // The largest buffer of each of `ctas_per_sm` CTAs that share an SM equally, beside their static
 // shared memory and the driver's per-CTA reservation.
 int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm);
@@ -70,13 +81,18 @@ inline bool pipelined_items_fit(int64_t slices, int64_t parts) {
 // buffer of an equal share of its SM (cudaOccupancyMaxActiveClusters; asked once per device).
 Status fill_resident_clusters(DeviceLimits* limits);
 
-// The largest slice (elements) kSharedResident can hold: a full group of full CTAs.
-int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits);
+// The largest slice (elements) kSharedResident can hold with `inputs` tensors on chip: a full group
+// of full CTAs.
+int64_t largest_resident_slice(DType dtype, int inputs, const DeviceLimits& limits);
 
-// A plan holding only what the params decide (shape, dtype, flags, alignment facts).
+// A plan holding only what the params decide (pass, shape, dtype, flags, alignment facts).
 Plan plan_signature(const ForwardParams& params);
-// Whether a plan made earlier can run these params: same signature, and no vector access that
-// their alignment forbids.
-bool plan_matches(const Plan& plan, const ForwardParams& params);
+Plan plan_signature(const BackwardParams& params);
+// Whether a plan made earlier can run params of signature `now`: the same pass, shape, dtype and
+// flags, and no vector access that their alignment forbids.
+bool plan_matches(const Plan& plan, const Plan& now);
+
+// The planner below the params: the path and launch shape for a signature, on `limits`.
+Status plan_slices(const Plan& signature, const DeviceLimits& limits, const PlanOptions& options, Plan* plan);
 
 }  // namespace inorm::detail

@@ -39,6 +39,14 @@ DType stats_dtype(DType dtype) {
   return dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
 }
 
+const char* pass_name(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return "forward";
+    case Pass::kBackward: return "backward";
+  }
+  return "unknown";
+}
+
 const char* path_name(Path path) {
   switch (path) {
     case Path::kAuto: return "auto";
@@ -85,6 +93,7 @@ DeviceLimits hopper_h200_limits() {
 
 std::string Plan::describe() const {
   std::ostringstream out;
+  if (pass == Pass::kBackward) out << "backward ";
   out << path_name(path);
   switch (path) {
     case Path::kGroupRegisters:
@@ -97,26 +106,22 @@ std::string Plan::describe() const {
       if (register_len > 0) out << " registers=" << register_len;
       out << " grid=" << grid
           << (detail::shared_slices_in_order(*this) ? " in-order" : "")
-          << (detail::shared_takes_slices_early(*this) ? " early" : "") << (y_coaligned ? "" : " scalar-stores");
+          << (detail::shared_takes_slices_early(*this) ? " early" : "") << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead
-          << (y_coaligned ? "" : " scalar-stores");
+          << (coaligned ? "" : " scalar-stores");
       break;
     default:
       break;
   }
   if (update_running_stats) out << " +running_stats";
+  if (weight_grads) out << " +weight_grads";
+  if (!writes_output) out << " no-dx";
   return out.str();
 }
 
 namespace detail {
-
-int64_t slice_len_of(const ForwardParams& params) {
-  int64_t len = 1;
-  for (int i = 0; i < params.spatial_rank && i < 3; ++i) len *= params.spatial[i];
-  return len;
-}
 
 namespace {
 
@@ -141,10 +146,6 @@ int64_t next_pow2(int64_t value) {
 }
 
 }  // namespace
-
-int64_t shared_buffer_bytes(int64_t chunk_bytes) {
-  return static_cast<int64_t>(align_up(static_cast<std::size_t>(chunk_bytes) + 16, 128));  // + alignment mirror
-}
 
 static_assert(std::extent_v<decltype(DeviceLimits::resident_clusters), 0> == kSharedMaxCtasPerSm + 1 &&
                   std::extent_v<decltype(DeviceLimits::resident_clusters), 1> == kSharedMaxClusterCtas + 1,
@@ -197,53 +198,80 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.split_counters = offset;
     offset = align_up(offset + static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned), kWorkspaceAlign);
   }
-  if (plan.update_running_stats) {
+  if (reduces_channels(plan)) {
     const std::size_t stats_bytes =
         static_cast<std::size_t>(plan.num_slices) * dtype_size(stats_dtype(plan.dtype));
-    layout.slice_mean = offset;
+    layout.slice_term0 = offset;
     offset = align_up(offset + stats_bytes, kWorkspaceAlign);
-    layout.slice_var = offset;
+    layout.slice_term1 = offset;
     offset = align_up(offset + stats_bytes, kWorkspaceAlign);
   }
   layout.total = offset;
   return layout;
 }
 
-int64_t largest_resident_slice(DType dtype, const DeviceLimits& limits) {
+int64_t largest_resident_slice(DType dtype, int inputs, const DeviceLimits& limits) {
   // The largest cluster, each CTA alone on its SM. Wider groups could hold more, but only at one
   // CTA per SM, where the exchange through L2 among many CTAs loses to the split path (every SM
   // on one slice: 3.3x copy on vol3d against 1.7x).
   const int64_t ctas = std::min<int64_t>(limits.sm_count, kSharedMaxClusterCtas);
   const int64_t buffer = (limits.max_smem_per_block_optin - kSharedStaticReserve) / 128 * 128;
+  const int64_t region = buffer / inputs / 128 * 128;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
-  return ctas * ((buffer - 16) / kChunkAlignBytes * kChunkAlignBytes / elem);  // chunks that long are aligned
+  return ctas * ((region - 16) / kChunkAlignBytes * kChunkAlignBytes / elem);  // chunks that long are aligned
 }
 
-Plan plan_signature(const ForwardParams& params) {
+namespace {
+
+// The shape, dtypes and alignment facts of tensors x and `others` (each may be null), for a plan of
+// `pass` holding `inputs` tensors on chip per element.
+template <typename Params>
+Plan signature_of(const Params& params, Pass pass, int inputs, std::initializer_list<const void*> others) {
   Plan plan;
+  plan.pass = pass;
+  plan.inputs = inputs;
   plan.dtype = params.dtype;
   plan.param_dtype = params.param_dtype;
   plan.num_slices = params.batch * params.channels;
   plan.channels = params.channels;
   plan.slice_len = slice_len_of(params);
   plan.use_input_stats = params.use_input_stats;
-  plan.update_running_stats = params.use_input_stats && params.running_mean != nullptr;
   const std::size_t elem = dtype_size(params.dtype);
   const auto x_addr = reinterpret_cast<std::uintptr_t>(params.x);
-  const auto y_addr = reinterpret_cast<std::uintptr_t>(params.y);
-  plan.y_coaligned = (x_addr - y_addr) % 16 == 0;
-  // Every slice starts 16-byte aligned in both tensors.
-  plan.vector_io = x_addr % 16 == 0 && y_addr % 16 == 0 && (plan.slice_len * elem) % 16 == 0;
+  // Every slice starts 16-byte aligned in every tensor, or at least in the same place modulo 16.
+  plan.vector_io = x_addr % 16 == 0 && (plan.slice_len * elem) % 16 == 0;
+  plan.coaligned = true;
+  for (const void* other : others) {
+    if (other == nullptr) continue;
+    const auto addr = reinterpret_cast<std::uintptr_t>(other);
+    plan.vector_io = plan.vector_io && addr % 16 == 0;
+    plan.coaligned = plan.coaligned && (x_addr - addr) % 16 == 0;
+  }
   return plan;
 }
 
-bool plan_matches(const Plan& plan, const ForwardParams& params) {
-  const Plan now = plan_signature(params);
-  return plan.dtype == now.dtype && plan.param_dtype == now.param_dtype &&
-         plan.num_slices == now.num_slices && plan.channels == now.channels &&
-         plan.slice_len == now.slice_len && plan.use_input_stats == now.use_input_stats &&
-         plan.update_running_stats == now.update_running_stats &&
-         (!plan.vector_io || now.vector_io) && (!plan.y_coaligned || now.y_coaligned);
+}  // namespace
+
+Plan plan_signature(const ForwardParams& params) {
+  Plan plan = signature_of(params, Pass::kForward, 1, {params.y});
+  plan.update_running_stats = params.use_input_stats && params.running_mean != nullptr;
+  return plan;
+}
+
+Plan plan_signature(const BackwardParams& params) {
+  Plan plan = signature_of(params, Pass::kBackward, 2, {params.dy, params.dx});
+  plan.weight_grads = params.dweight != nullptr || params.dbias != nullptr;
+  plan.writes_output = params.dx != nullptr;
+  return plan;
+}
+
+bool plan_matches(const Plan& plan, const Plan& now) {
+  return plan.pass == now.pass && plan.inputs == now.inputs && plan.dtype == now.dtype &&
+         plan.param_dtype == now.param_dtype && plan.num_slices == now.num_slices &&
+         plan.channels == now.channels && plan.slice_len == now.slice_len &&
+         plan.use_input_stats == now.use_input_stats && plan.update_running_stats == now.update_running_stats &&
+         plan.weight_grads == now.weight_grads && plan.writes_output == now.writes_output &&
+         (!plan.vector_io || now.vector_io) && (!plan.coaligned || now.coaligned);
 }
 
 }  // namespace detail
@@ -269,7 +297,13 @@ bool known_dtype(DType dtype) { return dtype_size(dtype) != 0; }
 
 }  // namespace
 
-Status validate_forward(const ForwardParams& p) {
+namespace {
+
+// The checks both passes share: dtype, layout, rank, extents, their product in 64-bit byte offsets,
+// S > 1 for instance statistics, eps, and the parameter dtype where parameters are given. Sets
+// *numel.
+template <typename Params>
+Status validate_shape(const Params& p, bool has_params, int64_t* numel) {
   if (!known_dtype(p.dtype)) {
     return invalid("unknown dtype " + std::to_string(static_cast<int>(p.dtype)) +
                    " (expected float32, float16, bfloat16 or float64)");
@@ -291,16 +325,15 @@ Status validate_forward(const ForwardParams& p) {
     }
   }
   // numel * 8 bytes must fit in int64.
-  int64_t numel = 1;
+  *numel = 1;
   const int64_t extents[] = {p.batch, p.channels, p.spatial[0], p.spatial[1], p.spatial[2]};
   for (int i = 0; i < 2 + p.spatial_rank; ++i) {
-    if (__builtin_mul_overflow(numel, extents[i], &numel) ||
-        numel > std::numeric_limits<int64_t>::max() / 8) {
+    if (__builtin_mul_overflow(*numel, extents[i], numel) ||
+        *numel > std::numeric_limits<int64_t>::max() / 8) {
       return invalid("tensor size overflows 64-bit byte offsets");
     }
   }
-  const int64_t slice_len = detail::slice_len_of(p);
-  if (p.use_input_stats && slice_len == 1) {
+  if (p.use_input_stats && detail::slice_len_of(p) == 1) {
     return invalid(
         "Expected more than 1 spatial element when training (use_input_stats), got S == 1");
   }
@@ -313,60 +346,108 @@ Status validate_forward(const ForwardParams& p) {
   if (!p.use_input_stats && p.running_mean == nullptr) {
     return invalid("Expected running_mean and running_var to be defined when use_input_stats is false");
   }
-  if (!p.use_input_stats && (p.mean != nullptr || p.rstd != nullptr)) {
-    return invalid("mean/rstd outputs are produced only with use_input_stats (instance statistics)");
-  }
-  if (p.running_mean != nullptr && p.use_input_stats && !std::isfinite(p.momentum)) {
-    return invalid("momentum must be finite, got " + std::to_string(p.momentum));
-  }
-  const bool has_params = p.weight || p.bias || p.running_mean || p.running_var;
   if (has_params && !known_dtype(p.param_dtype)) {
     return invalid("unknown param_dtype " + std::to_string(static_cast<int>(p.param_dtype)));
   }
   if (p.layout == Layout::kChannelsLast) {
     return unsupported("unsupported layout: channels_last is not implemented yet (pass a contiguous NCHW tensor)");
   }
-  if (numel == 0) return Status::Ok();
+  return Status::Ok();
+}
 
-  if (p.x == nullptr) return invalid("x is null");
-  if (p.y == nullptr) return invalid("y is null");
-  const std::size_t elem = dtype_size(p.dtype);
-  if (!aligned_to(p.x, elem) || !aligned_to(p.y, elem)) {
-    return invalid(std::string("x and y must be aligned to the element size of ") +
-                   dtype_name(p.dtype));
-  }
-  const auto x_begin = reinterpret_cast<std::uintptr_t>(p.x);
-  const auto y_begin = reinterpret_cast<std::uintptr_t>(p.y);
-  const auto bytes = static_cast<std::uintptr_t>(numel) * elem;
-  if (x_begin != y_begin && x_begin < y_begin + bytes && y_begin < x_begin + bytes) {
-    return invalid("x and y overlap without being the same tensor (only exact in-place is allowed)");
-  }
-  const std::size_t param_elem = dtype_size(p.param_dtype);
-  for (const void* ptr : {static_cast<const void*>(p.weight), static_cast<const void*>(p.bias),
-                          static_cast<const void*>(p.running_mean),
-                          static_cast<const void*>(p.running_var)}) {
-    if (ptr != nullptr && !aligned_to(ptr, param_elem)) {
-      return invalid(std::string("weight, bias and running stats must be aligned to ") +
-                     dtype_name(p.param_dtype));
-    }
-  }
-  const std::size_t stats_elem = dtype_size(stats_dtype(p.dtype));
-  if ((p.mean && !aligned_to(p.mean, stats_elem)) || (p.rstd && !aligned_to(p.rstd, stats_elem))) {
-    return invalid(std::string("mean and rstd outputs must be aligned to ") +
-                   dtype_name(stats_dtype(p.dtype)));
+// Whether [a, a + bytes) and [b, b + bytes) overlap without being the same range.
+bool overlap_partly(const void* a, const void* b, std::size_t bytes) {
+  const auto a_begin = reinterpret_cast<std::uintptr_t>(a);
+  const auto b_begin = reinterpret_cast<std::uintptr_t>(b);
+  return a_begin != b_begin && a_begin < b_begin + bytes && b_begin < a_begin + bytes;
+}
+
+// Each non-null pointer of `ptrs` is aligned to `dtype`'s size; otherwise the error `message`.
+Status check_aligned(std::initializer_list<const void*> ptrs, DType dtype, const std::string& message) {
+  for (const void* ptr : ptrs) {
+    if (ptr != nullptr && !aligned_to(ptr, dtype_size(dtype))) return invalid(message);
   }
   return Status::Ok();
 }
 
+}  // namespace
+
+Status validate_forward(const ForwardParams& p) {
+  int64_t numel = 0;
+  Status status = validate_shape(p, p.weight || p.bias || p.running_mean || p.running_var, &numel);
+  if (!status.ok()) return status;
+  if (!p.use_input_stats && (p.mean != nullptr || p.rstd != nullptr)) {
+    return invalid("mean/rstd outputs are produced only with use_input_stats (instance statistics)");
+  }
+  if (p.running_mean != nullptr && p.use_input_stats && !std::isfinite(p.momentum)) {
+    return invalid("momentum must be finite, got " + std::to_string(p.momentum));
+  }
+  if (numel == 0) return Status::Ok();
+
+  if (p.x == nullptr) return invalid("x is null");
+  if (p.y == nullptr) return invalid("y is null");
+  status = check_aligned({p.x, p.y}, p.dtype,
+                         std::string("x and y must be aligned to the element size of ") + dtype_name(p.dtype));
+  if (!status.ok()) return status;
+  if (overlap_partly(p.x, p.y, static_cast<std::size_t>(numel) * dtype_size(p.dtype))) {
+    return invalid("x and y overlap without being the same tensor (only exact in-place is allowed)");
+  }
+  status = check_aligned({p.weight, p.bias, p.running_mean, p.running_var}, p.param_dtype,
+                         std::string("weight, bias and running stats must be aligned to ") + dtype_name(p.param_dtype));
+  if (!status.ok()) return status;
+  return check_aligned({p.mean, p.rstd}, stats_dtype(p.dtype),
+                       std::string("mean and rstd outputs must be aligned to ") + dtype_name(stats_dtype(p.dtype)));
+}
+
+Status validate_backward(const BackwardParams& p) {
+  int64_t numel = 0;
+  Status status =
+      validate_shape(p, p.weight || p.running_mean || p.running_var || p.dweight || p.dbias, &numel);
+  if (!status.ok()) return status;
+  if (p.use_input_stats && (p.running_mean != nullptr)) {
+    return invalid("with use_input_stats the backward uses the forward's mean and rstd; running stats must be null");
+  }
+  if (!p.use_input_stats && (p.mean != nullptr || p.rstd != nullptr)) {
+    return invalid("without use_input_stats the backward uses the running stats; mean and rstd must be null");
+  }
+  if (numel == 0) return Status::Ok();
+
+  if (p.x == nullptr) return invalid("x is null");
+  if (p.dy == nullptr) return invalid("dy is null");
+  if (p.use_input_stats && (p.mean == nullptr || p.rstd == nullptr)) {
+    return invalid("with use_input_stats the backward needs the forward's mean and rstd");
+  }
+  status = check_aligned({p.x, p.dy, p.dx}, p.dtype,
+                         std::string("x, dy and dx must be aligned to the element size of ") + dtype_name(p.dtype));
+  if (!status.ok()) return status;
+  const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(p.dtype);
+  if (p.dx != nullptr && (p.dx == p.x || overlap_partly(p.dx, p.x, bytes) || overlap_partly(p.dx, p.dy, bytes))) {
+    return invalid("dx overlaps x or dy (only dx == dy, in place, is allowed)");
+  }
+  status = check_aligned({p.weight, p.running_mean, p.running_var, p.dweight, p.dbias}, p.param_dtype,
+                         std::string("weight, running stats, dweight and dbias must be aligned to ") +
+                             dtype_name(p.param_dtype));
+  if (!status.ok()) return status;
+  return check_aligned({p.mean, p.rstd}, stats_dtype(p.dtype),
+                       std::string("mean and rstd must be aligned to ") + dtype_name(stats_dtype(p.dtype)));
+}
+
 namespace {
 
-// The smallest instantiated group configuration that holds a slice of `slice_len`, or -1.
-int choose_group_config(int64_t slice_len, bool vector_io, int vec) {
-  if (vector_io && slice_len >= 32 * vec) {
+// The smallest instantiated group configuration that holds a slice of `slice_len` of `base`'s
+// dtype and inputs within kGroupMaxLaneBytes a lane, or -1.
+int choose_group_config(const Plan& base) {
+  const int64_t slice_len = base.slice_len;
+  const int64_t vec = 16 / static_cast<int64_t>(dtype_size(base.dtype));
+  auto fits_lane = [&](const detail::GroupConfig& config) {
+    return detail::group_config_fits(config, static_cast<int>(dtype_size(base.dtype)),
+                                     static_cast<int>(dtype_size(stats_dtype(base.dtype))), base.inputs);
+  };
+  if (base.vector_io && slice_len >= 32 * vec) {
     const int64_t items = next_pow2(ceil_div(slice_len, 32 * vec));
     if (items <= detail::kGroupMaxVectorItems) {
       for (int i = 0; i < detail::kNumGroupConfigs; ++i) {
-        if (kGroupConfigs[i].vector && kGroupConfigs[i].items == items) return i;
+        if (kGroupConfigs[i].vector && kGroupConfigs[i].items == items && fits_lane(kGroupConfigs[i])) return i;
       }
     }
   }
@@ -375,7 +456,7 @@ int choose_group_config(int64_t slice_len, bool vector_io, int vec) {
     const int64_t items = slice_len <= 32 ? 1 : next_pow2(ceil_div(slice_len, 32));
     for (int i = 0; i < detail::kNumGroupConfigs; ++i) {
       if (!kGroupConfigs[i].vector && kGroupConfigs[i].group == group &&
-          kGroupConfigs[i].items == items) {
+          kGroupConfigs[i].items == items && fits_lane(kGroupConfigs[i])) {
         return i;
       }
     }
@@ -450,14 +531,15 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                    ", got " + std::to_string(options.force_ctas_per_sm));
   }
   const int64_t elem = static_cast<int64_t>(dtype_size(base.dtype));
-  const int64_t slice_bytes = base.slice_len * elem;
+  // Bytes a slice holds on chip: of x, and for the backward of dy too.
+  const int64_t slice_bytes = base.slice_len * elem * base.inputs;
   // Whether `ctas` CTAs with `smem` bytes of buffer each fit on an SM, beside their static shared
   // memory and the per-CTA reservation.
   auto fit_on_sm = [&](int64_t smem, int64_t ctas) { return ctas <= detail::ctas_fitting_on_sm(limits, smem); };
-  // A group's chunks: the elements each CTA holds, how many of them in registers, and the buffer
-  // for the rest. A register part only where the buffer alone would not fit, at
-  // kSharedRegisterCtasPerSm CTAs per SM, for clusters of at most kSharedRegisterMaxGroup, and with
-  // 16-byte access (the part is loaded and stored in whole vectors).
+  // A group's chunks: the elements each CTA holds of each input, how many of them in registers,
+  // and the buffer for the rest. A register part only where the buffer alone would not fit, at
+  // kSharedRegisterCtasPerSm CTAs per SM, for clusters of at most shared_register_max_group, and
+  // with 16-byte access (the part is loaded and stored in whole vectors).
   struct Chunks {
     int64_t len = 0;
     int64_t register_len = 0;
@@ -466,13 +548,14 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   auto chunks_for = [&](int64_t group, int ctas_per_sm) {
     Chunks chunks;
     chunks.len = chunk_len_for(base.slice_len, group, elem);
-    chunks.smem = detail::shared_buffer_bytes(chunks.len * elem);
-    const bool registers_help = !fit_on_sm(chunks.smem, ctas_per_sm) && chunks.len > detail::shared_register_len(base.dtype);
+    chunks.smem = detail::shared_buffer_bytes(chunks.len * elem, base.inputs);
+    const int64_t register_len = detail::shared_register_len(base.dtype, base.inputs);
+    const bool registers_help = !fit_on_sm(chunks.smem, ctas_per_sm) && chunks.len > register_len;
     if (registers_help && base.vector_io && ctas_per_sm == detail::kSharedRegisterCtasPerSm &&
-        group <= detail::kSharedRegisterMaxGroup &&
+        group <= detail::shared_register_max_group(base.inputs) &&
         exchange_for(options.force_exchange, group, ctas_per_sm) == Exchange::kCluster) {
-      chunks.register_len = detail::shared_register_len(base.dtype);
-      chunks.smem = detail::shared_buffer_bytes((chunks.len - chunks.register_len) * elem);
+      chunks.register_len = register_len;
+      chunks.smem = detail::shared_buffer_bytes((chunks.len - chunks.register_len) * elem, base.inputs);
     }
     return chunks;
   };
@@ -481,18 +564,29 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
            fit_on_sm(chunks.smem, ctas_per_sm);
   };
   int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
-  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem;
+  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem * base.inputs;
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
-  // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group that holds the slice
-  // at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it needs them, if one does.
+  // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
+  // shared_register_max_group) that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with
+  // register parts where it needs them, if one does; a wider one only where it keeps
+  // kSharedRegisterWiderGain more CTAs busy (the clusters the GPCs hold times the group: the
+  // backward's fp32 seed, 2 MiB a slice on chip, takes 16 CTAs, 224 busy, over 15, 210 busy).
   if (steady_group > detail::kSharedRegisterMaxGroup) {
-    for (int64_t group = 2; group <= detail::kSharedRegisterMaxGroup; ++group) {
-      if (fits(chunks_for(group, detail::kSharedRegisterCtasPerSm), detail::kSharedRegisterCtasPerSm)) {
-        steady_group = group;
-        steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
-        break;
+    auto busy_ctas = [&](int64_t group) {
+      const int clusters = limits.resident_clusters[detail::kSharedRegisterCtasPerSm][group];
+      return (clusters > 0 ? clusters * group : limits.sm_count * detail::kSharedRegisterCtasPerSm / group * group);
+    };
+    int64_t chosen = 0;
+    for (int64_t group = 2; group <= detail::shared_register_max_group(base.inputs); ++group) {
+      if (!fits(chunks_for(group, detail::kSharedRegisterCtasPerSm), detail::kSharedRegisterCtasPerSm)) continue;
+      if (chosen == 0 || busy_ctas(group) * 100 >= busy_ctas(chosen) * (100 + detail::kSharedRegisterWiderGainPercent)) {
+        chosen = group;
       }
+    }
+    if (chosen > 0) {
+      steady_group = chosen;
+      steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
     }
   }
   struct Score {
@@ -563,22 +657,24 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   return choose_exchange(options.force_exchange, plan);
 }
 
-// One stage a part; a persistent grid of every CTA that fits (more would only wait for a slot).
+// One stage a part (of every input); a persistent grid of every CTA that fits (more would only wait
+// for a slot).
 Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* plan) {
   *plan = base;
   const int64_t elem_size = static_cast<int64_t>(dtype_size(base.dtype));
-  const int64_t stage_len = static_cast<int64_t>(detail::split_stage_len(static_cast<std::size_t>(elem_size)));
+  const int64_t stage_len =
+      static_cast<int64_t>(detail::split_stage_len(static_cast<std::size_t>(elem_size), base.inputs));
   plan->path = Path::kSplitPipelined;
   plan->chunk_len = chunk_len_for(base.slice_len, ceil_div(base.slice_len, stage_len), elem_size);
   const int64_t parts = ceil_div(base.slice_len, plan->chunk_len);
   // Items (two per part) are counted in 32 bits.
   if (!detail::pipelined_items_fit(base.num_slices, parts)) {
-    return unsupported("split_pipelined counts its items (two a part of 64 KiB) in 32 bits; this tensor has " +
+    return unsupported("split_pipelined counts its items (two a part) in 32 bits; this tensor has " +
                        std::to_string(base.num_slices) + " slices of " + std::to_string(parts) + " parts");
   }
   plan->parts_per_slice = static_cast<int>(parts);
   plan->threads = detail::kSplitThreads;
-  plan->smem_bytes = static_cast<int>(plan->chunk_len * elem_size + 16);  // + room to mirror x's alignment
+  plan->smem_bytes = static_cast<int>(detail::shared_buffer_bytes(plan->chunk_len * elem_size, base.inputs));
   const int64_t ctas_per_sm =
       std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
@@ -588,49 +684,46 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
 
 }  // namespace
 
-Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Plan* plan,
-                    const PlanOptions& options) {
+namespace detail {
+
+Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (plan == nullptr) return invalid("plan is null");
-  Status status = validate_forward(params);
-  if (!status.ok()) return status;
   if (limits.sm_count <= 0 || limits.max_smem_per_block_optin <= 0) {
     return invalid("device limits are not filled in");
   }
-
-  const Plan base = detail::plan_signature(params);
-  const std::size_t elem = dtype_size(params.dtype);
   const int64_t numel = base.num_slices * base.slice_len;
-  if (base.update_running_stats && base.channels > std::numeric_limits<int32_t>::max()) {
-    return unsupported("running-stat update supports at most 2^31 - 1 channels");
+  if (reduces_channels(base) && base.channels > std::numeric_limits<int32_t>::max()) {
+    return unsupported("the running-stat update and the weight gradients support at most 2^31 - 1 channels");
   }
   Path path = options.force_path;
-  if (numel == 0) {
+  if (numel == 0 || (!base.writes_output && !base.weight_grads)) {
     if (path != Path::kAuto && path != Path::kEmpty) {
-      return invalid(std::string("forced path ") + path_name(path) + " for an empty tensor");
+      return invalid(std::string("forced path ") + path_name(path) + " for a pass with nothing to compute");
     }
     *plan = base;
     plan->path = Path::kEmpty;
     return Status::Ok();
   }
-  if (!params.use_input_stats) {
+  // The forward with running stats is elementwise; the backward's weight gradients are reductions
+  // even then, so it runs on the slice engine in either mode.
+  if (base.pass == Pass::kForward && !base.use_input_stats) {
     if (path != Path::kAuto && path != Path::kElementwiseEval) {
       return invalid(std::string("forced path ") + path_name(path) +
                      " needs use_input_stats; evaluation with running stats is elementwise");
     }
     *plan = base;
     plan->path = Path::kElementwiseEval;
-    plan->threads = detail::kEvalThreads;
+    plan->threads = kEvalThreads;
     // Four full waves of the grid-stride loop at most.
-    plan->grid = std::min<int64_t>(ceil_div(numel, detail::kEvalThreads),
+    plan->grid = std::min<int64_t>(ceil_div(numel, kEvalThreads),
                                    static_cast<int64_t>(limits.sm_count) * limits.max_threads_per_sm /
-                                       detail::kEvalThreads * 4);
-    plan->workspace_bytes = detail::workspace_layout(*plan).total;
+                                       kEvalThreads * 4);
+    plan->workspace_bytes = workspace_layout(*plan).total;
     return Status::Ok();
   }
 
-  const int vec = static_cast<int>(16 / elem);
-  const int group_config = choose_group_config(base.slice_len, base.vector_io, vec);
-  const bool fits_shared = base.slice_len <= detail::largest_resident_slice(base.dtype, limits);
+  const int group_config = choose_group_config(base);
+  const bool fits_shared = base.slice_len <= largest_resident_slice(base.dtype, base.inputs, limits);
   // Every slice too large for the chip, one or many, of any length, goes to split_pipelined: it beat
   // or tied the two-kernel split_slice (now in dev/VARIANTS.md 32-33) on every shape measured.
   if (path == Path::kAuto) {
@@ -638,6 +731,7 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
            : fits_shared     ? Path::kSharedResident
                              : Path::kSplitPipelined;
   }
+  Status status;
   switch (path) {
     case Path::kGroupRegisters:
       if (group_config < 0) {
@@ -656,8 +750,24 @@ Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Pla
       return invalid(std::string("path ") + path_name(path) + " cannot compute instance statistics");
   }
   if (!status.ok()) return status;
-  plan->workspace_bytes = detail::workspace_layout(*plan).total;
+  plan->workspace_bytes = workspace_layout(*plan).total;
   return Status::Ok();
+}
+
+}  // namespace detail
+
+Status plan_forward(const ForwardParams& params, const DeviceLimits& limits, Plan* plan,
+                    const PlanOptions& options) {
+  const Status status = validate_forward(params);
+  if (!status.ok()) return status;
+  return detail::plan_slices(detail::plan_signature(params), limits, options, plan);
+}
+
+Status plan_backward(const BackwardParams& params, const DeviceLimits& limits, Plan* plan,
+                     const PlanOptions& options) {
+  const Status status = validate_backward(params);
+  if (!status.ok()) return status;
+  return detail::plan_slices(detail::plan_signature(params), limits, options, plan);
 }
 
 }  // namespace inorm

@@ -1,5 +1,6 @@
 #include "testing/oracle.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace inorm::testing {
@@ -65,6 +66,65 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& p) {
             (1 - p.momentum) * result.running_var[c] + p.momentum * var_sum[c] / p.batch;
       }
     }
+  }
+  return result;
+}
+
+BackwardResult instance_norm_backward_reference(const BackwardProblem& p) {
+  const int64_t slices = p.batch * p.channels;
+  const std::vector<double>& x = *p.x;
+  const std::vector<double>& dy = *p.dy;
+  BackwardResult result;
+  result.dx.resize(x.size());
+  result.dweight.assign(p.channels, 0.0);
+  result.dbias.assign(p.channels, 0.0);
+  result.dx_scale.resize(slices);
+  result.dweight_scale.assign(p.channels, 0.0);
+  result.dbias_scale.assign(p.channels, 0.0);
+  std::vector<long double> dweight(p.channels, 0.0L), dbias(p.channels, 0.0L);
+  const long double n = static_cast<long double>(p.slice_len);
+  for (int64_t s = 0; s < slices; ++s) {
+    const int64_t c = s % p.channels;
+    const double* xs = x.data() + s * p.slice_len;
+    const double* dys = dy.data() + s * p.slice_len;
+    double mean = 0;
+    double rstd = 0;
+    if (p.use_input_stats) {
+      const SliceStats stats = slice_statistics(xs, p.slice_len, p.eps);
+      mean = stats.mean;
+      rstd = stats.rstd;
+    } else {
+      mean = (*p.running_mean)[c];
+      rstd = 1.0 / std::sqrt((*p.running_var)[c] + p.eps);
+    }
+    const double weight = p.weight ? (*p.weight)[c] : 1.0;
+    long double sum_dy = 0, sum_dy_xhat = 0, sum_sq_dy = 0;
+    for (int64_t i = 0; i < p.slice_len; ++i) {
+      const long double xhat = (xs[i] - static_cast<long double>(mean)) * rstd;
+      sum_dy += dys[i];
+      sum_dy_xhat += dys[i] * xhat;
+      sum_sq_dy += static_cast<long double>(dys[i]) * dys[i];
+      result.dweight_scale[c] += std::fabs(static_cast<double>(dys[i] * xhat));
+      result.dbias_scale[c] += std::fabs(dys[i]);
+    }
+    dweight[c] += sum_dy_xhat;
+    dbias[c] += sum_dy;
+    const long double k = static_cast<long double>(rstd) * weight;
+    result.dx_scale[s] = static_cast<double>(std::fabs(k) * std::sqrt(sum_sq_dy / std::max<long double>(n, 1)));
+    double* dxs = result.dx.data() + s * p.slice_len;
+    for (int64_t i = 0; i < p.slice_len; ++i) {
+      if (!p.use_input_stats) {
+        dxs[i] = static_cast<double>(k * dys[i]);
+        continue;
+      }
+      // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * weight
+      const long double xhat = (xs[i] - static_cast<long double>(mean)) * rstd;
+      dxs[i] = static_cast<double>(k * (dys[i] - sum_dy / n - xhat * sum_dy_xhat / n));
+    }
+  }
+  for (int64_t c = 0; c < p.channels; ++c) {
+    result.dweight[c] = static_cast<double>(dweight[c]);
+    result.dbias[c] = static_cast<double>(dbias[c]);
   }
   return result;
 }

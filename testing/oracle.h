@@ -1,5 +1,5 @@
-// Float64 CPU reference for InstanceNorm forward with exactly the library's semantics
-// (the semantics of torch.nn.functional.instance_norm).
+// Float64 CPU reference for InstanceNorm forward and backward with exactly the library's semantics
+// (the semantics of torch.nn.functional.instance_norm and its autograd).
 #pragma once
 
 #include <cstdint>
@@ -41,5 +41,33 @@ struct ReferenceResult {
 };
 
 ReferenceResult instance_norm_reference(const ReferenceProblem& problem);
+
+// The backward of the forward above: x's shape, the statistics computed from x (train mode,
+// use_input_stats) or the running stats (eval mode), weight or 1. bias plays no part.
+struct BackwardProblem {
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t slice_len = 0;
+  double eps = 1e-5;
+  const std::vector<double>* x = nullptr;             // [N * C * S]
+  const std::vector<double>* dy = nullptr;            // [N * C * S]
+  const std::vector<double>* weight = nullptr;        // [C] or null
+  const std::vector<double>* running_mean = nullptr;  // [C], eval mode only
+  const std::vector<double>* running_var = nullptr;   // [C], eval mode only
+  bool use_input_stats = true;
+};
+
+struct BackwardResult {
+  std::vector<double> dx;       // [N * C * S]
+  std::vector<double> dweight;  // [C]: sum over n and the slice of dy * xhat
+  std::vector<double> dbias;    // [C]: sum over n and the slice of dy
+  // Scales for tolerances: per slice |rstd * weight| * rms(dy) (dx's terms are of that size), per
+  // channel the sums of |dy * xhat| and |dy| (the size of the terms dweight and dbias add up).
+  std::vector<double> dx_scale;       // [N * C]
+  std::vector<double> dweight_scale;  // [C]
+  std::vector<double> dbias_scale;    // [C]
+};
+
+BackwardResult instance_norm_backward_reference(const BackwardProblem& problem);
 
 }  // namespace inorm::testing

@@ -1,7 +1,9 @@
-// inorm: InstanceNorm forward for NVIDIA GPUs (sm_90), torch-free.
+// inorm: InstanceNorm forward and backward for NVIDIA GPUs (sm_90), torch-free.
 //
-// Usage: fill ForwardParams, call plan_forward (host only, cheap), give the plan a workspace of
-// plan.workspace_bytes on the device, then launch_forward on a stream. forward() does all three.
+// Usage: fill ForwardParams (BackwardParams), call plan_forward (plan_backward; host only, cheap),
+// give the plan a workspace of plan.workspace_bytes on the device, then launch_forward
+// (launch_backward) on a stream. forward() and backward() do all three. Both passes run on one
+// slice engine: each slice stays on chip between its reductions and its elementwise pass.
 // Every failure is a Status with a message; nothing in the library exits or aborts.
 #pragma once
 
@@ -74,6 +76,41 @@ struct ForwardParams {
   bool use_input_stats = true;
 };
 
+// The gradients of the forward above. Train mode (use_input_stats): with xhat = (x - mean) * rstd
+// and g = dy * weight, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over each slice; eval mode
+// (running stats): dx = dy * weight * rstd, elementwise. dweight = sum over the batch and the slice
+// of dy * xhat, dbias = that of dy, summed in a fixed order (the same bits every run).
+struct BackwardParams {
+  const void* x = nullptr;   // the forward's input, `dtype`
+  const void* dy = nullptr;  // the gradient of the forward's output, `dtype`, x's shape
+  void* dx = nullptr;        // x's gradient, `dtype`, or null (not computed); may equal dy (in place),
+                             // must not overlap x, or dy otherwise
+  DType dtype = DType::kFloat32;
+  Layout layout = Layout::kContiguous;
+
+  int64_t batch = 0;     // N >= 0
+  int64_t channels = 0;  // C >= 0
+  int spatial_rank = 0;  // 1 to 3
+  int64_t spatial[3] = {0, 0, 0};
+
+  double eps = 1e-5;  // finite, >= 0; eval mode: rstd = 1 / sqrt(running_var + eps)
+
+  const void* weight = nullptr;  // shape [C], `param_dtype`; null: weight 1
+  DType param_dtype = DType::kFloat32;  // also the type of running_mean / running_var / dweight / dbias
+
+  // use_input_stats == true: the per-(n, c) mean and rstd the forward returned, stats_dtype(dtype),
+  // shape [N * C]. use_input_stats == false: the running statistics that normalized x, [C].
+  const void* mean = nullptr;
+  const void* rstd = nullptr;
+  const void* running_mean = nullptr;
+  const void* running_var = nullptr;
+  bool use_input_stats = true;
+
+  // Gradients of weight and bias, shape [C], `param_dtype`, each null when not wanted.
+  void* dweight = nullptr;
+  void* dbias = nullptr;
+};
+
 // The facts of a device the planner needs; query_device_limits fills them from the CUDA runtime.
 struct DeviceLimits {
   int sm_count = 0;
@@ -93,10 +130,14 @@ Status query_device_limits(int device, DeviceLimits* limits);
 // for CPU-side planning and tests.
 DeviceLimits hopper_h200_limits();
 
+// What a plan computes.
+enum class Pass : int { kForward = 0, kBackward = 1 };
+const char* pass_name(Pass pass);
+
 enum class Path : int {
   kAuto = 0,          // planner's choice (only in PlanOptions)
   kEmpty,             // nothing to compute (an extent is 0)
-  kElementwiseEval,   // running statistics given: y = (x - rm) * rsqrt(rv + eps) * w + b
+  kElementwiseEval,   // forward with running statistics: y = (x - rm) * rsqrt(rv + eps) * w + b
   kGroupRegisters,    // a group of 4 to 32 lanes holds a slice in registers
   kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
   kSplitPipelined,    // slices too large for the chip: one persistent grid runs the parts' statistics a
@@ -123,31 +164,37 @@ struct PlanOptions {
 };
 
 struct Plan {
+  Pass pass = Pass::kForward;
   Path path = Path::kEmpty;
-  // What the plan was made for; launch_forward checks the params against it.
+  // What the plan was made for; launch_forward / launch_backward check the params against it.
   DType dtype = DType::kFloat32;
   DType param_dtype = DType::kFloat32;
   int64_t num_slices = 0;  // N * C
   int64_t channels = 0;
   int64_t slice_len = 0;   // S, product of the spatial extents
   bool use_input_stats = true;
-  bool update_running_stats = false;
-  bool vector_io = false;    // 16-byte global accesses where the data allows them
-  bool y_coaligned = false;  // y - x is a multiple of 16 bytes: vector stores mirror vector loads
+  bool update_running_stats = false;  // forward: running stats given with use_input_stats
+  bool weight_grads = false;   // backward: dweight or dbias wanted
+  bool writes_output = true;   // y (forward, always) or dx (backward, when wanted)
+  bool vector_io = false;      // every tensor read or written per element starts 16-byte aligned, and so
+                               // does every slice: 16-byte global accesses throughout
+  bool coaligned = false;      // those tensors are all aligned like x modulo 16: vector accesses line up
 
   // Launch shape of the main kernel.
   int64_t grid = 0;
   int threads = 0;
   int group_size = 0;        // kGroupRegisters: lanes per slice
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
+  int inputs = 1;            // tensors held on chip per element: x (forward), x and dy (backward)
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group)
   int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
   Exchange exchange = Exchange::kNone;  // kSharedResident
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
+                             // (of each input)
   int64_t register_len = 0;  // kSharedResident: of each chunk, the elements held in registers (its end)
   int parts_per_slice = 0;   // kSplitPipelined
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
-  int smem_bytes = 0;        // dynamic shared memory per CTA
+  int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 
   std::size_t workspace_bytes = 0;
 
@@ -170,5 +217,15 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
 
 // plan_forward + a stream-ordered workspace (cudaMallocAsync) + launch_forward.
 Status forward(const ForwardParams& params, cudaStream_t stream);
+
+// The same four for the backward. Its plans hold x and dy on chip per element, so a slice that one
+// family holds for the forward may need the next for the backward.
+Status validate_backward(const BackwardParams& params);
+Status plan_backward(const BackwardParams& params, const DeviceLimits& limits, Plan* plan,
+                     const PlanOptions& options = {});
+Status plan_backward(const BackwardParams& params, Plan* plan, const PlanOptions& options = {});
+Status launch_backward(const Plan& plan, const BackwardParams& params, void* workspace,
+                       cudaStream_t stream);
+Status backward(const BackwardParams& params, cudaStream_t stream);
 
 }  // namespace inorm

@@ -1,5 +1,5 @@
-// Device-side pieces every kernel family shares: element traits, 16-byte packs, parameter loads
-// and the per-slice epilogue (statistics outputs, affine coefficients).
+// Device-side pieces every kernel family and op shares: the kernel arguments, element traits,
+// 16-byte packs, parameter loads, ragged ranges and small sums.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,10 +12,11 @@
 
 namespace inorm::detail {
 
-// Everything a kernel reads; filled on the host from ForwardParams and Plan.
+// Everything a kernel reads; filled on the host from ForwardParams / BackwardParams and Plan.
 struct KernelArgs {
   const void* x;
-  void* y;
+  const void* dy;       // backward: the gradient of the forward's output
+  void* out;            // y (forward) or dx (backward); null: nothing is written per element
   int64_t num_slices;
   int64_t channels;
   int64_t slice_len;
@@ -23,16 +24,21 @@ struct KernelArgs {
   const void* weight;
   const void* bias;
   DType param_dtype;
-  void* mean_out;       // stats type [num_slices] or null
-  void* rstd_out;       // stats type [num_slices] or null
-  void* slice_mean_ws;  // stats type [num_slices] or null: for the running-stat update
-  void* slice_var_ws;   // stats type [num_slices] or null: unbiased variance
+  bool use_input_stats;
+  void* mean_out;       // forward: stats type [num_slices] or null
+  void* rstd_out;       // forward: stats type [num_slices] or null
+  const void* saved_mean;  // backward with use_input_stats: stats type [num_slices]
+  const void* saved_rstd;
+  // stats type [num_slices] each, or null: the two terms per slice the channel reduction sums over
+  // the batch (forward: mean and unbiased variance; backward: sum(dy * xhat) and sum(dy))
+  void* slice_term0;
+  void* slice_term1;
   const void* running_mean;
   const void* running_var;
   int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitPipelined: elements per part
   int64_t register_len; // kSharedResident: of each chunk, the elements held in registers (its end)
   int parts_per_slice;  // kSplitPipelined
-  bool y_coaligned;     // y - x is a multiple of 16 bytes
+  bool coaligned;       // every tensor read or written per element is aligned like x modulo 16
   void* split_partials; // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]
   void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
@@ -142,32 +148,6 @@ struct SliceAffine {
   }
 };
 
-// Turns a slice's statistics (mean = mean_hi + mean_lo, m2 = sum of squared deviations over
-// `count` = S elements) into its affine coefficients; the caller picked one thread per slice as
-// `writer` of the optional outputs.
-template <typename Acc>
-__device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice,
-                                                         Acc mean_hi, Acc mean_lo, Acc m2,
-                                                         bool writer) {
-  const Acc count = static_cast<Acc>(args.slice_len);
-  m2 = m2 < Acc(0) ? Acc(0) : m2;  // rounding may leave it slightly negative; fmax would drop NaN
-  const Acc var = m2 / count;
-  const Acc rstd = reciprocal_sqrt(var + static_cast<Acc>(args.eps));
-  const int64_t channel = slice % args.channels;
-  const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
-  const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
-  if (writer) {
-    const Acc mean = mean_hi + mean_lo;
-    if (args.mean_out) static_cast<Acc*>(args.mean_out)[slice] = mean;
-    if (args.rstd_out) static_cast<Acc*>(args.rstd_out)[slice] = rstd;
-    if (args.slice_mean_ws) {
-      static_cast<Acc*>(args.slice_mean_ws)[slice] = mean;
-      static_cast<Acc*>(args.slice_var_ws)[slice] = m2 / (count - Acc(1));
-    }
-  }
-  return SliceAffine<Acc>{mean_hi, mean_lo, rstd * weight, bias};
-}
-
 __device__ __forceinline__ void store_param(void* ptr, DType dtype, int64_t index, double value) {
   switch (dtype) {
     case DType::kFloat32: static_cast<float*>(ptr)[index] = static_cast<float>(value); break;
@@ -181,10 +161,11 @@ __device__ __forceinline__ void store_param(void* ptr, DType dtype, int64_t inde
 // whole 16-byte vectors, and a scalar tail. Ragged element e (e < head + tail) is at ragged_index(e).
 template <typename T>
 struct RaggedRange {
-  int misalign;  // elements from the previous 16-byte boundary to the start
-  int64_t head;
-  int64_t body_vecs;
-  int64_t tail;
+  int misalign = 0;  // elements from the previous 16-byte boundary to the start
+  int64_t head = 0;
+  int64_t body_vecs = 0;
+  int64_t tail = 0;
+  RaggedRange() = default;
   __device__ __forceinline__ RaggedRange(const T* start, int64_t len) {
     constexpr int kVec = kVecOf<T>;
     misalign = static_cast<int>(reinterpret_cast<uintptr_t>(start) % 16 / sizeof(T));
@@ -198,16 +179,31 @@ struct RaggedRange {
   }
 };
 
+// Sums of two and three accumulators, reduced together (one block or warp reduction for all).
 template <typename Acc>
 struct PairSum {
   Acc first;
   Acc second;
 };
 template <typename Acc>
-struct PairSumOp {
-  __device__ __forceinline__ PairSum<Acc> operator()(const PairSum<Acc>& a,
-                                                     const PairSum<Acc>& b) const {
-    return {a.first + b.first, a.second + b.second};
+__device__ __forceinline__ PairSum<Acc> operator+(const PairSum<Acc>& a, const PairSum<Acc>& b) {
+  return {a.first + b.first, a.second + b.second};
+}
+template <typename Acc>
+struct TripleSum {
+  Acc first;
+  Acc second;
+  Acc third;
+};
+template <typename Acc>
+__device__ __forceinline__ TripleSum<Acc> operator+(const TripleSum<Acc>& a, const TripleSum<Acc>& b) {
+  return {a.first + b.first, a.second + b.second, a.third + b.third};
+}
+// a + b for any of the sums above (and plain accumulators), as CUB's reductions take it.
+struct SumOp {
+  template <typename V>
+  __device__ __forceinline__ V operator()(const V& a, const V& b) const {
+    return a + b;
   }
 };
 

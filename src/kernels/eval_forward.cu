@@ -22,7 +22,7 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
   int64_t offset = start % len;
   int64_t channel = (start / len) % channels;
   const T* x = static_cast<const T*>(args.x);
-  T* y = static_cast<T*>(args.y);
+  T* y = static_cast<T*>(args.out);
   for (int64_t i = start; i < numel; i += stride) {
     const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
     const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);

@@ -1,4 +1,6 @@
-// Host launchers of the kernel families (one .cu file each) and helpers they share.
+// Host launchers of the kernel families (one .cu file each) and helpers they share. The families
+// are templates over the op (kernels/forward_op.cuh, kernels/backward_op.cuh); dispatch_op picks
+// the op and element type of a plan.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -6,7 +8,9 @@
 #include <string>
 
 #include "inorm/inorm.h"
+#include "kernels/backward_op.cuh"
 #include "kernels/common.cuh"
+#include "kernels/forward_op.cuh"
 
 namespace inorm::detail {
 
@@ -14,8 +18,17 @@ Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t strea
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
-Status launch_running_stats(const Plan& plan, const ForwardParams& params, const void* slice_mean,
-                            const void* slice_var, cudaStream_t stream);
+// The channel reduction after the main kernel: the running-stat update (forward) or dweight and
+// dbias (backward) from the per-slice terms in args.slice_term0/1.
+struct ChannelOutputs {
+  void* running_mean = nullptr;  // forward: updated in place
+  void* running_var = nullptr;
+  double momentum = 0.0;
+  void* dweight = nullptr;  // backward: written, each when not null
+  void* dbias = nullptr;
+};
+Status launch_channel_reduce(const Plan& plan, const KernelArgs& args, const ChannelOutputs& outputs,
+                             cudaStream_t stream);
 
 // What the occupancy API says of the plan's shared_resident kernel: CTAs resident per SM, and for
 // the cluster exchange the clusters of the plan's size resident on the device at once (0 when no
@@ -47,6 +60,16 @@ Status dispatch_dtype(DType dtype, F&& f) {
     case DType::kBFloat16: return f(__nv_bfloat16{});
   }
   return Status(StatusCode::kInvalidArgument, "inorm: unknown dtype");
+}
+
+// Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type.
+template <typename F>
+Status dispatch_op(const Plan& plan, F&& f) {
+  return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (plan.pass == Pass::kBackward) return f(BackwardOp<T>{});
+    return f(ForwardOp<T>{});
+  });
 }
 
 }  // namespace inorm::detail

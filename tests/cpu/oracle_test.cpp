@@ -1,9 +1,11 @@
-// The float64 oracle against values computed by hand.
+// The float64 oracle against values computed by hand, and its backward against central differences
+// of its forward.
 #include "testing/oracle.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace inorm::testing {
@@ -99,6 +101,94 @@ TEST(Oracle, NanStaysInItsSlice) {
   const ReferenceResult result = instance_norm_reference(problem);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(result.y[i]));
   for (int i = 3; i < 6; ++i) EXPECT_FALSE(std::isnan(result.y[i]));
+}
+
+TEST(Oracle, BackwardByHand) {
+  // One slice {1, 2, 3, 4}: mean 2.5, biased var 1.25; eps 0; weight 2; dy = {1, 0, 0, 0}.
+  const std::vector<double> x = {1, 2, 3, 4};
+  const std::vector<double> dy = {1, 0, 0, 0};
+  const std::vector<double> weight = {2.0};
+  BackwardProblem problem;
+  problem.batch = 1;
+  problem.channels = 1;
+  problem.slice_len = 4;
+  problem.eps = 0.0;
+  problem.x = &x;
+  problem.dy = &dy;
+  problem.weight = &weight;
+  const BackwardResult result = instance_norm_backward_reference(problem);
+  const double rstd = 1.0 / std::sqrt(1.25);
+  const double xhat0 = -1.5 * rstd;
+  EXPECT_DOUBLE_EQ(result.dbias[0], 1.0);
+  EXPECT_DOUBLE_EQ(result.dweight[0], xhat0);
+  // dx_i = rstd * w * (dy_i - 1/4 - xhat_i * xhat0 / 4)
+  for (int i = 0; i < 4; ++i) {
+    const double xhat = (x[i] - 2.5) * rstd;
+    EXPECT_NEAR(result.dx[i], rstd * 2.0 * (dy[i] - 0.25 - xhat * xhat0 / 4), 1e-15);
+  }
+}
+
+// L = sum(y * dy) over the forward oracle; its gradient by central differences in x, weight and
+// bias must match the backward oracle, in train mode and in eval mode with running stats.
+TEST(Oracle, BackwardMatchesCentralDifferencesOfTheForward) {
+  for (const bool use_input_stats : {true, false}) {
+    std::mt19937_64 rng(7);
+    std::normal_distribution<double> normal;
+    const int64_t batch = 2, channels = 3, slice_len = 5;
+    std::vector<double> x(batch * channels * slice_len), dy(x.size());
+    for (double& v : x) v = 3.0 + normal(rng);
+    for (double& v : dy) v = normal(rng);
+    std::vector<double> weight = {1.5, -0.7, 0.3}, bias = {0.1, 0.2, -0.3};
+    const std::vector<double> running_mean = {2.9, 3.1, 3.0}, running_var = {0.8, 1.2, 1.0};
+    auto loss = [&](const std::vector<double>& xv, const std::vector<double>& w, const std::vector<double>& b) {
+      ReferenceProblem forward;
+      forward.batch = batch;
+      forward.channels = channels;
+      forward.slice_len = slice_len;
+      forward.x = &xv;
+      forward.weight = &w;
+      forward.bias = &b;
+      forward.use_input_stats = use_input_stats;
+      if (!use_input_stats) {
+        forward.running_mean = &running_mean;
+        forward.running_var = &running_var;
+      }
+      const ReferenceResult y = instance_norm_reference(forward);
+      long double sum = 0;
+      for (std::size_t i = 0; i < xv.size(); ++i) sum += y.y[i] * dy[i];
+      return static_cast<double>(sum);
+    };
+    BackwardProblem problem;
+    problem.batch = batch;
+    problem.channels = channels;
+    problem.slice_len = slice_len;
+    problem.x = &x;
+    problem.dy = &dy;
+    problem.weight = &weight;
+    problem.use_input_stats = use_input_stats;
+    if (!use_input_stats) {
+      problem.running_mean = &running_mean;
+      problem.running_var = &running_var;
+    }
+    const BackwardResult result = instance_norm_backward_reference(problem);
+    const double h = 1e-5;
+    auto central = [&](std::vector<double>* v, std::size_t i) {
+      const double keep = (*v)[i];
+      (*v)[i] = keep + h;
+      const double up = loss(x, weight, bias);
+      (*v)[i] = keep - h;
+      const double down = loss(x, weight, bias);
+      (*v)[i] = keep;
+      return (up - down) / (2 * h);
+    };
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_NEAR(result.dx[i], central(&x, i), 1e-7) << "dx[" << i << "], train " << use_input_stats;
+    }
+    for (std::size_t c = 0; c < weight.size(); ++c) {
+      EXPECT_NEAR(result.dweight[c], central(&weight, c), 1e-7) << "dweight[" << c << "]";
+      EXPECT_NEAR(result.dbias[c], central(&bias, c), 1e-7) << "dbias[" << c << "]";
+    }
+  }
 }
 
 }  // namespace

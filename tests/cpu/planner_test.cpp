@@ -51,7 +51,7 @@ TEST(Planner, SeedFloat32UsesEightCtasPerSliceTwoPerSmWithRegisterParts) {
   EXPECT_TRUE(detail::shared_slices_in_order(plan));
   EXPECT_TRUE(detail::shared_takes_slices_early(plan));
   EXPECT_EQ(plan.workspace_bytes, detail::kWorkspaceAlign);
-  EXPECT_TRUE(plan.y_coaligned);
+  EXPECT_TRUE(plan.coaligned);
 }
 
 // Slices wider than eight 64 KiB chunks go to the narrowest cluster that holds them at two CTAs per
@@ -96,11 +96,11 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
       EXPECT_EQ(plan.ctas_per_sm, w.ctas_per_sm);
     }
     if (w.registers) {
-      EXPECT_EQ(plan.register_len, detail::shared_register_len(DType::kFloat32));
+      EXPECT_EQ(plan.register_len, detail::shared_register_len(DType::kFloat32, 1));
       EXPECT_EQ(plan.threads, detail::kSharedRegisterThreads);
       EXPECT_EQ(plan.exchange, Exchange::kCluster);
       EXPECT_LE(plan.smem_bytes, share + 16);
-      EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((plan.chunk_len - plan.register_len) * 4));
+      EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((plan.chunk_len - plan.register_len) * 4, 1));
     }
   }
 }
@@ -309,7 +309,7 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(few.path, Path::kSplitPipelined);
   EXPECT_EQ(few.parts_per_slice, 256);
   EXPECT_EQ(few.chunk_len, 16384);
-  EXPECT_EQ(few.smem_bytes, 65536 + 16);
+  EXPECT_EQ(few.smem_bytes, 65536 + 128);  // + 16 to mirror x's alignment, rounded to 128 (a region)
   EXPECT_EQ(few.grid, 396);
   EXPECT_EQ(few.pipeline_lead, 256 + 2 * 396);
   // Partials (73,728 bytes), the slices' statistics (288, rounded to 512), counters (52, to 256).
@@ -326,7 +326,7 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(bf16.parts_per_slice, 128);
   // The smallest such slices: 56 parts (the last ragged), a grid no larger than the 224 items, and
   // a lead of every statistics item, since the slack exceeds them.
-  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
+  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, 1, hopper_h200_limits());
   const Plan small = plan_of(problem(DType::kFloat32, {1, 2, largest + 1}));
   EXPECT_EQ(small.path, Path::kSplitPipelined);
   EXPECT_EQ(small.parts_per_slice, 56);
@@ -346,7 +346,7 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
 TEST(Planner, PipelinedTakesSlicesOfAnyLength) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
     SCOPED_TRACE(dtype_name(dtype));
-    const int64_t stage = static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
+    const int64_t stage = static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype), 1));
     for (int64_t slices : {1, 2}) {
       const Plan at = plan_of(problem(dtype, {1, slices, 1024 * stage}));
       EXPECT_EQ(at.path, Path::kSplitPipelined);
@@ -397,9 +397,9 @@ TEST(Planner, MisalignedViewLosesVectorLoadsOnly) {
   const Plan plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kGroupRegisters);
   EXPECT_FALSE(plan.vector_io);
-  EXPECT_FALSE(plan.y_coaligned);
+  EXPECT_FALSE(plan.coaligned);
   p.y = reinterpret_cast<void*>(kAligned * 64 + 4);  // both offset alike: stores stay vectorized
-  EXPECT_TRUE(plan_of(p).y_coaligned);
+  EXPECT_TRUE(plan_of(p).coaligned);
 }
 
 TEST(Planner, SharedBoundaries) {
@@ -407,7 +407,7 @@ TEST(Planner, SharedBoundaries) {
   // A slice below 16 KiB stays on one CTA.
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 4096})).ctas_per_slice, 1);
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
-    const int64_t largest = detail::largest_resident_slice(dtype, limits);
+    const int64_t largest = detail::largest_resident_slice(dtype, 1, limits);
     // What a cluster of 16 CTAs holds at one per SM ...
     PlanOptions cluster;
     cluster.force_exchange = Exchange::kCluster;
@@ -426,7 +426,7 @@ TEST(Planner, SharedBoundaries) {
     EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest + 1})).path, Path::kSplitPipelined) << dtype_name(dtype);
   }
   // 16 CTAs of 223.5 KiB: the largest multiple of 512 bytes that leaves the alignment mirror room.
-  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, limits), 915456);
+  EXPECT_EQ(detail::largest_resident_slice(DType::kFloat32, 1, limits), 915456);
 }
 
 // Chunks and parts of at least 16 KiB are whole multiples of 512 bytes; shorter ones, of 16 bytes.
@@ -438,7 +438,7 @@ TEST(Planner, LongChunksAreMultiplesOf512Bytes) {
   EXPECT_EQ(h300.chunk_len, 15104);
   EXPECT_EQ(h300.chunk_len * 4 % detail::kChunkAlignBytes, 0);
   // The same for split_pipelined's parts: 915,457 values in 56 parts would be 16,348 each.
-  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, hopper_h200_limits());
+  const int64_t largest = detail::largest_resident_slice(DType::kFloat32, 1, hopper_h200_limits());
   const Plan split = plan_of(problem(DType::kFloat32, {1, 2, largest + 1}));
   EXPECT_EQ(split.path, Path::kSplitPipelined);
   EXPECT_EQ(split.chunk_len, 16384);
@@ -620,13 +620,13 @@ TEST(Planner, RejectsInvalidParamsAndMissingLimits) {
 TEST(Planner, PlanMatchesOnlyCompatibleParams) {
   ForwardParams p = problem(DType::kFloat32, {256, 256, 16, 16});
   const Plan plan = plan_of(p);
-  EXPECT_TRUE(detail::plan_matches(plan, p));
+  EXPECT_TRUE(detail::plan_matches(plan, detail::plan_signature(p)));
   ForwardParams other = p;
   other.x = reinterpret_cast<void*>(kAligned + 4);  // vector loads would be misaligned
-  EXPECT_FALSE(detail::plan_matches(plan, other));
+  EXPECT_FALSE(detail::plan_matches(plan, detail::plan_signature(other)));
   other = p;
   other.batch = 255;
-  EXPECT_FALSE(detail::plan_matches(plan, other));
+  EXPECT_FALSE(detail::plan_matches(plan, detail::plan_signature(other)));
 }
 
 TEST(Planner, Describe) {

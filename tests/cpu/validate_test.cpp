@@ -222,7 +222,7 @@ TEST(Validate, LaunchRefusesHandEditedSharedPlans) {
   Plan uncovered = plan;
   uncovered.chunk_len -= 128;
   Plan small_buffer = plan;
-  small_buffer.smem_bytes = static_cast<int>(detail::shared_buffer_bytes(plan.chunk_len * 4)) - 128;
+  small_buffer.smem_bytes = static_cast<int>(detail::shared_buffer_bytes(plan.chunk_len * 4, 1)) - 128;
   for (const Plan& edited : {uncovered, small_buffer}) {
     const Status status = launch_forward(edited, p, nullptr, nullptr);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
@@ -247,7 +247,7 @@ TEST(Validate, LaunchRefusesHandEditedRegisterParts) {
   off_16.register_len -= 1;
   Plan other_size = plan;  // with the buffer for its larger shared part
   other_size.register_len /= 2;
-  other_size.smem_bytes = static_cast<int>(detail::shared_buffer_bytes((plan.chunk_len - other_size.register_len) * 4));
+  other_size.smem_bytes = static_cast<int>(detail::shared_buffer_bytes((plan.chunk_len - other_size.register_len) * 4, 1));
   const std::pair<Plan, const char*> edits[] = {
       {scalar, "are not ones the planner makes"},
       {off_16, "are not ones the planner makes"},

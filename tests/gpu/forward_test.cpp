@@ -451,8 +451,8 @@ TEST(GpuForward, PlannerBoundaries) {
     const int64_t vec = 16 / static_cast<int64_t>(dtype_size(dtype));
     const int64_t group_vector_max = 32 * detail::kGroupMaxVectorItems * vec;
     const int64_t group_scalar_max = 32 * detail::kGroupMaxScalarItems;
-    const int64_t shared_max = detail::largest_resident_slice(dtype, limits);
-    const int64_t parts_1024 = 1024 * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype)));
+    const int64_t shared_max = detail::largest_resident_slice(dtype, 1, limits);
+    const int64_t parts_1024 = 1024 * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype), 1));
     struct Boundary {
       const char* why;
       int64_t slice_len;

@@ -1,15 +1,17 @@
-// kSharedResident: each slice lives in shared memory between its statistics and its
-// normalization, so x is read once and y written once.
+// kSharedResident: each slice lives in shared memory between its reductions and its elementwise
+// pass, so every input is read once and the output written once. A template over the op
+// (kernels/forward_op.cuh: x in, statistics, y out; kernels/backward_op.cuh: x and dy in, three
+// sums, dx out).
 //
 // A persistent grid of up to 6 CTAs per SM. A group of `ctas_per_slice` CTAs takes its slices one
 // after another (in order from a counter where the grid runs several rounds, next_slice; else
 // group, group + groups, ...), and each CTA holds the same chunk of every slice: one bulk async
-// copy in (and, for plans with register parts, the chunk's end loaded into registers beside it),
-// corrected two-pass statistics from shared memory, an exchange of chunk statistics within the
+// copy per input in (and, for plans with register parts, the chunk's end loaded into registers
+// beside it), the op's reduction from shared memory, an exchange of the chunk partials within the
 // group, a rank-ordered combination (every CTA computes the same bits), then 16-byte stores.
 // The other CTAs on the SM overlap one CTA's reduction and exchange with their loads and stores.
 // Two exchanges, one per template instance (the planner picks, planner.cpp choose_exchange):
-// - cluster: the group is a thread-block cluster; thread 0 sends its chunk statistics into every
+// - cluster: the group is a thread-block cluster; thread 0 sends its chunk partial into every
 //   peer's shared memory with st.async, which completes bytes on the peer's mbarrier, and each CTA
 //   waits on its own barrier. Clusters share nothing but the slice counter, so no cooperative launch.
 // - global: through L2, a release counter per slice; the cooperative launch guarantees that every
@@ -30,7 +32,7 @@
 #include <tuple>
 
 #include "config.h"
-#include "kernels/chunk_stats.cuh"
+#include "kernels/chunk.cuh"
 #include "kernels/common.cuh"
 #include "kernels/launchers.h"
 #include "plan_internal.h"
@@ -39,7 +41,6 @@ namespace inorm::detail {
 namespace {
 
 namespace cg = cooperative_groups;
-using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
 // Thread 0's arrival on its CTA's `barrier`, whose phase then completes once `bytes` more have
 // landed on it by st.async from peers.
@@ -55,16 +56,16 @@ __device__ __forceinline__ void wait_phase(uint64_t* barrier, uint32_t parity) {
 }
 
 // Sends thread 0's `mine` to every CTA of the cluster and waits until all `group_size` chunk
-// statistics of this round are in `inbox` (rank order). Two inboxes alternate by round: a peer can
+// partials of this round are in `inbox` (rank order). Two inboxes alternate by round: a peer can
 // be at most one round ahead, since finishing a round needs this CTA's statistics of that round.
 // `arrived` completes when this CTA has arrived (after writing its own slot) and every peer's
 // st.async bytes have landed.
-template <typename Acc>
+template <typename Partial>
 __device__ __forceinline__ void exchange_in_cluster(const cg::cluster_group& cluster, int rank, int group_size,
-                                                    const ChunkStats<Acc>& mine, ChunkStats<Acc>* inbox,
-                                                    uint64_t* arrived, uint32_t parity) {
-  constexpr int kPieces = sizeof(ChunkStats<Acc>) / 16;  // st.async moves 16 bytes at most
-  static_assert(sizeof(ChunkStats<Acc>) % 16 == 0, "ChunkStats is a whole number of 16-byte pieces");
+                                                    const Partial& mine, Partial* inbox, uint64_t* arrived,
+                                                    uint32_t parity) {
+  constexpr int kPieces = sizeof(Partial) / 16;  // st.async moves 16 bytes at most
+  static_assert(sizeof(Partial) % 16 == 0, "a chunk partial is a whole number of 16-byte pieces");
   if (threadIdx.x == 0) {
     // Its own slot by a plain store (compute-sanitizer rejects st.async in a one-CTA cluster),
     // released by this arrival; the peers' slots by st.async onto their barriers.
@@ -83,16 +84,16 @@ __device__ __forceinline__ void exchange_in_cluster(const cg::cluster_group& clu
   wait_phase(arrived, parity);
 }
 
-// Publishes thread 0's `mine` for `slice` in L2 and copies the group's chunk statistics into
+// Publishes thread 0's `mine` for `slice` in L2 and copies the group's chunk partials into
 // `stats` (rank order) once all `group_size` have arrived; a group of one just keeps its own.
-template <typename Acc>
+template <typename Partial>
 __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int64_t slice, int rank,
-                                                    int group_size, const ChunkStats<Acc>& mine,
-                                                    ChunkStats<Acc>* stats) {
+                                                    int group_size, const Partial& mine, Partial* stats) {
+  static_assert(sizeof(Partial) % 16 == 0, "a chunk partial is a whole number of 16-byte pieces");
   if (group_size == 1) {
     if (threadIdx.x == 0) stats[0] = mine;
   } else {
-    auto* partials = static_cast<ChunkStats<Acc>*>(args.chunk_partials) + slice * group_size;
+    auto* partials = static_cast<Partial*>(args.chunk_partials) + slice * group_size;
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[slice]);
     if (threadIdx.x == 0) {
       partials[rank] = mine;
@@ -102,12 +103,12 @@ __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int6
       while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(group_size)) {
       }
       // L2, not a possibly stale L1 line shared with another slice's partials.
-      ChunkStats<Acc> peer;
-      peer.count = __ldcg(&partials[r].count);
-      peer.mean = __ldcg(&partials[r].mean);
-      peer.resid = __ldcg(&partials[r].resid);
-      peer.m2 = __ldcg(&partials[r].m2);
-      stats[r] = peer;
+      uint4 pieces[sizeof(Partial) / 16];
+#pragma unroll
+      for (int p = 0; p < static_cast<int>(sizeof(Partial) / 16); ++p) {
+        pieces[p] = __ldcg(reinterpret_cast<const uint4*>(&partials[r]) + p);
+      }
+      memcpy(&stats[r], pieces, sizeof(Partial));
     }
   }
   __syncthreads();
@@ -156,21 +157,22 @@ __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, 
   return -1;  // read from the slot after the caller's barrier
 }
 
-// kRegisterVecs > 0: each chunk ends in a part held in registers (RegisterPart), at
+// kRegisterVecs > 0: each chunk of each input ends in a part held in registers (RegisterPart), at
 // kSharedRegisterCtasPerSm CTAs per SM, whose registers that leaves room for.
-template <typename T, int kThreads, bool kCluster, int kRegisterVecs>
+template <typename Op, int kThreads, bool kCluster, int kRegisterVecs>
 __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterCtasPerSm : kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
-  using Acc = AccOf<T>;
-  using Chunk = ChunkView<T, kThreads>;
+  using T = typename Op::Elem;
+  using Acc = typename Op::Acc;
+  using Partial = typename Op::Partial;
+  constexpr int kInputs = Op::kInputs;
+  using AllSum = BlockAllSum<Acc, kThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
-  __shared__ typename Chunk::TempStorage reduce_storage;
-  __shared__ Acc broadcast;
-  // The group's chunk statistics of a round; the cluster exchange alternates two inboxes.
-  __shared__ alignas(16)
-      ChunkStats<Acc> inbox[kCluster ? 2 : 1][kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice];
+  __shared__ typename AllSum::TempStorage reduce_storage;
+  // The group's chunk partials of a round; the cluster exchange alternates two inboxes.
+  __shared__ alignas(16) Partial inbox[kCluster ? 2 : 1][kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice];
   __shared__ uint64_t arrived[2];  // the cluster exchange's barriers, one per inbox
   // The next slice from the counter, alternating by round like the inbox, and its barriers.
   __shared__ int64_t next_slot[2];
@@ -183,6 +185,9 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
   const int64_t begin = min(args.slice_len, rank * args.chunk_len);
   const int64_t len = min(args.slice_len - begin, args.chunk_len);
   const int64_t shared_len = min(len, args.chunk_len - args.register_len);  // the rest in registers
+  // Each input's chunk has a region of the buffer (planner.cpp chunks_for).
+  const int64_t region = shared_region_bytes((args.chunk_len - args.register_len) * static_cast<int64_t>(sizeof(T)));
+  const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
 
   if (threadIdx.x == 0) {
     init(&loaded, kThreads);
@@ -203,31 +208,45 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 
   int64_t slice = blockIdx.x / group_size;
   for (int round = 0; slice < args.num_slices; ++round) {
-    const T* src = static_cast<const T*>(args.x) + slice * args.slice_len + begin;
-    const RaggedRange<T> range(src, shared_len);
-    // buf[i] holds src[i] at the same address modulo 16, so the body is 16-byte aligned.
-    T* buf = reinterpret_cast<T*>(smem) + range.misalign;
-    auto load_token = start_chunk_load(loaded, buf, src, range);
-    RegisterPart<T, kThreads, kRegisterVecs> part;
-    part.load(src + shared_len, len - shared_len);  // in flight beside the bulk copy
+    const int64_t offset = slice * args.slice_len + begin;
+    Chunk<T, kThreads, kInputs, kRegisterVecs> chunk;
+    const T* srcs[kInputs];
+    T* bufs[kInputs];
+    RaggedRange<T> ranges[kInputs];
+#pragma unroll
+    for (int k = 0; k < kInputs; ++k) {
+      srcs[k] = inputs[k] + offset;
+      ranges[k] = RaggedRange<T>(srcs[k], shared_len);
+      // bufs[k][i] holds srcs[k][i] at the same address modulo 16, so the body is 16-byte aligned.
+      bufs[k] = reinterpret_cast<T*>(smem + k * region) + ranges[k].misalign;
+      chunk.buf[k] = bufs[k];
+    }
+    auto load_token = start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
+#pragma unroll
+    for (int k = 0; k < kInputs; ++k) chunk.part[k].load(srcs[k] + shared_len, len - shared_len);  // beside the copy
+    const typename Op::Context ctx = Op::context(args, slice);
+    chunk.range = ranges[0];
+    chunk.len = shared_len;
+    chunk.coaligned = args.coaligned;
     loaded.wait(std::move(load_token));
-    const Chunk chunk{buf, range, shared_len};
-    const ChunkStats<Acc> mine = chunk.statistics(reduce_storage, broadcast, part);
-    ChunkStats<Acc>* stats = inbox[kCluster ? (round & 1) : 0];
+    AllSum all_sum{reduce_storage};
+    const Partial mine = Op::reduce(ctx, chunk, len, all_sum);
+    Partial* stats = inbox[kCluster ? (round & 1) : 0];
     if constexpr (kCluster) {
       exchange_in_cluster(cluster, rank, group_size, mine, stats, &arrived[round & 1],
                           static_cast<uint32_t>((round >> 1) & 1));
     } else {
       exchange_through_l2(args, slice, rank, group_size, mine, stats);
     }
-    Acc mean_hi, mean_lo, m2;
-    combine_chunks(stats, group_size, &mean_hi, &mean_lo, &m2);
-    const SliceAffine<Acc> affine =
-        finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
+    const typename Op::Coefficients coefficients =
+        Op::finish(args, slice, ctx, Op::combine(stats, group_size), rank == 0 && threadIdx.x == 0);
     // Taken early, the counter's latency hides under the stores; it is sent to the peers after them
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
-    chunk.normalize(static_cast<T*>(args.y) + slice * args.slice_len + begin, affine, args.y_coaligned, part);
+    if (args.out != nullptr) {
+      chunk.store_each(static_cast<T*>(args.out) + offset,
+                       [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
+    }
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
                                               &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1), taken);
     __syncthreads();  // the buffer and the inbox are free for the next slice
@@ -238,20 +257,20 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 
 using KernelFn = void (*)(KernelArgs);
 
-template <typename T, bool kCluster>
+template <typename Op, bool kCluster>
 KernelFn shared_kernel_for(int threads, bool register_part) {
   if (register_part) {  // planned only for clusters (planner.cpp plan_shared)
     if constexpr (kCluster) {
       if (threads == kSharedRegisterThreads) {
-        return &shared_resident_kernel<T, kSharedRegisterThreads, true, kSharedRegisterVecs>;
+        return &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedRegisterVecs / Op::kInputs>;
       }
     }
     return nullptr;
   }
   switch (threads) {
-    case 128: return &shared_resident_kernel<T, 128, kCluster, 0>;
-    case 256: return &shared_resident_kernel<T, 256, kCluster, 0>;
-    case 512: return &shared_resident_kernel<T, 512, kCluster, 0>;
+    case 128: return &shared_resident_kernel<Op, 128, kCluster, 0>;
+    case 256: return &shared_resident_kernel<Op, 256, kCluster, 0>;
+    case 512: return &shared_resident_kernel<Op, 512, kCluster, 0>;
   }
   return nullptr;
 }
@@ -261,16 +280,16 @@ static_assert(kSharedMinThreads == 128 && kSharedMaxThreads == 512,
 Status shared_kernel(const Plan& plan, KernelFn* kernel) {
   const bool cluster = plan.exchange == Exchange::kCluster;
   const bool register_part = plan.register_len > 0;
-  if (register_part && plan.register_len != shared_register_len(plan.dtype)) {
+  if (register_part && plan.register_len != shared_register_len(plan.dtype, plan.inputs)) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan holds " + std::to_string(plan.register_len) +
                       " elements of each chunk in registers; the kernel holds " +
-                      std::to_string(shared_register_len(plan.dtype)) + " or none");
+                      std::to_string(shared_register_len(plan.dtype, plan.inputs)) + " or none");
   }
-  const Status status = dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    *kernel = cluster ? shared_kernel_for<T, true>(plan.threads, register_part)
-                      : shared_kernel_for<T, false>(plan.threads, register_part);
+  const Status status = dispatch_op(plan, [&](auto op) -> Status {
+    using Op = decltype(op);
+    *kernel = cluster ? shared_kernel_for<Op, true>(plan.threads, register_part)
+                      : shared_kernel_for<Op, false>(plan.threads, register_part);
     return Status::Ok();
   });
   if (!status.ok()) return status;
@@ -321,12 +340,12 @@ Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stre
   // (loaded and stored in whole 16-byte vectors) start 16-byte aligned in x and y.
   const int64_t elem = static_cast<int64_t>(dtype_size(plan.dtype));
   const int64_t shared_part = plan.chunk_len - plan.register_len;
-  const bool register_part_aligned = plan.register_len == 0 || (plan.vector_io && plan.y_coaligned &&
+  const bool register_part_aligned = plan.register_len == 0 || (plan.vector_io && plan.coaligned &&
                                                                 plan.chunk_len * elem % 16 == 0 &&
                                                                 shared_part * elem % 16 == 0);
   if (plan.chunk_len < 1 || plan.register_len < 0 || shared_part < 1 ||
       plan.chunk_len * plan.ctas_per_slice < plan.slice_len ||
-      plan.smem_bytes < shared_buffer_bytes(shared_part * elem) || !register_part_aligned) {
+      plan.smem_bytes < shared_buffer_bytes(shared_part * elem, plan.inputs) || !register_part_aligned) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's shared_resident chunks (" + std::to_string(plan.chunk_len) + " elements, " +
                       std::to_string(plan.register_len) + " of them in registers, " +

@@ -1,4 +1,4 @@
-// The device-facing half of the API: device limits, residency check, launch.
+// The device-facing half of the API for both passes: device limits, residency check, launch.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -76,7 +76,10 @@ Status query_device_limits(int device, DeviceLimits* limits) {
   return Status::Ok();
 }
 
-Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& options) {
+namespace {
+
+// The planner for the current device, with the occupancy the compiled kernels really reach there.
+Status plan_on_device(const Plan& signature, const PlanOptions& options, Plan* plan) {
   int device = 0;
   Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
   if (!status.ok()) return status;
@@ -93,7 +96,7 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
   // table was asked with) shrink the grid: the persistent loop gives them more slices each.
   PlanOptions capped = options;
   for (;;) {
-    status = plan_forward(params, limits, plan, capped);
+    status = detail::plan_slices(signature, limits, capped, plan);
     if (!status.ok() || plan->path != Path::kSharedResident) return status;
     detail::SharedOccupancy occupancy;
     status = detail::shared_resident_occupancy(*plan, &occupancy);
@@ -122,16 +125,11 @@ Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& 
   }
 }
 
-Status launch_forward(const Plan& plan, const ForwardParams& params, void* workspace,
-                      cudaStream_t stream) {
-  Status status = validate_forward(params);
-  if (!status.ok()) return status;
-  if (!detail::plan_matches(plan, params)) {
-    return Status(StatusCode::kInvalidArgument,
-                  "inorm: the params differ from those the plan was made for (shape, dtype, "
-                  "flags or pointer alignment); plan again");
-  }
-  if (plan.path == Path::kEmpty) return Status::Ok();
+// What every pass's launch shares once its params are checked against the plan: the workspace
+// checks, the family-specific arguments, the main kernel and, where the pass has per-channel
+// outputs, the channel reduction.
+Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::ChannelOutputs& outputs, void* workspace,
+                   cudaStream_t stream) {
   if (plan.workspace_bytes > 0 && workspace == nullptr) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan needs " + std::to_string(plan.workspace_bytes) +
@@ -145,28 +143,16 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
                       ") is less than the " + std::to_string(layout.total) + " bytes it needs; plan again");
   }
   auto* ws = static_cast<unsigned char*>(workspace);
-
-  detail::KernelArgs args{};
-  args.x = params.x;
-  args.y = params.y;
   args.num_slices = plan.num_slices;
   args.channels = plan.channels;
   args.slice_len = plan.slice_len;
-  args.eps = params.eps;
-  args.weight = params.weight;
-  args.bias = params.bias;
-  args.param_dtype = params.param_dtype;
-  args.mean_out = params.mean;
-  args.rstd_out = params.rstd;
-  args.running_mean = params.running_mean;
-  args.running_var = params.running_var;
   args.chunk_len = plan.chunk_len;
   args.register_len = plan.register_len;
   args.parts_per_slice = plan.parts_per_slice;
-  args.y_coaligned = plan.y_coaligned;
-  if (plan.update_running_stats) {
-    args.slice_mean_ws = ws + layout.slice_mean;
-    args.slice_var_ws = ws + layout.slice_var;
+  args.coaligned = plan.coaligned;
+  if (detail::reduces_channels(plan)) {
+    args.slice_term0 = ws + layout.slice_term0;
+    args.slice_term1 = ws + layout.slice_term1;
   }
   if (plan.path == Path::kSplitPipelined) {
     args.split_partials = ws + layout.split_partials;
@@ -187,6 +173,7 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
     }
   }
 
+  Status status;
   switch (plan.path) {
     case Path::kElementwiseEval: status = detail::launch_eval(plan, args, stream); break;
     case Path::kGroupRegisters: status = detail::launch_group(plan, args, stream); break;
@@ -196,25 +183,115 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
       return Status(StatusCode::kInvalidArgument,
                     std::string("inorm: cannot launch path ") + path_name(plan.path));
   }
-  if (!status.ok() || !plan.update_running_stats) return status;
-  return detail::launch_running_stats(plan, params, args.slice_mean_ws, args.slice_var_ws, stream);
+  if (!status.ok() || !detail::reduces_channels(plan)) return status;
+  return detail::launch_channel_reduce(plan, args, outputs, stream);
 }
 
-Status forward(const ForwardParams& params, cudaStream_t stream) {
+// plan, a stream-ordered workspace, launch: forward() and backward().
+template <typename Params, typename PlanFn, typename LaunchFn>
+Status plan_and_launch(const Params& params, PlanFn&& plan_fn, LaunchFn&& launch_fn, cudaStream_t stream) {
   Plan plan;
-  Status status = plan_forward(params, &plan);
+  Status status = plan_fn(params, &plan);
   if (!status.ok()) return status;
   void* workspace = nullptr;
   if (plan.workspace_bytes > 0) {
     status = cuda_status(cudaMallocAsync(&workspace, plan.workspace_bytes, stream), "cudaMallocAsync(workspace)");
     if (!status.ok()) return status;
   }
-  status = launch_forward(plan, params, workspace, stream);
+  status = launch_fn(plan, params, workspace, stream);
   if (workspace != nullptr) {
     const Status freed = cuda_status(cudaFreeAsync(workspace, stream), "cudaFreeAsync(workspace)");
     if (status.ok()) status = freed;
   }
   return status;
+}
+
+Status plan_mismatch() {
+  return Status(StatusCode::kInvalidArgument,
+                "inorm: the params differ from those the plan was made for (pass, shape, dtype, "
+                "flags or pointer alignment); plan again");
+}
+
+}  // namespace
+
+Status plan_forward(const ForwardParams& params, Plan* plan, const PlanOptions& options) {
+  const Status status = validate_forward(params);
+  if (!status.ok()) return status;
+  return plan_on_device(detail::plan_signature(params), options, plan);
+}
+
+Status plan_backward(const BackwardParams& params, Plan* plan, const PlanOptions& options) {
+  const Status status = validate_backward(params);
+  if (!status.ok()) return status;
+  return plan_on_device(detail::plan_signature(params), options, plan);
+}
+
+Status launch_forward(const Plan& plan, const ForwardParams& params, void* workspace,
+                      cudaStream_t stream) {
+  Status status = validate_forward(params);
+  if (!status.ok()) return status;
+  if (!detail::plan_matches(plan, detail::plan_signature(params))) return plan_mismatch();
+  if (plan.path == Path::kEmpty) return Status::Ok();
+  detail::KernelArgs args{};
+  args.x = params.x;
+  args.out = params.y;
+  args.eps = params.eps;
+  args.weight = params.weight;
+  args.bias = params.bias;
+  args.param_dtype = params.param_dtype;
+  args.use_input_stats = params.use_input_stats;
+  args.mean_out = params.mean;
+  args.rstd_out = params.rstd;
+  args.running_mean = params.running_mean;
+  args.running_var = params.running_var;
+  detail::ChannelOutputs outputs;
+  outputs.running_mean = params.running_mean;
+  outputs.running_var = params.running_var;
+  outputs.momentum = params.momentum;
+  return launch_plan(plan, args, outputs, workspace, stream);
+}
+
+Status launch_backward(const Plan& plan, const BackwardParams& params, void* workspace,
+                       cudaStream_t stream) {
+  Status status = validate_backward(params);
+  if (!status.ok()) return status;
+  if (!detail::plan_matches(plan, detail::plan_signature(params))) return plan_mismatch();
+  if (plan.path == Path::kEmpty) {
+    // Sums over no elements: the weight gradients are zeros (0.0's bits in every dtype).
+    const std::size_t bytes = static_cast<std::size_t>(params.channels) * dtype_size(params.param_dtype);
+    for (void* grad : {params.dweight, params.dbias}) {
+      if (grad == nullptr || bytes == 0) continue;
+      status = cuda_status(cudaMemsetAsync(grad, 0, bytes, stream), "cudaMemsetAsync(empty weight gradient)");
+      if (!status.ok()) return status;
+    }
+    return Status::Ok();
+  }
+  detail::KernelArgs args{};
+  args.x = params.x;
+  args.dy = params.dy;
+  args.out = params.dx;
+  args.eps = params.eps;
+  args.weight = params.weight;
+  args.param_dtype = params.param_dtype;
+  args.use_input_stats = params.use_input_stats;
+  args.saved_mean = params.mean;
+  args.saved_rstd = params.rstd;
+  args.running_mean = params.running_mean;
+  args.running_var = params.running_var;
+  detail::ChannelOutputs outputs;
+  outputs.dweight = params.dweight;
+  outputs.dbias = params.dbias;
+  return launch_plan(plan, args, outputs, workspace, stream);
+}
+
+Status forward(const ForwardParams& params, cudaStream_t stream) {
+  return plan_and_launch(
+      params, [](const ForwardParams& p, Plan* plan) { return plan_forward(p, plan); }, launch_forward, stream);
+}
+
+Status backward(const BackwardParams& params, cudaStream_t stream) {
+  return plan_and_launch(
+      params, [](const BackwardParams& p, Plan* plan) { return plan_backward(p, plan); }, launch_backward, stream);
 }
 
 }  // namespace inorm

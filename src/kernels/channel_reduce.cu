@@ -1,0 +1,61 @@
+// The channel reduction that follows the slice engine's kernel when a pass has per-channel outputs:
+// per channel, the two per-slice terms the kernel left in the workspace, summed over the batch in
+// float64 in a fixed order (a CTA per channel), so the result is the same from run to run.
+// - forward with running stats: the batch averages of the per-instance mean and unbiased variance,
+//   running = (1 - momentum) * running + momentum * average;
+// - backward: dweight = sum of sum(dy * xhat), dbias = sum of sum(dy).
+#include <cub/block/block_reduce.cuh>
+
+#include "kernels/common.cuh"
+#include "kernels/launchers.h"
+
+namespace inorm::detail {
+namespace {
+
+constexpr int kChannelReduceThreads = 256;
+
+template <typename Acc>
+__global__ void __launch_bounds__(kChannelReduceThreads)
+    channel_reduce_kernel(const Acc* term0, const Acc* term1, int64_t batch, int64_t channels, DType param_dtype,
+                          ChannelOutputs outputs) {
+  using Reduce = cub::BlockReduce<PairSum<double>, kChannelReduceThreads>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  const int64_t channel = blockIdx.x;
+  PairSum<double> sums{0.0, 0.0};
+  for (int64_t n = threadIdx.x; n < batch; n += kChannelReduceThreads) {
+    sums.first += static_cast<double>(term0[n * channels + channel]);
+    sums.second += static_cast<double>(term1[n * channels + channel]);
+  }
+  sums = Reduce(reduce_storage).Reduce(sums, SumOp{});
+  if (threadIdx.x != 0) return;
+  if (outputs.running_mean != nullptr) {
+    const double inv_batch = 1.0 / static_cast<double>(batch);
+    const double momentum = outputs.momentum;
+    const double old_mean = load_param<double>(outputs.running_mean, param_dtype, channel);
+    const double old_var = load_param<double>(outputs.running_var, param_dtype, channel);
+    store_param(outputs.running_mean, param_dtype, channel, (1.0 - momentum) * old_mean + momentum * sums.first * inv_batch);
+    store_param(outputs.running_var, param_dtype, channel, (1.0 - momentum) * old_var + momentum * sums.second * inv_batch);
+  }
+  if (outputs.dweight != nullptr) store_param(outputs.dweight, param_dtype, channel, sums.first);
+  if (outputs.dbias != nullptr) store_param(outputs.dbias, param_dtype, channel, sums.second);
+}
+
+}  // namespace
+
+Status launch_channel_reduce(const Plan& plan, const KernelArgs& args, const ChannelOutputs& outputs,
+                             cudaStream_t stream) {
+  const unsigned grid = static_cast<unsigned>(plan.channels);
+  const int64_t batch = plan.channels > 0 ? plan.num_slices / plan.channels : 0;
+  if (stats_dtype(plan.dtype) == DType::kFloat64) {
+    channel_reduce_kernel<double><<<grid, kChannelReduceThreads, 0, stream>>>(
+        static_cast<const double*>(args.slice_term0), static_cast<const double*>(args.slice_term1), batch,
+        plan.channels, plan.param_dtype, outputs);
+  } else {
+    channel_reduce_kernel<float><<<grid, kChannelReduceThreads, 0, stream>>>(
+        static_cast<const float*>(args.slice_term0), static_cast<const float*>(args.slice_term1), batch,
+        plan.channels, plan.param_dtype, outputs);
+  }
+  return cuda_status(cudaGetLastError(), "channel reduction launch");
+}
+
+}  // namespace inorm::detail

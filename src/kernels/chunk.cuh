@@ -1,0 +1,257 @@
+// The slice engine's view of data on chip, for every op (kernels/forward_op.cuh,
+// kernels/backward_op.cuh): a CTA's chunk of one or two inputs in shared memory (and its end in
+// registers), its load, its traversal for the op's reductions and its elementwise pass, and the
+// all-reduce of a CTA or of a group of lanes.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/util_ptx.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cuda/barrier>
+#include <type_traits>
+#include <utility>
+
+#include "config.h"
+#include "kernels/common.cuh"
+
+namespace inorm::detail {
+
+// The part of a CTA's chunk of one input held in registers, after its part in shared memory: kVecs
+// 16-byte vectors a thread, vector k of thread t at element (k * kThreads + t) * kVec of the part,
+// `len` elements in all (whole vectors, 16-byte aligned in every tensor). With it a CTA holds more
+// of a slice than its share of shared memory (dev/VARIANTS.md 35); kVecs = 0 holds nothing.
+template <typename T, int kThreads, int kVecs>
+struct RegisterPart {
+  static constexpr int kVec = kVecOf<T>;
+  Pack<T> packs[kVecs > 0 ? kVecs : 1];
+  int64_t len = 0;
+
+  __device__ __forceinline__ int64_t offset(int k) const {
+    return (static_cast<int64_t>(k) * kThreads + threadIdx.x) * kVec;
+  }
+  // Issues the loads (L2 only, like the bulk copy); each value is waited for where first used.
+  __device__ __forceinline__ void load(const T* src, int64_t part_len) {
+    len = part_len;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (offset(k) < len) packs[k] = load_pack_l2(src + offset(k));
+    }
+  }
+};
+
+// A CTA's chunk of kInputs tensors at the same elements of a slice: element i of input k at
+// buf[k][i] for i < len (shared memory, each buffer mirroring its tensor's alignment modulo 16, or
+// global memory), then part[k] (registers). The op sees element i of every input at once.
+template <typename T, int kThreads, int kInputs, int kVecs = 0>
+struct Chunk {
+  using Acc = AccOf<T>;
+  static constexpr int kVec = kVecOf<T>;
+  const T* buf[kInputs];
+  RaggedRange<T> range;  // input 0's layout of [0, len); every input's when `coaligned`
+  int64_t len = 0;
+  bool coaligned = true;  // every tensor read or written is aligned like input 0 modulo 16
+  RegisterPart<T, kThreads, kVecs> part[kInputs];
+
+  __device__ __forceinline__ const Pack<T>* body(int k) const {
+    return reinterpret_cast<const Pack<T>*>(buf[k] + range.head);
+  }
+  // Whether the inputs line up in 16-byte vectors (one input always does).
+  __device__ __forceinline__ bool inputs_in_vectors() const { return kInputs == 1 || coaligned; }
+
+  // f(v) for every element this thread holds, v[k] its value in input k: the register part, the
+  // body in vectors, the ragged ends (or, inputs not aligned alike, every element one by one).
+  template <typename F>
+  __device__ __forceinline__ void for_each(F&& f) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (part[0].offset(k) >= part[0].len) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        Acc v[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
+        f(v);
+      }
+    }
+    if (inputs_in_vectors()) {
+      for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) {
+        Pack<T> packs[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) packs[i] = body(i)[b];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          Acc v[kInputs];
+#pragma unroll
+          for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
+          f(v);
+        }
+      }
+      if (threadIdx.x < range.ragged()) {
+        Acc v[kInputs];
+        load(range.ragged_index(threadIdx.x), v);
+        f(v);
+      }
+    } else {
+      for (int64_t j = threadIdx.x; j < len; j += kThreads) {
+        Acc v[kInputs];
+        load(j, v);
+        f(v);
+      }
+    }
+  }
+
+  // dst[i] = g(values of element i) for every element (dst: the output's elements of this chunk),
+  // with 16-byte stores (L2 only) where every tensor is aligned alike; a thread stores only elements
+  // it read, so dst may be an input. The register part first, as it was loaded last.
+  template <typename G>
+  __device__ __forceinline__ void store_each(T* dst, G&& g) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (part[0].offset(k) >= part[0].len) continue;
+      Pack<T> out;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        Acc v[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
+        out.v[e] = Traits<T>::from_acc(g(v));
+      }
+      store_pack_l2(dst + len + part[0].offset(k), out);
+    }
+    if (coaligned) {
+      for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) {
+        Pack<T> packs[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) packs[i] = body(i)[b];
+        Pack<T> out;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          Acc v[kInputs];
+#pragma unroll
+          for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
+          out.v[e] = Traits<T>::from_acc(g(v));
+        }
+        store_pack_l2(dst + range.head + b * kVec, out);
+      }
+      if (threadIdx.x < range.ragged()) {
+        const int64_t j = range.ragged_index(threadIdx.x);
+        Acc v[kInputs];
+        load(j, v);
+        dst[j] = Traits<T>::from_acc(g(v));
+      }
+    } else {
+      for (int64_t j = threadIdx.x; j < len; j += kThreads) {
+        Acc v[kInputs];
+        load(j, v);
+        dst[j] = Traits<T>::from_acc(g(v));
+      }
+    }
+  }
+
+ private:
+  // Element j of every input.
+  __device__ __forceinline__ void load(int64_t j, Acc (&v)[kInputs]) const {
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(buf[i][j]);
+  }
+};
+
+using Barrier = cuda::barrier<cuda::thread_scope_block>;
+
+// Starts copying src[k][0, ranges[k]'s len) into bufs[k] for every input, each buffer mirroring its
+// source's alignment modulo 16: one bulk async copy of each body by thread 0, ragged ends by
+// ordinary loads; every thread arrives once, thread 0 expecting the bodies' bytes.
+template <typename T, int kInputs>
+__device__ __forceinline__ Barrier::arrival_token start_chunk_loads(Barrier& loaded, T* const (&bufs)[kInputs],
+                                                                    const T* const (&srcs)[kInputs],
+                                                                    const RaggedRange<T> (&ranges)[kInputs]) {
+  if (threadIdx.x == 0) {
+    uint32_t bytes = 0;
+#pragma unroll
+    for (int k = 0; k < kInputs; ++k) {
+      if (ranges[k].body_vecs == 0) continue;
+      const uint32_t body_bytes = static_cast<uint32_t>(ranges[k].body_vecs * 16);
+      cuda::device::memcpy_async_tx(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head,
+                                    cuda::aligned_size_t<16>(body_bytes), loaded);
+      bytes += body_bytes;
+    }
+    if (bytes > 0) return cuda::device::barrier_arrive_tx(loaded, 1, bytes);
+    return loaded.arrive();
+  }
+  const int e = static_cast<int>(threadIdx.x) - 1;
+#pragma unroll
+  for (int k = 0; k < kInputs; ++k) {
+    if (e < ranges[k].ragged()) bufs[k][ranges[k].ragged_index(e)] = srcs[k][ranges[k].ragged_index(e)];
+  }
+  return loaded.arrive();
+}
+
+// One input: start_chunk_loads for a single tensor.
+template <typename T>
+__device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& loaded, T* buf, const T* src,
+                                                                   const RaggedRange<T>& range) {
+  T* const bufs[1] = {buf};
+  const T* const srcs[1] = {src};
+  const RaggedRange<T> ranges[1] = {range};
+  return start_chunk_loads<T, 1>(loaded, bufs, srcs, ranges);
+}
+
+// The sum over a CTA of a value, a PairSum or a TripleSum of Acc, returned to every thread (a CUB
+// block reduction, then a broadcast through shared memory). Ends with a barrier, after which the
+// storage may be used again.
+template <typename Acc, int kThreads>
+struct BlockAllSum {
+  struct TempStorage {
+    union {
+      typename cub::BlockReduce<Acc, kThreads>::TempStorage one;
+      typename cub::BlockReduce<PairSum<Acc>, kThreads>::TempStorage two;
+      typename cub::BlockReduce<TripleSum<Acc>, kThreads>::TempStorage three;
+    } reduce;
+    // Apart from `reduce`: a thread may still read it while a faster one starts the next reduction.
+    union {
+      Acc one;
+      PairSum<Acc> two;
+      TripleSum<Acc> three;
+    } total;
+  };
+  TempStorage& storage;
+
+  template <typename V>
+  __device__ __forceinline__ V operator()(V value) {
+    V* total = reinterpret_cast<V*>(&storage.total);
+    value = cub::BlockReduce<V, kThreads>(reduce_storage<V>()).Reduce(value, SumOp{});
+    if (threadIdx.x == 0) *total = value;
+    __syncthreads();
+    return *total;
+  }
+
+ private:
+  template <typename V>
+  __device__ __forceinline__ typename cub::BlockReduce<V, kThreads>::TempStorage& reduce_storage() {
+    if constexpr (std::is_same_v<V, Acc>) {
+      return storage.reduce.one;
+    } else if constexpr (std::is_same_v<V, PairSum<Acc>>) {
+      return storage.reduce.two;
+    } else {
+      static_assert(std::is_same_v<V, TripleSum<Acc>>, "BlockAllSum sums Acc, PairSum<Acc> or TripleSum<Acc>");
+      return storage.reduce.three;
+    }
+  }
+};
+
+// The sum over each group of kGroup consecutive lanes, returned to every lane of the group (a CUB
+// warp reduction, then a shuffle from the group's first lane). Every lane of the warp takes part.
+template <int kGroup>
+struct GroupAllSum {
+  template <typename V>
+  __device__ __forceinline__ V operator()(V value) const {
+    using Reduce = cub::WarpReduce<V, kGroup>;
+    __shared__ typename Reduce::TempStorage storage[kGroupCtaThreads / kGroup];
+    value = Reduce(storage[threadIdx.x / kGroup]).Reduce(value, SumOp{});
+    value = cub::ShuffleIndex<kGroup>(value, 0, 0xffffffffu);
+    __syncwarp();  // the storage may be used again
+    return value;
+  }
+};
+
+}  // namespace inorm::detail

@@ -1,0 +1,202 @@
+// The forward as an op of the slice engine (kernels/chunk.cuh; the families in group_registers.cu,
+// shared_resident.cu and split_pipelined.cu): it reads x, reduces each slice to its mean and the
+// sum of squared deviations (corrected two-pass, from on-chip data), and writes
+// y = ((x - mean) * rstd) * weight + bias. The mean is carried as a high and a low part, so data far
+// from zero (1e4 + randn) keeps its digits.
+//
+// An op of the engine answers, as static members:
+//   Context context(args, slice)          what the slice needs before its reductions
+//   Partial reduce(ctx, elements, count, all_sum)   a chunk's (or a whole slice's) partial
+//   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
+//   SplitPartial to_split(partial), combine_split<kThreads>(partials, parts), from_split(split)
+//                                          the same in float64 through global memory (split path)
+//   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise coefficients
+//   Acc apply(coefficients, v)             the output element from the inputs' element v
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+
+#include "kernels/chunk.cuh"
+#include "kernels/common.cuh"
+#include "plan_internal.h"
+
+namespace inorm::detail {
+
+// Corrected two-pass statistics of one chunk.
+template <typename Acc>
+struct ChunkStats {
+  Acc count;
+  Acc mean;   // rounded mean of the chunk
+  Acc resid;  // mean of (x - mean): what the rounding missed
+  Acc m2;     // sum of squared deviations from the exact chunk mean
+};
+static_assert(sizeof(ChunkStats<float>) == 16 && sizeof(ChunkStats<double>) == 32,
+              "plan_internal.h chunk_stats_bytes sizes the workspace from four fields");
+
+// Combines the chunks of a slice in rank order around chunk 0's mean (the differences are small,
+// so no digits are lost to an offset); every caller gets the same bits. One chunk is taken as it is.
+template <typename Acc>
+__device__ __forceinline__ void combine_chunks(const ChunkStats<Acc>* chunks, int count, Acc* mean_hi,
+                                               Acc* mean_lo, Acc* m2) {
+  if (count == 1) {
+    *mean_hi = chunks[0].mean;
+    *mean_lo = chunks[0].resid;
+    *m2 = chunks[0].m2;
+    return;
+  }
+  const Acc base = chunks[0].mean;
+  Acc total = Acc(0);
+  Acc weighted = Acc(0);
+  for (int r = 0; r < count; ++r) {
+    const ChunkStats<Acc> s = chunks[r];
+    if (s.count == Acc(0)) continue;
+    total += s.count;
+    weighted += s.count * ((s.mean - base) + s.resid);
+  }
+  const Acc offset = weighted / total;
+  Acc sum_m2 = Acc(0);
+  for (int r = 0; r < count; ++r) {
+    const ChunkStats<Acc> s = chunks[r];
+    if (s.count == Acc(0)) continue;
+    const Acc d = (s.mean - base) + s.resid - offset;
+    sum_m2 += s.m2 + s.count * d * d;
+  }
+  *mean_hi = base;
+  *mean_lo = offset;
+  *m2 = sum_m2;
+}
+
+// Turns a slice's statistics (mean = mean_hi + mean_lo, m2 = sum of squared deviations over
+// `count` = S elements) into its affine coefficients; the caller picked one thread per slice as
+// `writer` of the optional outputs.
+template <typename Acc>
+__device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice,
+                                                         Acc mean_hi, Acc mean_lo, Acc m2,
+                                                         bool writer) {
+  const Acc count = static_cast<Acc>(args.slice_len);
+  m2 = m2 < Acc(0) ? Acc(0) : m2;  // rounding may leave it slightly negative; fmax would drop NaN
+  const Acc var = m2 / count;
+  const Acc rstd = reciprocal_sqrt(var + static_cast<Acc>(args.eps));
+  const int64_t channel = slice % args.channels;
+  const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
+  const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+  if (writer) {
+    const Acc mean = mean_hi + mean_lo;
+    if (args.mean_out) static_cast<Acc*>(args.mean_out)[slice] = mean;
+    if (args.rstd_out) static_cast<Acc*>(args.rstd_out)[slice] = rstd;
+    if (args.slice_term0) {  // the running-stat update's terms
+      static_cast<Acc*>(args.slice_term0)[slice] = mean;
+      static_cast<Acc*>(args.slice_term1)[slice] = m2 / (count - Acc(1));
+    }
+  }
+  return SliceAffine<Acc>{mean_hi, mean_lo, rstd * weight, bias};
+}
+
+template <typename T>
+struct ForwardOp {
+  using Elem = T;
+  using Acc = AccOf<T>;
+  static constexpr int kInputs = 1;
+  using Partial = ChunkStats<Acc>;
+  struct Totals {
+    Acc mean_hi;
+    Acc mean_lo;
+    Acc m2;
+  };
+  struct Context {};  // nothing is known of a slice before its statistics
+  using Coefficients = SliceAffine<Acc>;
+
+  static __device__ __forceinline__ Context context(const KernelArgs&, int64_t) { return {}; }
+
+  // Corrected two-pass statistics of the `count` elements: their mean, then the deviations from it
+  // and their residual.
+  template <typename Elements, typename AllSum>
+  static __device__ __forceinline__ Partial reduce(const Context&, const Elements& elements, int64_t count,
+                                                   AllSum& all_sum) {
+    Acc sum = Acc(0);
+    elements.for_each([&](const Acc(&v)[1]) { sum += v[0]; });
+    sum = all_sum(sum);
+    const Acc n = static_cast<Acc>(count);
+    const Acc mean = count > 0 ? sum / n : Acc(0);
+    PairSum<Acc> dev{Acc(0), Acc(0)};
+    elements.for_each([&](const Acc(&v)[1]) {
+      const Acc d = v[0] - mean;
+      dev.first += d;
+      dev.second += d * d;
+    });
+    dev = all_sum(dev);
+    const Acc resid = count > 0 ? dev.first / n : Acc(0);
+    return Partial{n, mean, resid, dev.second - dev.first * resid};
+  }
+
+  static __device__ __forceinline__ Totals combine(const Partial* partials, int count) {
+    Totals totals;
+    combine_chunks(partials, count, &totals.mean_hi, &totals.mean_lo, &totals.m2);
+    return totals;
+  }
+
+  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, const Context&,
+                                                        const Totals& totals, bool writer) {
+    return finish_slice<Acc>(args, slice, totals.mean_hi, totals.mean_lo, totals.m2, writer);
+  }
+
+  static __device__ __forceinline__ Acc apply(const Coefficients& affine, const Acc (&v)[1]) {
+    return affine.apply(v[0]);
+  }
+
+  // The split path: (count, mean, M2) in float64 per part.
+  using SplitPartial = detail::SplitPartial;
+
+  static __device__ __forceinline__ SplitPartial to_split(const Partial& stage) {
+    return SplitPartial{static_cast<double>(stage.count),
+                        static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
+                        static_cast<double>(stage.m2)};
+  }
+
+  // The slice's statistics from its parts' partials: the count-weighted mean of the parts' means
+  // around part 0's (one block-wide sum of (count, weighted offset)), then M2 = sum of (M2_i +
+  // count_i * (mean_i - mean)^2) (another). Two sums and one division: merging the partials
+  // pairwise by Chan's formula (a division per merge, a dependent tree) cost 1-5 us in split_slice
+  // (dev/VARIANTS.md 27). Every thread of the CTA calls it; every thread gets the result.
+  template <int kThreads>
+  static __device__ SplitPartial combine_split(const SplitPartial* partials, int parts) {
+    using Sum = cub::BlockReduce<double2, kThreads>;
+    using SumM2 = cub::BlockReduce<double, kThreads>;
+    __shared__ union {
+      typename Sum::TempStorage sum;
+      typename SumM2::TempStorage sum_m2;
+    } storage;
+    __shared__ SplitPartial slice_stats;
+    // L2 loads: other CTAs of the same grid wrote the partials.
+    const double base = __ldcg(&partials[0].mean);
+    double2 local{0.0, 0.0};  // (count, count * (mean - base))
+#pragma unroll 1
+    for (int i = threadIdx.x; i < parts; i += kThreads) {
+      const double count = __ldcg(&partials[i].count);
+      local.x += count;
+      local.y += count * (__ldcg(&partials[i].mean) - base);
+    }
+    const double2 total =
+        Sum(storage.sum).Reduce(local, [](double2 a, double2 b) { return double2{a.x + b.x, a.y + b.y}; });
+    if (threadIdx.x == 0) slice_stats = SplitPartial{total.x, base + total.y / total.x, 0.0};
+    __syncthreads();
+    const double mean = slice_stats.mean;
+    double m2 = 0.0;
+#pragma unroll 1
+    for (int i = threadIdx.x; i < parts; i += kThreads) {
+      const double d = __ldcg(&partials[i].mean) - mean;
+      m2 += __ldcg(&partials[i].m2) + __ldcg(&partials[i].count) * d * d;
+    }
+    m2 = SumM2(storage.sum_m2).Sum(m2);
+    if (threadIdx.x == 0) slice_stats.m2 = m2;
+    __syncthreads();
+    return slice_stats;
+  }
+
+  static __device__ __forceinline__ Totals from_split(const SplitPartial& stats) {
+    const Acc mean_hi = static_cast<Acc>(stats.mean);
+    return Totals{mean_hi, static_cast<Acc>(stats.mean - static_cast<double>(mean_hi)), static_cast<Acc>(stats.m2)};
+  }
+};
+
+}  // namespace inorm::detail

@@ -1,0 +1,156 @@
+// kGroupRegisters: small slices (up to 1024 elements, 2048 for aligned half types in the forward;
+// planner.cpp choose_group_config bounds the registers a lane holds per input). A group of 4 to 32
+// lanes loads its slice of every input into registers once; the op's reductions run over those
+// registers (kernels/forward_op.cuh, kernels/backward_op.cuh), so each input is read once and the
+// output written once.
+#include <array>
+#include <utility>
+
+#include "config.h"
+#include "kernels/backward_op.cuh"
+#include "kernels/chunk.cuh"
+#include "kernels/common.cuh"
+#include "kernels/forward_op.cuh"
+#include "kernels/launchers.h"
+
+namespace inorm::detail {
+namespace {
+
+// A group's slice in registers: item j of a lane starts at element (j * kGroup + lane) * kVec; with
+// kVector the slice is a whole number of vectors, so an item is either whole or absent.
+template <typename T, int kGroup, int kItems, bool kVector, int kInputs>
+struct GroupSlice {
+  using Acc = AccOf<T>;
+  static constexpr int kVec = kVector ? kVecOf<T> : 1;
+  Acc values[kInputs][kItems][kVec];
+  bool active;
+  int lane;
+  int64_t len;
+
+  __device__ __forceinline__ int64_t first(int j) const { return (static_cast<int64_t>(j) * kGroup + lane) * kVec; }
+  __device__ __forceinline__ bool valid(int j) const { return active && first(j) < len; }
+
+  template <typename F>
+  __device__ __forceinline__ void for_each(F&& f) const {
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      if (!valid(j)) continue;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        Acc v[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[i] = values[i][j][k];
+        f(v);
+      }
+    }
+  }
+};
+
+template <typename Op, int kGroup, int kItems, bool kVector>
+__global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const KernelArgs args) {
+  using T = typename Op::Elem;
+  using Acc = typename Op::Acc;
+  constexpr int kInputs = Op::kInputs;
+  constexpr int kSlicesPerCta = kGroupCtaThreads / kGroup;
+
+  GroupSlice<T, kGroup, kItems, kVector, kInputs> slice_data;
+  constexpr int kVec = decltype(slice_data)::kVec;
+  const int group = threadIdx.x / kGroup;
+  slice_data.lane = threadIdx.x % kGroup;
+  const int64_t slice = static_cast<int64_t>(blockIdx.x) * kSlicesPerCta + group;
+  slice_data.active = slice < args.num_slices;
+  slice_data.len = args.slice_len;
+  const int64_t offset = slice_data.active ? slice * args.slice_len : 0;
+  const T* inputs[2] = {static_cast<const T*>(args.x) + offset,
+                        kInputs > 1 ? static_cast<const T*>(args.dy) + offset : nullptr};
+
+#pragma unroll
+  for (int i = 0; i < kInputs; ++i) {
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      if (slice_data.valid(j)) {
+        if constexpr (kVector) {
+          const Pack<T> pack = load_pack_streaming(inputs[i] + slice_data.first(j));
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) slice_data.values[i][j][k] = Traits<T>::to_acc(pack.v[k]);
+        } else {
+          slice_data.values[i][j][0] = Traits<T>::to_acc(__ldcs(inputs[i] + slice_data.first(j)));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) slice_data.values[i][j][k] = Acc(0);
+      }
+    }
+  }
+
+  // Every lane of the warp takes part in the reductions, those of an inactive group too.
+  const typename Op::Context ctx = Op::context(args, slice_data.active ? slice : 0);
+  GroupAllSum<kGroup> all_sum;
+  const typename Op::Partial partial = Op::reduce(ctx, slice_data, args.slice_len, all_sum);
+  if (!slice_data.active) return;
+  const typename Op::Coefficients coefficients =
+      Op::finish(args, slice, ctx, Op::combine(&partial, 1), slice_data.lane == 0);
+  if (args.out == nullptr) return;
+
+  T* out = static_cast<T*>(args.out) + offset;
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    if (!slice_data.valid(j)) continue;
+    Acc outputs[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      Acc v[kInputs];
+#pragma unroll
+      for (int i = 0; i < kInputs; ++i) v[i] = slice_data.values[i][j][k];
+      outputs[k] = Op::apply(coefficients, v);
+    }
+    if constexpr (kVector) {
+      Pack<T> pack;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) pack.v[k] = Traits<T>::from_acc(outputs[k]);
+      store_pack_l2(out + slice_data.first(j), pack);
+    } else {
+      __stcs(out + slice_data.first(j), Traits<T>::from_acc(outputs[0]));
+    }
+  }
+}
+
+using KernelFn = void (*)(KernelArgs);
+
+// The kernel of configuration I, or null where it does not fit a lane's registers for this op
+// (the planner never picks it there).
+template <typename Op, std::size_t I>
+constexpr KernelFn group_kernel() {
+  using T = typename Op::Elem;
+  if constexpr (group_config_fits(kGroupConfigs[I], sizeof(T), sizeof(typename Op::Acc), Op::kInputs)) {
+    return &group_registers_kernel<Op, kGroupConfigs[I].group, kGroupConfigs[I].items, kGroupConfigs[I].vector>;
+  } else {
+    return nullptr;
+  }
+}
+
+template <typename Op, std::size_t... I>
+constexpr std::array<KernelFn, sizeof...(I)> group_kernel_table(std::index_sequence<I...>) {
+  return {group_kernel<Op, I>()...};
+}
+
+}  // namespace
+
+Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  return dispatch_op(plan, [&](auto op) -> Status {
+    using Op = decltype(op);
+    static constexpr auto table = group_kernel_table<Op>(std::make_index_sequence<kNumGroupConfigs>{});
+    for (int i = 0; i < kNumGroupConfigs; ++i) {
+      const GroupConfig& config = kGroupConfigs[i];
+      if (config.group == plan.group_size && config.items == plan.items_per_lane &&
+          config.vector == plan.vector_io && table[i] != nullptr) {
+        table[i]<<<static_cast<unsigned>(plan.grid), kGroupCtaThreads, 0, stream>>>(args);
+        return cuda_status(cudaGetLastError(), "group_registers launch");
+      }
+    }
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan names a group configuration that is not compiled in");
+  });
+}
+
+}  // namespace inorm::detail

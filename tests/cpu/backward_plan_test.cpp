@@ -1,0 +1,294 @@
+// The backward's validation and planning on the CPU: every invalid input gets a status naming the
+// problem, and the planner counts x and dy on chip (slices that one family holds for the forward
+// may need the next for the backward).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "config.h"
+#include "inorm/inorm.h"
+#include "plan_internal.h"
+
+namespace inorm {
+namespace {
+
+constexpr std::uintptr_t kAligned = 0x10000000;
+
+// Host addresses standing in for device pointers: validation and planning only look at their values.
+void* fake_pointer(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+BackwardParams problem(DType dtype, std::initializer_list<int64_t> shape) {
+  BackwardParams p;
+  p.dtype = dtype;
+  p.x = fake_pointer(kAligned);
+  p.dy = fake_pointer(kAligned * 64);
+  p.dx = fake_pointer(kAligned * 128);
+  p.mean = fake_pointer(kAligned * 192);
+  p.rstd = fake_pointer(kAligned * 193);
+  const int64_t* dims = shape.begin();
+  p.batch = dims[0];
+  p.channels = dims[1];
+  p.spatial_rank = static_cast<int>(shape.size()) - 2;
+  for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = dims[2 + i];
+  return p;
+}
+
+BackwardParams valid_params() { return problem(DType::kFloat32, {2, 3, 5, 7}); }
+
+void expect_invalid(const BackwardParams& p, const std::string& fragment,
+                    StatusCode code = StatusCode::kInvalidArgument) {
+  const Status status = validate_backward(p);
+  EXPECT_EQ(status.code(), code) << status.message();
+  EXPECT_NE(status.message().find(fragment), std::string::npos)
+      << "message '" << status.message() << "' does not mention '" << fragment << "'";
+}
+
+Plan plan_of(const BackwardParams& p, const PlanOptions& options = {}) {
+  Plan plan;
+  const Status status = plan_backward(p, hopper_h200_limits(), &plan, options);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return plan;
+}
+
+TEST(ValidateBackward, AcceptsValidProblems) {
+  EXPECT_TRUE(validate_backward(valid_params()).ok());
+  BackwardParams p = valid_params();
+  p.weight = fake_pointer(kAligned * 200);
+  p.dweight = fake_pointer(kAligned * 201);
+  p.dbias = fake_pointer(kAligned * 202);
+  EXPECT_TRUE(validate_backward(p).ok());
+  p.dx = nullptr;  // only the weight gradients
+  EXPECT_TRUE(validate_backward(p).ok());
+}
+
+TEST(ValidateBackward, NullPointers) {
+  BackwardParams p = valid_params();
+  p.x = nullptr;
+  expect_invalid(p, "x is null");
+  p = valid_params();
+  p.dy = nullptr;
+  expect_invalid(p, "dy is null");
+  p = valid_params();
+  p.rstd = nullptr;
+  expect_invalid(p, "needs the forward's mean and rstd");
+}
+
+TEST(ValidateBackward, EmptyBatchIsValidEvenWithNullPointers) {
+  BackwardParams p = valid_params();
+  p.batch = 0;
+  p.x = p.dy = p.dx = nullptr;
+  p.mean = p.rstd = nullptr;
+  EXPECT_TRUE(validate_backward(p).ok());
+}
+
+TEST(ValidateBackward, StatisticsMatchTheMode) {
+  BackwardParams p = valid_params();
+  p.running_mean = fake_pointer(kAligned * 210);
+  p.running_var = fake_pointer(kAligned * 211);
+  expect_invalid(p, "running stats must be null");
+  p.use_input_stats = false;
+  expect_invalid(p, "mean and rstd must be null");
+  p.mean = p.rstd = nullptr;
+  EXPECT_TRUE(validate_backward(p).ok());
+  p.running_var = nullptr;
+  expect_invalid(p, "both be given or both be null");
+  p.running_mean = nullptr;
+  expect_invalid(p, "Expected running_mean and running_var to be defined");
+}
+
+TEST(ValidateBackward, OneSpatialElement) {
+  BackwardParams p = problem(DType::kFloat32, {2, 3, 1});
+  expect_invalid(p, "Expected more than 1 spatial element");
+  p.use_input_stats = false;  // eval mode: elementwise, S = 1 is fine
+  p.mean = p.rstd = nullptr;
+  p.running_mean = fake_pointer(kAligned * 210);
+  p.running_var = fake_pointer(kAligned * 211);
+  EXPECT_TRUE(validate_backward(p).ok());
+}
+
+TEST(ValidateBackward, InPlaceOnlyOverDy) {
+  BackwardParams p = valid_params();
+  p.dx = const_cast<void*>(p.dy);  // in place over dy, as autograd may
+  EXPECT_TRUE(validate_backward(p).ok());
+  p.dx = const_cast<void*>(p.x);
+  expect_invalid(p, "dx overlaps x or dy");
+  p.dx = static_cast<char*>(const_cast<void*>(p.dy)) + 4;
+  expect_invalid(p, "dx overlaps x or dy");
+}
+
+TEST(ValidateBackward, Alignment) {
+  BackwardParams p = valid_params();
+  p.dy = fake_pointer(kAligned * 64 + 2);
+  expect_invalid(p, "x, dy and dx must be aligned to the element size of float32");
+  p = valid_params();
+  p.dweight = fake_pointer(kAligned * 201 + 1);
+  expect_invalid(p, "dweight and dbias must be aligned to float32");
+  p = valid_params();
+  p.mean = fake_pointer(kAligned * 192 + 2);
+  expect_invalid(p, "mean and rstd must be aligned to float32");
+}
+
+TEST(ValidateBackward, SharedChecks) {
+  BackwardParams p = valid_params();
+  p.dtype = static_cast<DType>(9);
+  expect_invalid(p, "unknown dtype");
+  p = valid_params();
+  p.eps = -1;
+  expect_invalid(p, "eps must be finite");
+  p = valid_params();
+  p.batch = int64_t{1} << 40;
+  p.channels = int64_t{1} << 30;
+  expect_invalid(p, "overflows 64-bit byte offsets");
+  p = valid_params();
+  p.layout = Layout::kChannelsLast;
+  expect_invalid(p, "channels_last", StatusCode::kUnsupported);
+}
+
+// The seed holds 2 MiB a slice on chip in the backward (1 MiB of x, 1 MiB of dy): clusters of 16
+// CTAs at two per SM, each with 48 KiB of x and of dy in shared memory and 16 KiB of each in
+// registers (the forward's seed plan, a cluster of 8, holds half of it).
+TEST(PlanBackward, SeedUsesClustersOfSixteenWithRegisterParts) {
+  const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
+  EXPECT_EQ(plan.pass, Pass::kBackward);
+  EXPECT_EQ(plan.inputs, 2);
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_EQ(plan.ctas_per_sm, 2);
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
+  EXPECT_EQ(plan.chunk_len, 16384);
+  EXPECT_EQ(plan.register_len, 4096);  // 16 KiB of each input's 64 KiB chunk
+  EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((16384 - 4096) * 4, 2));
+  EXPECT_TRUE(detail::shared_slices_in_order(plan));
+  EXPECT_EQ(plan.describe().rfind("backward shared_resident ctas_per_slice=16", 0), 0u) << plan.describe();
+}
+
+// The half seeds (512 KiB a slice of each): the same register plan as the forward's fp32 seed.
+TEST(PlanBackward, HalfSeedsUseClustersOfEightWithRegisterParts) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const Plan plan = plan_of(problem(dtype, {112, 64, 512, 512}));
+    EXPECT_EQ(plan.path, Path::kSharedResident);
+    EXPECT_EQ(plan.ctas_per_slice, 8);
+    EXPECT_EQ(plan.ctas_per_sm, 2);
+    EXPECT_EQ(plan.register_len, detail::shared_register_len(dtype, 2));
+  }
+}
+
+// Group registers: the backward holds x and dy in a lane's registers, so its largest group slice is
+// half the forward's where the forward's largest already fills kGroupMaxLaneBytes.
+TEST(PlanBackward, GroupRegistersHoldHalfAsMuchForHalfTypes) {
+  // float16, aligned: the forward holds 2048 values in vectors, the backward 1024.
+  BackwardParams p = problem(DType::kFloat16, {4, 4, 1024});
+  Plan plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.items_per_lane, 4);
+  p.spatial[0] = 1032;
+  EXPECT_EQ(plan_of(p).path, Path::kSharedResident);
+  // float32: vectors of 8 items fit for both (32 x 2 values a lane).
+  p = problem(DType::kFloat32, {4, 4, 1024});
+  plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  // float64 scalars (a misaligned view): 16 items a lane (512 values), not 32.
+  p = problem(DType::kFloat64, {4, 4, 512});
+  p.x = fake_pointer(kAligned + 8);
+  plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.items_per_lane, 16);
+  p.spatial[0] = 513;
+  EXPECT_EQ(plan_of(p).path, Path::kSharedResident);
+}
+
+// The largest slice on chip halves: one element more goes to split_pipelined, whose parts hold
+// 32 KiB of each input.
+TEST(PlanBackward, SharedBoundaryAndSplitParts) {
+  const DeviceLimits limits = hopper_h200_limits();
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    const int64_t largest = detail::largest_resident_slice(dtype, 2, limits);
+    EXPECT_LE(largest, detail::largest_resident_slice(dtype, 1, limits) / 2) << dtype_name(dtype);
+    BackwardParams p = problem(dtype, {1, 2, largest});
+    EXPECT_EQ(plan_of(p).path, Path::kSharedResident) << dtype_name(dtype);
+    p.spatial[0] = largest + 1;
+    const Plan split = plan_of(p);
+    EXPECT_EQ(split.path, Path::kSplitPipelined) << dtype_name(dtype);
+    EXPECT_EQ(split.chunk_len, static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype), 2)));
+    EXPECT_EQ(split.smem_bytes, detail::shared_buffer_bytes(split.chunk_len * dtype_size(dtype), 2));
+  }
+}
+
+TEST(PlanBackward, WorkspaceHoldsThePerSliceTermsOnlyForWeightGradients) {
+  BackwardParams p = problem(DType::kFloat32, {256, 256, 16, 16});
+  const Plan plain = plan_of(p);
+  EXPECT_FALSE(plain.weight_grads);
+  EXPECT_EQ(plain.workspace_bytes, 0u);
+  p.dbias = fake_pointer(kAligned * 202);
+  const Plan grads = plan_of(p);
+  EXPECT_TRUE(grads.weight_grads);
+  EXPECT_EQ(grads.workspace_bytes, 2u * 256 * 256 * 4);  // two float terms per slice, 256-aligned
+}
+
+TEST(PlanBackward, NothingToComputeIsEmpty) {
+  BackwardParams p = valid_params();
+  p.dx = nullptr;  // no gradient wanted at all
+  EXPECT_EQ(plan_of(p).path, Path::kEmpty);
+  p = valid_params();
+  p.batch = 0;
+  EXPECT_EQ(plan_of(p).path, Path::kEmpty);
+  PlanOptions forced;
+  forced.force_path = Path::kSharedResident;
+  Plan plan;
+  EXPECT_FALSE(plan_backward(p, hopper_h200_limits(), &plan, forced).ok());
+}
+
+// Eval mode runs on the slice engine too (its weight gradients are reductions); the forward's
+// elementwise path cannot be forced.
+TEST(PlanBackward, EvalModeRunsOnTheEngine) {
+  BackwardParams p = problem(DType::kFloat32, {3000, 700, 1});
+  p.use_input_stats = false;
+  p.mean = p.rstd = nullptr;
+  p.running_mean = fake_pointer(kAligned * 210);
+  p.running_var = fake_pointer(kAligned * 211);
+  EXPECT_EQ(plan_of(p).path, Path::kGroupRegisters);
+  PlanOptions forced;
+  forced.force_path = Path::kElementwiseEval;
+  Plan plan;
+  EXPECT_FALSE(plan_backward(p, hopper_h200_limits(), &plan, forced).ok());
+}
+
+TEST(PlanBackward, AlignmentFactsCoverEveryTensor) {
+  BackwardParams p = problem(DType::kFloat32, {8, 8, 4096});
+  EXPECT_TRUE(plan_of(p).coaligned);
+  EXPECT_TRUE(plan_of(p).vector_io);
+  p.dy = fake_pointer(kAligned * 64 + 4);  // dy one element off: no vector access lines up
+  const Plan plan = plan_of(p);
+  EXPECT_FALSE(plan.coaligned);
+  EXPECT_FALSE(plan.vector_io);
+  EXPECT_NE(plan.describe().find("scalar-stores"), std::string::npos) << plan.describe();
+  p.dy = fake_pointer(kAligned * 64);
+  p.dx = nullptr;  // an absent dx does not count
+  EXPECT_TRUE(plan_of(p).coaligned);
+}
+
+TEST(PlanBackward, PlansMatchOnlyTheirOwnPass) {
+  const BackwardParams p = problem(DType::kFloat32, {16, 16, 64, 64});
+  const Plan plan = plan_of(p);
+  EXPECT_TRUE(detail::plan_matches(plan, detail::plan_signature(p)));
+  ForwardParams forward;
+  forward.x = p.x;
+  forward.y = p.dx;
+  forward.batch = 16;
+  forward.channels = 16;
+  forward.spatial_rank = 2;
+  forward.spatial[0] = forward.spatial[1] = 64;
+  EXPECT_FALSE(detail::plan_matches(plan, detail::plan_signature(forward)));
+  BackwardParams other = p;
+  other.dweight = fake_pointer(kAligned * 201);  // needs the per-slice terms in the workspace
+  EXPECT_FALSE(detail::plan_matches(plan, detail::plan_signature(other)));
+  other = p;
+  other.dx = nullptr;
+  EXPECT_FALSE(detail::plan_matches(plan, detail::plan_signature(other)));
+}
+
+}  // namespace
+}  // namespace inorm
