@@ -1,8 +1,11 @@
 // inorm-bench: times inorm against a device-to-device copy of the same tensor, in one process, and
-// verifies sampled slices against the float64 oracle.
+// verifies sampled slices against the float64 oracle. The floor is the least the pass must move:
+// one copy for the forward (x read, y written), 1.5 copies for the backward (x and dy read, dx
+// written).
 //
 //   inorm-bench                          the seed workload (112x64x512x512 float32, U[0,1))
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
+//   inorm-bench --backward [--suite FILE]  the backward (dy ~ N(0, 1); shared/suites/train.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined (also time forced plans: CTAs
 //            per slice, CTAs per SM and exchange of shared_resident, split_pipelined; see
@@ -47,11 +50,13 @@ struct Options {
   std::string markdown;
   int repeats = 30;
   int warmup = 5;
+  bool backward = false;
   std::vector<Variant> variants{Variant{}};
 };
 
 struct Row {
   std::string id;
+  std::string pass;
   std::string shape;
   std::string dtype;
   std::string layout;
@@ -60,11 +65,13 @@ struct Row {
   std::string path;
   double inorm_ms = 0;
   double copy_ms = 0;
+  double floor_copies = 1.0;  // the floor in copies of x: 1 forward, 1.5 backward
   double gbps = 0;
   bool verified = false;
   double max_abs_error = 0;
   std::string note;  // why a case did not run, or what verification found
-  double ratio() const { return copy_ms > 0 && inorm_ms > 0 ? inorm_ms / copy_ms : 0; }
+  double floor_ms() const { return floor_copies * copy_ms; }
+  double ratio() const { return copy_ms > 0 && inorm_ms > 0 ? inorm_ms / floor_ms() : 0; }
 };
 
 struct Environment {
@@ -98,13 +105,25 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 // Slices 0 and last and six between: the oracle checks every element of each.
-Status verify_samples(const ForwardParams& p, int64_t slice_len, const std::vector<double>& weight,
-                      const std::vector<double>& bias, Row* row) {
-  const int64_t slices = p.batch * p.channels;
+std::set<int64_t> sample_slices(int64_t slices) {
   std::set<int64_t> picks = {0, slices - 1};
   for (int k = 1; k <= 6; ++k) picks.insert(slices * k / 7);
+  return picks;
+}
+
+// Records a sampled slice's comparison in the row.
+void record(const testing::Comparison& cmp, int64_t slice, Row* row) {
+  row->max_abs_error = std::max(row->max_abs_error, cmp.max_abs_error);
+  if (!cmp.ok() && row->verified) {
+    row->verified = false;
+    row->note = "slice " + std::to_string(slice) + ": " + cmp.describe();
+  }
+}
+
+Status verify_forward_samples(const ForwardParams& p, int64_t slice_len, const std::vector<double>& weight,
+                              const std::vector<double>& bias, Row* row) {
   row->verified = true;
-  for (int64_t slice : picks) {
+  for (int64_t slice : sample_slices(p.batch * p.channels)) {
     std::vector<double> x, y;
     BENCH_TRY(testing::copy_to_host(p.x, p.dtype, slice * slice_len, slice_len, &x));
     BENCH_TRY(testing::copy_to_host(p.y, p.dtype, slice * slice_len, slice_len, &y));
@@ -114,70 +133,143 @@ Status verify_samples(const ForwardParams& p, int64_t slice_len, const std::vect
     const double b = bias.empty() ? 0.0 : bias[channel];
     std::vector<double> want(slice_len);
     for (int64_t i = 0; i < slice_len; ++i) want[i] = (x[i] - stats.mean) * stats.rstd * w + b;
-    const testing::Comparison cmp = testing::compare(y, want, testing::output_tolerance(p.dtype));
-    row->max_abs_error = std::max(row->max_abs_error, cmp.max_abs_error);
-    if (!cmp.ok()) {
-      row->verified = false;
-      row->note = "slice " + std::to_string(slice) + ": " + cmp.describe();
-    }
+    record(testing::compare(y, want, testing::output_tolerance(p.dtype)), slice, row);
   }
   return Status::Ok();
 }
 
-Status run_case(const BenchCase& c, const Options& options, cudaStream_t stream, std::vector<Row>* rows) {
-  Row base;
-  base.id = c.id;
-  base.shape = shape_text(c.shape);
-  base.dtype = dtype_name(c.dtype);
-  base.layout = c.layout_name;
-  base.affine = c.affine;
-  base.data = c.data;
-
-  ForwardParams p;
-  p.dtype = c.dtype;
-  p.layout = c.layout;
-  p.batch = c.shape[0];
-  p.channels = c.shape[1];
-  p.spatial_rank = static_cast<int>(c.shape.size()) - 2;
-  int64_t slice_len = 1;
-  for (int i = 0; i < p.spatial_rank; ++i) slice_len *= p.spatial[i] = c.shape[2 + i];
-  const int64_t numel = p.batch * p.channels * slice_len;
-  const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(c.dtype);
-
-  if (p.layout != Layout::kContiguous) {
-    base.path = "unsupported";
-    base.note = validate_forward(p).message();  // names the layout that is not implemented
-    rows->push_back(base);
-    return Status::Ok();
+Status verify_backward_samples(const BackwardParams& p, int64_t slice_len, const std::vector<double>& weight,
+                               Row* row) {
+  row->verified = true;
+  for (int64_t slice : sample_slices(p.batch * p.channels)) {
+    std::vector<double> x, dy, dx;
+    BENCH_TRY(testing::copy_to_host(p.x, p.dtype, slice * slice_len, slice_len, &x));
+    BENCH_TRY(testing::copy_to_host(p.dy, p.dtype, slice * slice_len, slice_len, &dy));
+    BENCH_TRY(testing::copy_to_host(p.dx, p.dtype, slice * slice_len, slice_len, &dx));
+    const std::vector<double> w = {weight.empty() ? 1.0 : weight[slice % p.channels]};
+    testing::BackwardProblem problem;
+    problem.batch = 1;
+    problem.channels = 1;
+    problem.slice_len = slice_len;
+    problem.eps = p.eps;
+    problem.x = &x;
+    problem.dy = &dy;
+    problem.weight = &w;
+    const testing::BackwardResult want = testing::instance_norm_backward_reference(problem);
+    record(testing::compare_scaled(dx, want.dx, want.dx_scale, slice_len, testing::output_tolerance(p.dtype)), slice,
+           row);
   }
+  return Status::Ok();
+}
+
+// A case's tensors: x from its data spec, and with affine a weight and bias of its dtype (as a
+// torch module of that dtype holds them); host copies of the parameters as the device rounds them.
+struct Inputs {
+  DeviceBuffer x, out, weight, bias;
+  std::vector<double> host_weight, host_bias;
+  int64_t slice_len = 1;
+  int64_t numel = 0;
+  std::size_t bytes = 0;
+};
+
+Status make_inputs(const BenchCase& c, int64_t channels, Inputs* in) {
+  for (std::size_t i = 2; i < c.shape.size(); ++i) in->slice_len *= c.shape[i];
+  in->numel = c.shape[0] * c.shape[1] * in->slice_len;
+  in->bytes = static_cast<std::size_t>(in->numel) * dtype_size(c.dtype);
   testing::DataSpec data;
   BENCH_TRY(testing::parse_data_spec(c.data, &data));
-  DeviceBuffer x, y, weight, bias, workspace;
-  BENCH_TRY(x.allocate(bytes));
-  BENCH_TRY(y.allocate(bytes));
-  BENCH_TRY(testing::fill_random(x.get(), c.dtype, numel, data, std::random_device{}()));
-  p.x = x.get();
-  p.y = y.get();
-  std::vector<double> host_weight, host_bias;
+  BENCH_TRY(in->x.allocate(in->bytes));
+  BENCH_TRY(in->out.allocate(in->bytes));
+  BENCH_TRY(testing::fill_random(in->x.get(), c.dtype, in->numel, data, std::random_device{}()));
   if (c.affine) {
     std::mt19937_64 rng(std::random_device{}());
     std::normal_distribution<double> normal;
-    std::vector<double> w(p.channels), b(p.channels);
+    std::vector<double> w(channels), b(channels);
     for (auto& v : w) v = 1.0 + 0.1 * normal(rng);
     for (auto& v : b) v = 0.1 * normal(rng);
-    p.param_dtype = c.dtype;  // a torch module of that dtype holds parameters of that dtype
-    BENCH_TRY(weight.allocate(w.size() * dtype_size(p.param_dtype)));
-    BENCH_TRY(bias.allocate(b.size() * dtype_size(p.param_dtype)));
-    BENCH_TRY(testing::copy_from_host(w, p.param_dtype, weight.get()));
-    BENCH_TRY(testing::copy_from_host(b, p.param_dtype, bias.get()));
-    BENCH_TRY(testing::copy_to_host(weight.get(), p.param_dtype, 0, p.channels, &host_weight));
-    BENCH_TRY(testing::copy_to_host(bias.get(), p.param_dtype, 0, p.channels, &host_bias));
-    p.weight = weight.get();
-    p.bias = bias.get();
+    BENCH_TRY(in->weight.allocate(w.size() * dtype_size(c.dtype)));
+    BENCH_TRY(in->bias.allocate(b.size() * dtype_size(c.dtype)));
+    BENCH_TRY(testing::copy_from_host(w, c.dtype, in->weight.get()));
+    BENCH_TRY(testing::copy_from_host(b, c.dtype, in->bias.get()));
+    BENCH_TRY(testing::copy_to_host(in->weight.get(), c.dtype, 0, channels, &in->host_weight));
+    BENCH_TRY(testing::copy_to_host(in->bias.get(), c.dtype, 0, channels, &in->host_bias));
   }
+  return Status::Ok();
+}
 
+// Times `launch` against a copy of x into `scratch` (the same bytes), alternating, and fills the
+// row's medians.
+template <typename Launch>
+Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const Options& options,
+                         cudaStream_t stream, Launch&& launch, Row* row) {
   cudaEvent_t events[4];
   for (cudaEvent_t& e : events) BENCH_TRY(cuda(cudaEventCreate(&e), "cudaEventCreate"));
+  std::vector<float> copy_ms, inorm_ms;
+  Status status;
+  for (int i = 0; i < options.warmup + options.repeats && status.ok(); ++i) {
+    status = cuda(cudaEventRecord(events[0], stream), "cudaEventRecord");
+    if (status.ok()) status = cuda(cudaMemcpyAsync(scratch, x, bytes, cudaMemcpyDeviceToDevice, stream), "copy");
+    if (status.ok()) status = cuda(cudaEventRecord(events[1], stream), "cudaEventRecord");
+    if (status.ok()) status = cuda(cudaEventRecord(events[2], stream), "cudaEventRecord");
+    if (status.ok()) status = launch();
+    if (status.ok()) status = cuda(cudaEventRecord(events[3], stream), "cudaEventRecord");
+    if (status.ok()) status = cuda(cudaStreamSynchronize(stream), "inorm run");
+    if (!status.ok() || i < options.warmup) continue;
+    float ms = 0;
+    status = cuda(cudaEventElapsedTime(&ms, events[0], events[1]), "cudaEventElapsedTime");
+    copy_ms.push_back(ms);
+    if (status.ok()) status = cuda(cudaEventElapsedTime(&ms, events[2], events[3]), "cudaEventElapsedTime");
+    inorm_ms.push_back(ms);
+  }
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  if (!status.ok()) return status;
+  row->copy_ms = median(copy_ms);
+  row->inorm_ms = median(inorm_ms);
+  return Status::Ok();
+}
+
+template <typename Params>
+void fill_shape(const BenchCase& c, Params* p) {
+  p->dtype = c.dtype;
+  p->layout = c.layout;
+  p->batch = c.shape[0];
+  p->channels = c.shape[1];
+  p->spatial_rank = static_cast<int>(c.shape.size()) - 2;
+  for (int i = 0; i < p->spatial_rank; ++i) p->spatial[i] = c.shape[2 + i];
+}
+
+Row base_row(const BenchCase& c, const Options& options) {
+  Row row;
+  row.id = c.id;
+  row.pass = options.backward ? "backward" : "forward";
+  row.floor_copies = options.backward ? 1.5 : 1.0;
+  row.shape = shape_text(c.shape);
+  row.dtype = dtype_name(c.dtype);
+  row.layout = c.layout_name;
+  row.affine = c.affine;
+  row.data = c.data;
+  return row;
+}
+
+Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t stream, std::vector<Row>* rows) {
+  const Row base = base_row(c, options);
+  ForwardParams p;
+  fill_shape(c, &p);
+  if (p.layout != Layout::kContiguous) {
+    Row row = base;
+    row.path = "unsupported";
+    row.note = validate_forward(p).message();  // names the layout that is not implemented
+    rows->push_back(row);
+    return Status::Ok();
+  }
+  Inputs in;
+  BENCH_TRY(make_inputs(c, p.channels, &in));
+  p.x = in.x.get();
+  p.y = in.out.get();
+  p.param_dtype = c.dtype;
+  p.weight = in.weight.get();
+  p.bias = in.bias.get();
+  DeviceBuffer workspace;
   for (const Variant& variant : options.variants) {
     Row row = base;
     if (!variant.name.empty()) row.id += "@" + variant.name;
@@ -191,29 +283,81 @@ Status run_case(const BenchCase& c, const Options& options, cudaStream_t stream,
     }
     row.path = plan.describe();
     BENCH_TRY(workspace.allocate(plan.workspace_bytes));
-    std::vector<float> copy_ms, inorm_ms;
-    for (int i = 0; i < options.warmup + options.repeats; ++i) {
-      BENCH_TRY(cuda(cudaEventRecord(events[0], stream), "cudaEventRecord"));
-      BENCH_TRY(cuda(cudaMemcpyAsync(p.y, p.x, bytes, cudaMemcpyDeviceToDevice, stream), "copy"));
-      BENCH_TRY(cuda(cudaEventRecord(events[1], stream), "cudaEventRecord"));
-      BENCH_TRY(cuda(cudaEventRecord(events[2], stream), "cudaEventRecord"));
-      BENCH_TRY(launch_forward(plan, p, workspace.get(), stream));
-      BENCH_TRY(cuda(cudaEventRecord(events[3], stream), "cudaEventRecord"));
-      BENCH_TRY(cuda(cudaStreamSynchronize(stream), "inorm run"));
-      if (i < options.warmup) continue;
-      float ms = 0;
-      BENCH_TRY(cuda(cudaEventElapsedTime(&ms, events[0], events[1]), "cudaEventElapsedTime"));
-      copy_ms.push_back(ms);
-      BENCH_TRY(cuda(cudaEventElapsedTime(&ms, events[2], events[3]), "cudaEventElapsedTime"));
-      inorm_ms.push_back(ms);
-    }
-    row.copy_ms = median(copy_ms);
-    row.inorm_ms = median(inorm_ms);
-    row.gbps = 2.0 * static_cast<double>(bytes) / (row.inorm_ms * 1e-3) / 1e9;
-    BENCH_TRY(verify_samples(p, slice_len, host_weight, host_bias, &row));
+    BENCH_TRY(time_against_copy(p.x, p.y, in.bytes, options, stream,
+                                [&] { return launch_forward(plan, p, workspace.get(), stream); }, &row));
+    row.gbps = 2.0 * static_cast<double>(in.bytes) / (row.inorm_ms * 1e-3) / 1e9;
+    BENCH_TRY(verify_forward_samples(p, in.slice_len, in.host_weight, in.host_bias, &row));
     rows->push_back(row);
   }
-  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  return Status::Ok();
+}
+
+// The backward of the case in train mode: the forward's mean and rstd, dy ~ N(0, 1), dx, and with
+// affine dweight and dbias.
+Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_t stream, std::vector<Row>* rows) {
+  const Row base = base_row(c, options);
+  BackwardParams p;
+  fill_shape(c, &p);
+  if (p.layout != Layout::kContiguous) {
+    Row row = base;
+    row.path = "unsupported";
+    row.note = validate_backward(p).message();
+    rows->push_back(row);
+    return Status::Ok();
+  }
+  Inputs in;
+  BENCH_TRY(make_inputs(c, p.channels, &in));
+  const int64_t slices = p.batch * p.channels;
+  const std::size_t stats_bytes = static_cast<std::size_t>(slices) * dtype_size(stats_dtype(c.dtype));
+  DeviceBuffer dy, mean, rstd, dweight, dbias, workspace;
+  BENCH_TRY(mean.allocate(stats_bytes));
+  BENCH_TRY(rstd.allocate(stats_bytes));
+  {  // the forward's statistics, its output into dx's buffer
+    ForwardParams f;
+    fill_shape(c, &f);
+    f.x = in.x.get();
+    f.y = in.out.get();
+    f.mean = mean.get();
+    f.rstd = rstd.get();
+    BENCH_TRY(forward(f, stream));
+  }
+  testing::DataSpec normal;
+  BENCH_TRY(testing::parse_data_spec("randn", &normal));
+  BENCH_TRY(dy.allocate(in.bytes));
+  BENCH_TRY(testing::fill_random(dy.get(), c.dtype, in.numel, normal, std::random_device{}()));
+  p.x = in.x.get();
+  p.dy = dy.get();
+  p.dx = in.out.get();
+  p.mean = mean.get();
+  p.rstd = rstd.get();
+  p.param_dtype = c.dtype;
+  if (c.affine) {
+    const std::size_t grad_bytes = static_cast<std::size_t>(p.channels) * dtype_size(c.dtype);
+    BENCH_TRY(dweight.allocate(grad_bytes));
+    BENCH_TRY(dbias.allocate(grad_bytes));
+    p.weight = in.weight.get();
+    p.dweight = dweight.get();
+    p.dbias = dbias.get();
+  }
+  for (const Variant& variant : options.variants) {
+    Row row = base;
+    if (!variant.name.empty()) row.id += "@" + variant.name;
+    Plan plan;
+    const Status planned = plan_backward(p, &plan, variant.options);
+    if (!planned.ok()) {
+      row.path = "not planned";
+      row.note = planned.message();
+      rows->push_back(row);
+      continue;
+    }
+    row.path = plan.describe();
+    BENCH_TRY(workspace.allocate(plan.workspace_bytes));
+    BENCH_TRY(time_against_copy(p.x, p.dx, in.bytes, options, stream,
+                                [&] { return launch_backward(plan, p, workspace.get(), stream); }, &row));
+    row.gbps = 3.0 * static_cast<double>(in.bytes) / (row.inorm_ms * 1e-3) / 1e9;
+    BENCH_TRY(verify_backward_samples(p, in.slice_len, in.host_weight, &row));
+    rows->push_back(row);
+  }
   return Status::Ok();
 }
 
@@ -231,11 +375,13 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const Env
   out << "[\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    out << std::setprecision(6) << "  {\"id\": \"" << r.id << "\", \"shape\": \"" << r.shape
+    out << std::setprecision(6) << "  {\"id\": \"" << r.id << "\", \"pass\": \"" << r.pass << "\", \"shape\": \"" << r.shape
         << "\", \"dtype\": \"" << r.dtype << "\", \"layout\": \"" << r.layout
         << "\", \"affine\": " << (r.affine ? "true" : "false") << ", \"data\": \"" << r.data
         << "\", \"inorm_ms\": " << r.inorm_ms << ", \"copy_ms\": " << r.copy_ms
-        << ", \"ratio_to_copy\": " << r.ratio() << ", \"gbps\": " << r.gbps << ", \"path\": \""
+        << ", \"floor_ms\": " << r.floor_ms() << ", \"ratio_to_floor\": " << r.ratio()
+        << ", \"ratio_to_copy\": " << (r.copy_ms > 0 ? r.inorm_ms / r.copy_ms : 0) << ", \"gbps\": " << r.gbps
+        << ", \"path\": \""
         << json_escape(r.path) << "\", \"verified\": " << (r.verified ? "true" : "false")
         << ", \"max_abs_error\": " << r.max_abs_error << ", \"note\": \"" << json_escape(r.note)
         << "\", \"gpu\": \"" << env.gpu << "\", \"date\": \"" << env.date << "\", \"commit\": \""
@@ -246,16 +392,16 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const Env
 
 std::string table(const std::vector<Row>& rows) {
   std::ostringstream out;
-  out << "| id | shape | dtype | layout | inorm ms | copy ms | x copy | GB/s | verified | path |\n"
-      << "|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "| id | pass | shape | dtype | layout | inorm ms | copy ms | floor ms | x floor | GB/s | verified | path |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
-    out << "| " << r.id << " | " << r.shape << " | " << r.dtype << " | " << r.layout << " | ";
+    out << "| " << r.id << " | " << r.pass << " | " << r.shape << " | " << r.dtype << " | " << r.layout << " | ";
     if (r.inorm_ms > 0) {
-      out << std::fixed << std::setprecision(3) << r.inorm_ms << " | " << r.copy_ms << " | "
+      out << std::fixed << std::setprecision(3) << r.inorm_ms << " | " << r.copy_ms << " | " << r.floor_ms() << " | "
           << std::setprecision(2) << r.ratio() << " | " << std::setprecision(0) << r.gbps << " | "
           << (r.verified ? "yes" : "NO: " + r.note) << " | " << r.path << " |\n";
     } else {
-      out << "- | - | - | - | no | " << r.path << ": " << r.note << " |\n";
+      out << "- | - | - | - | - | no | " << r.path << ": " << r.note << " |\n";
     }
   }
   return out.str();
@@ -295,7 +441,7 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
+               "[--backward] [--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
                message);
   return 2;
 }
@@ -310,6 +456,7 @@ int main_impl(int argc, char** argv) {
     else if (arg == "--markdown" && has_value) options.markdown = argv[++i];
     else if (arg == "--repeats" && has_value) options.repeats = std::atoi(argv[++i]);
     else if (arg == "--warmup" && has_value) options.warmup = std::atoi(argv[++i]);
+    else if (arg == "--backward") options.backward = true;
     else if (arg == "--variants" && has_value) {
       if (!parse_variants(argv[++i], &options.variants)) return usage("bad --variants list");
     } else {
@@ -346,9 +493,10 @@ int main_impl(int argc, char** argv) {
   env.versions = "driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime);
   std::printf("inorm-bench on %s (%s), %s, commit %s\n", env.gpu.c_str(), env.versions.c_str(),
               env.date.c_str(), env.commit.c_str());
-  std::printf("median of %d runs after %d warm-up; copy = cudaMemcpyAsync D2D of the same tensor; "
-              "GB/s counts x read once and y written once\n\n",
-              options.repeats, options.warmup);
+  std::printf("median of %d runs after %d warm-up; copy = cudaMemcpyAsync D2D of the same tensor; floor = %s; "
+              "GB/s counts %s\n\n",
+              options.repeats, options.warmup, options.backward ? "1.5 copies" : "1 copy",
+              options.backward ? "x and dy read once and dx written once" : "x read once and y written once");
 
   cudaStream_t stream = nullptr;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
@@ -359,7 +507,8 @@ int main_impl(int argc, char** argv) {
   bool failed = false;
   for (const BenchCase& c : cases) {
     const std::size_t before = rows.size();
-    const Status status = run_case(c, options, stream, &rows);
+    const Status status = options.backward ? run_backward_case(c, options, stream, &rows)
+                                           : run_forward_case(c, options, stream, &rows);
     if (!status.ok()) {
       std::fprintf(stderr, "inorm-bench: %s: %s\n", c.id.c_str(), status.message().c_str());
       failed = true;
@@ -367,8 +516,8 @@ int main_impl(int argc, char** argv) {
     }
     for (std::size_t i = before; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      std::printf("%-22s %-20s %-9s %9.3f ms  copy %8.3f ms  x%5.2f  %6.0f GB/s  %s  %s\n",
-                  r.id.c_str(), r.shape.c_str(), r.dtype.c_str(), r.inorm_ms, r.copy_ms, r.ratio(),
+      std::printf("%-22s %-8s %-20s %-9s %9.3f ms  floor %8.3f ms  x%5.2f  %6.0f GB/s  %s  %s\n",
+                  r.id.c_str(), r.pass.c_str(), r.shape.c_str(), r.dtype.c_str(), r.inorm_ms, r.floor_ms(), r.ratio(),
                   r.gbps, r.verified ? "verified" : "NOT VERIFIED", r.path.c_str());
       if (r.inorm_ms > 0 && !r.verified) failed = true;
     }
@@ -381,7 +530,8 @@ int main_impl(int argc, char** argv) {
   if (!options.markdown.empty()) {
     std::ofstream out(options.markdown);
     out << "inorm-bench on " << env.gpu << " (" << env.versions << "), " << env.date << ", commit "
-        << env.commit << "; median of " << options.repeats << " runs\n\n" << markdown;
+        << env.commit << "; " << (options.backward ? "backward, floor 1.5 copies" : "forward, floor 1 copy")
+        << "; median of " << options.repeats << " runs\n\n" << markdown;
   }
   return failed ? 1 : 0;
 }

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# One full run on a GPU machine: the C++ part (build with all cores, GPU tests, compute-sanitizer on
-# the small cases, the public suite, the seed variants) and the Python part (pip install of the
-# package, pytest, python -m inorm.bench against eager PyTorch and torch.compile). Results and one
-# log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most 8 files.
-# INORM_ONLY picks a part: cpp, python, or bench (C++ build and benchmarks only).
-# Set INORM_COMMIT to the commit being measured (the device copy has no .git).
+# One full run on a GPU machine, in three parts that INORM_ONLY picks one at a time (default: all):
+#   cpp       build with all cores, GPU and CPU tests, the suites forward (public.json) and backward
+#             (train.json), the variant sweeps of both passes
+#   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck on the smallest plan of
+#             every family and exchange (GpuSanitize.*), and the synccheck reproducer
+#   python    pip install of the package, pytest, python -m inorm.bench (forward, and --train)
+#   bench     the build and the C++ benchmarks only
+# Results and one log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most
+# 8 files. Set INORM_COMMIT to the commit being measured (the device copy has no .git).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -22,35 +25,57 @@ step() {  # step NAME SECONDS COMMAND...: runs with a time limit, appends its ou
   timeout "$limit" "$@" >"$out/step.log" 2>&1
   local rc=$?
   cat "$out/step.log" >>"$log"
-  echo "=== $name: rc=$rc in $((SECONDS - start)) s"
+  echo "=== $name: rc=$rc in $((SECONDS - start)) s" | tee -a "$log"
   tail -n "${TAIL_LINES:-6}" "$out/step.log" | sed 's/^/    /'
   rm -f "$out/step.log"
   [ $rc -eq 0 ] || status=1
 }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -2; } >>"$log" 2>&1
 only=${INORM_ONLY:-}
-if [ "$only" != python ]; then
+part() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+
+if part cpp || part bench || part sanitize; then
   step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
   step build 300 cmake --build "$build" --parallel "$(nproc)"
-  if [ "$only" != bench ]; then
-    step tests 240 "$build/inorm_gpu_tests" --gtest_brief=1
-    step cpu-tests 60 "$build/inorm_cpu_tests" --gtest_brief=1
-  fi
+fi
+if part cpp; then
+  step tests 420 "$build/inorm_gpu_tests" --gtest_brief=1
+  step cpu-tests 60 "$build/inorm_cpu_tests" --gtest_brief=1
+fi
+if part cpp || part bench; then
   step bench-suite 180 "$build/inorm-bench" --suite bench/suites/public.json \
     --json "$out/suite.json" --markdown "$out/suite.md"
+  step bench-backward 180 "$build/inorm-bench" --backward --suite bench/suites/train.json \
+    --json "$out/backward.json" --markdown "$out/backward.md"
   step bench-variants 150 "$build/inorm-bench" --suite bench/suites/variants.json \
-    --variants "${INORM_VARIANTS:-g0c1,g0c2,g0c3,g0c3-global,g0c4,g0c6,g0c6-global,pipelined}" --json "$out/variants.json" --markdown "$out/variants.md"
-  if [ "$only" != bench ]; then
-    step memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 1 \
-      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.MisalignedViews:GpuForward.SplitPipelinedOrder:GpuForward.RegisterParts'
-    step synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 1 \
-      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter='GpuForward.EveryPathForced:GpuForward.SplitPipelinedOrder:GpuForward.RegisterParts'
-  fi
+    --variants "${INORM_VARIANTS:-g0c2,g0c3,g0c3-global,g0c6,pipelined}" --json "$out/variants.json" --markdown "$out/variants.md"
+  step bench-backward-variants 150 "$build/inorm-bench" --backward --suite bench/suites/variants-backward.json \
+    --variants "${INORM_BACKWARD_VARIANTS:-g0c2,g0c3,g15c2,g32c3,pipelined}" --json "$out/backward-variants.json" \
+    --markdown "$out/backward-variants.md"
 fi
-if [ -z "$only" ] || [ "$only" = python ]; then
+if part sanitize; then
+  # Every tool on every plan; synccheck leaves out the many-cluster launch it faults on (the
+  # reproducer below shows the fault without the library; tests/gpu/sanitize_test.cpp says more).
+  for tool in memcheck racecheck initcheck synccheck; do
+    filter='GpuSanitize.*'
+    [ "$tool" = synccheck ] && filter='GpuSanitize.*:-GpuSanitize.ManyClustersOfLargeChunks'
+    step "sanitize-$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter="$filter"
+  done
+  # The reproducer: expected to fault under synccheck in the first line's shape, and to pass in the
+  # others (one cluster; no cluster launch; small shared memory). Recorded, not counted as a failure.
+  for args in "bulk 16 72 21" "plain 16 72 21" "exchange 16 72 21" "bulk 16 72 1" "bulk 0 72 336" \
+              "bulk 2 72 168" "plain 2 100 132" "bulk 16 8 21"; do
+    echo "=== synccheck repro $args" >>"$log"
+    timeout 60 compute-sanitizer --tool synccheck "$build/inorm-dev-synccheck-repro" $args >>"$log" 2>&1
+    echo "synccheck repro $args: rc=$?" | tee -a "$log"
+  done
+fi
+if part python; then
   step pip-install 400 env MAX_JOBS="$(nproc)" TORCH_CUDA_ARCH_LIST=9.0 \
     python3 -m pip install --no-build-isolation --no-deps --no-cache-dir .
-  step pytest 400 python3 -m pytest tests/python -q -rs -p no:cacheprovider
-  step torch-bench 400 python3 -m inorm.bench --out "$out"
+  step pytest 480 python3 -m pytest tests/python -q -rs -p no:cacheprovider
+  step torch-bench 300 python3 -m inorm.bench --out "$out"
+  step train-bench 400 python3 -m inorm.bench --train --out "$out"
 fi
 exit $status

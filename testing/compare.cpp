@@ -25,8 +25,13 @@ std::string Comparison::describe() const {
 }
 
 Comparison compare(const std::vector<double>& got, const std::vector<double>& want, Tolerance tolerance) {
+  return compare_scaled(got, want, {1.0}, static_cast<int64_t>(std::max<std::size_t>(want.size(), 1)), tolerance);
+}
+
+Comparison compare_scaled(const std::vector<double>& got, const std::vector<double>& want,
+                          const std::vector<double>& scale, int64_t group, Tolerance tolerance) {
   Comparison result;
-  if (got.size() != want.size()) {
+  if (got.size() != want.size() || group < 1 || scale.size() * group < want.size()) {
     result.mismatches = static_cast<int64_t>(std::max(got.size(), want.size()));
     return result;
   }
@@ -37,7 +42,7 @@ Comparison compare(const std::vector<double>& got, const std::vector<double>& wa
     if (ok && !got_nan) {
       const double error = std::fabs(got[i] - want[i]);
       result.max_abs_error = std::max(result.max_abs_error, error);
-      ok = error <= tolerance.atol + tolerance.rtol * std::fabs(want[i]);
+      ok = error <= tolerance.atol * scale[i / group] + tolerance.rtol * std::fabs(want[i]);
     }
     if (!ok) {
       if (result.mismatches == 0) {

@@ -29,5 +29,10 @@ struct Comparison {
   std::string describe() const;
 };
 Comparison compare(const std::vector<double>& got, const std::vector<double>& want, Tolerance tolerance);
+// The same with the absolute part measured against the size of the terms that made each value:
+// |got - want| <= atol * scale[i / group] + rtol * |want| (one scale per `group` values, e.g. a
+// slice). NaN matches only NaN.
+Comparison compare_scaled(const std::vector<double>& got, const std::vector<double>& want,
+                          const std::vector<double>& scale, int64_t group, Tolerance tolerance);
 
 }  // namespace inorm::testing

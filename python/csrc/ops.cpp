@@ -1,10 +1,11 @@
-// The PyTorch binding of inorm: two operators in the `inorm` namespace. It only translates tensors to
-// inorm::ForwardParams, allocates through torch and launches on the current stream; every kernel and
-// every numerical decision lives in the torch-free library.
+// The PyTorch binding of inorm: three operators in the `inorm` namespace. It only translates tensors
+// to inorm::ForwardParams / BackwardParams, allocates through torch and launches on the current
+// stream; every kernel and every numerical decision lives in the torch-free library.
 //
 //   inorm::instance_norm_forward  functional; returns the running statistics it would write, so that
 //                                 torch.library.register_autograd (functional ops only) can attach the
 //                                 backward and torch.compile can trace it without mutation.
+//   inorm::instance_norm_backward the gradients of the forward (its autograd formula, _ops.py).
 //   inorm::instance_norm          the user-facing op: running stats are mutable arguments (Tensor(a!)),
 //                                 written in place; CompositeImplicitAutograd over the functional op.
 #include <Python.h>
@@ -14,9 +15,11 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "inorm/inorm.h"
@@ -72,6 +75,45 @@ const void* data_or_null(const OptionalTensor& tensor) {
   return tensor.has_value() ? tensor->data_ptr() : nullptr;
 }
 
+// The input's batch, channels and spatial extents in the library's terms. Contiguous NCHW depends
+// only on the product of the spatial extents: a 2-D input is S = 1, and more than 3 spatial dims
+// are flattened into one.
+template <typename Params>
+void set_shape(const Tensor& x, Params* params) {
+  params->batch = x.size(0);
+  params->channels = x.size(1);
+  const int64_t spatial_dims = x.dim() - 2;
+  if (spatial_dims >= 1 && spatial_dims <= 3) {
+    params->spatial_rank = static_cast<int>(spatial_dims);
+    for (int64_t d = 0; d < spatial_dims; ++d) params->spatial[d] = x.size(2 + d);
+  } else {
+    params->spatial_rank = 1;
+    params->spatial[0] = c10::multiply_integers(x.sizes().slice(2));
+  }
+}
+
+// The kernels read contiguous NCHW; other layouts (channels_last among them) are copied first,
+// which costs one extra read and write: say so once rather than lose the speed silently.
+Tensor contiguous_input(const Tensor& input) {
+  if (!input.is_contiguous()) {
+    TORCH_WARN_ONCE("inorm: input is not contiguous (e.g. channels_last); it is copied to a "
+                    "contiguous NCHW tensor first, and the output is contiguous NCHW as in PyTorch. "
+                    "Native channels_last support is not implemented yet.");
+  }
+  return input.contiguous();
+}
+
+// Plans for the current device and launches on the current stream with a workspace from torch's
+// caching allocator (stream-ordered, and valid under CUDA graph capture).
+template <typename Params, typename PlanFn, typename LaunchFn>
+void plan_and_launch(const Params& params, const Tensor& like, PlanFn&& plan_fn, LaunchFn&& launch_fn) {
+  inorm::Plan plan;
+  check_status(plan_fn(params, &plan));
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(like.device().index());
+  const Tensor workspace = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, like.options().dtype(at::kByte));
+  check_status(launch_fn(plan, params, plan.workspace_bytes > 0 ? workspace.data_ptr() : nullptr, stream));
+}
+
 // Returns (output, mean [N, C], rstd [N, C], new_running_mean, new_running_var). mean and rstd are
 // the instance statistics (empty when use_input_stats is false); the new running stats are empty
 // unless use_input_stats and running stats are given.
@@ -94,14 +136,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
   check_parameter(running_var, "running_var", input, &param_type);
 
   const c10::cuda::CUDAGuard guard(input.device());
-  // The kernels read contiguous NCHW; other layouts (channels_last among them) are copied first,
-  // which costs one extra read and write of x: say so once rather than lose the speed silently.
-  if (!input.is_contiguous()) {
-    TORCH_WARN_ONCE("inorm: input is not contiguous (e.g. channels_last); it is copied to a "
-                    "contiguous NCHW tensor first, and the output is contiguous NCHW as in PyTorch. "
-                    "Native channels_last support is not implemented yet.");
-  }
-  const Tensor x = input.contiguous();
+  const Tensor x = contiguous_input(input);
   const int64_t batch = x.size(0);
   const int64_t channels = x.size(1);
   const auto stats_options = x.options().dtype(stats_scalar_type(x.scalar_type()));
@@ -123,18 +158,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
   params.x = x.data_ptr();
   params.y = output.data_ptr();
   params.dtype = dtype;
-  params.batch = batch;
-  params.channels = channels;
-  // Contiguous NCHW depends only on the product of the spatial extents: a 2-D input is S = 1, and
-  // more than 3 spatial dims are flattened into one.
-  const int64_t spatial_dims = x.dim() - 2;
-  if (spatial_dims >= 1 && spatial_dims <= 3) {
-    params.spatial_rank = static_cast<int>(spatial_dims);
-    for (int64_t d = 0; d < spatial_dims; ++d) params.spatial[d] = x.size(2 + d);
-  } else {
-    params.spatial_rank = 1;
-    params.spatial[0] = c10::multiply_integers(x.sizes().slice(2));
-  }
+  set_shape(x, &params);
   params.eps = eps;
   params.weight = weight.has_value() ? weight_c.data_ptr() : nullptr;
   params.bias = bias.has_value() ? bias_c.data_ptr() : nullptr;
@@ -153,13 +177,83 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
     params.running_var = const_cast<void*>(data_or_null(running_var_c));
   }
 
-  inorm::Plan plan;
-  check_status(inorm::plan_forward(params, &plan));
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
-  // Through torch's caching allocator: stream-ordered, and valid under CUDA graph capture.
-  const Tensor workspace = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, x.options().dtype(at::kByte));
-  check_status(inorm::launch_forward(plan, params, plan.workspace_bytes > 0 ? workspace.data_ptr() : nullptr, stream));
+  plan_and_launch(
+      params, x, [](const inorm::ForwardParams& p, inorm::Plan* plan) { return inorm::plan_forward(p, plan); },
+      inorm::launch_forward);
   return {output, mean, rstd, new_running_mean, new_running_var};
+}
+
+// Returns (grad_input, grad_weight, grad_bias), each an empty [0] tensor where output_mask says it
+// is not wanted. With use_input_stats, mean and rstd are what the forward returned; without, the
+// running stats normalized the input. grad_weight and grad_bias take the dtype of weight (else of
+// the running stats, else float32).
+std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
+    const Tensor& grad_output, const Tensor& input, const OptionalTensor& weight, const OptionalTensor& mean,
+    const OptionalTensor& rstd, const OptionalTensor& running_mean, const OptionalTensor& running_var,
+    bool use_input_stats, double eps, std::array<bool, 3> output_mask) {
+  TORCH_CHECK(input.is_cuda(), "inorm: input must be a CUDA tensor, got one on ", input.device());
+  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
+  TORCH_CHECK(grad_output.sizes() == input.sizes(), "inorm: grad_output has shape ", grad_output.sizes(),
+              ", input ", input.sizes());
+  TORCH_CHECK(grad_output.device() == input.device() && grad_output.scalar_type() == input.scalar_type(),
+              "inorm: grad_output must be on the input's device with its dtype, got ", grad_output.device(), " ",
+              grad_output.scalar_type(), " against ", input.device(), " ", input.scalar_type());
+  const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
+  std::optional<at::ScalarType> param_type;
+  check_parameter(weight, "weight", input, &param_type);
+  check_parameter(running_mean, "running_mean", input, &param_type);
+  check_parameter(running_var, "running_var", input, &param_type);
+  const auto stats_type = stats_scalar_type(input.scalar_type());
+  const int64_t batch = input.size(0);
+  const int64_t channels = input.size(1);
+  if (use_input_stats) {
+    for (const auto& [tensor, name] : {std::pair{&mean, "mean"}, std::pair{&rstd, "rstd"}}) {
+      TORCH_CHECK(tensor->has_value() && (*tensor)->device() == input.device() &&
+                      (*tensor)->scalar_type() == stats_type && (*tensor)->numel() == batch * channels,
+                  "inorm: with use_input_stats the backward needs the forward's ", name, " (", stats_type, ", ",
+                  batch * channels, " values on ", input.device(), ")");
+    }
+  } else {
+    TORCH_CHECK(running_mean.has_value() && running_var.has_value(),
+                "Expected running_mean and running_var to be defined when use_input_stats is false");
+  }
+
+  const c10::cuda::CUDAGuard guard(input.device());
+  const Tensor x = contiguous_input(input);
+  const Tensor dy = grad_output.contiguous();
+  const auto grad_options = x.options().dtype(param_type.value_or(at::kFloat));
+  Tensor grad_input = output_mask[0] ? at::empty_like(x, at::MemoryFormat::Contiguous) : at::empty({0}, x.options());
+  Tensor grad_weight = output_mask[1] ? at::empty({channels}, grad_options) : at::empty({0}, grad_options);
+  Tensor grad_bias = output_mask[2] ? at::empty({channels}, grad_options) : at::empty({0}, grad_options);
+  const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
+  const Tensor mean_c = use_input_stats ? mean->contiguous() : Tensor();
+  const Tensor rstd_c = use_input_stats ? rstd->contiguous() : Tensor();
+  const Tensor running_mean_c = use_input_stats ? Tensor() : running_mean->contiguous();
+  const Tensor running_var_c = use_input_stats ? Tensor() : running_var->contiguous();
+
+  inorm::BackwardParams params;
+  params.x = x.data_ptr();
+  params.dy = dy.data_ptr();
+  params.dx = output_mask[0] ? grad_input.data_ptr() : nullptr;
+  params.dtype = dtype;
+  set_shape(x, &params);
+  params.eps = eps;
+  params.weight = weight.has_value() ? weight_c.data_ptr() : nullptr;
+  params.param_dtype = to_inorm_dtype(param_type.value_or(at::kFloat), "parameters");
+  params.use_input_stats = use_input_stats;
+  if (use_input_stats) {
+    params.mean = mean_c.data_ptr();
+    params.rstd = rstd_c.data_ptr();
+  } else {
+    params.running_mean = running_mean_c.data_ptr();
+    params.running_var = running_var_c.data_ptr();
+  }
+  params.dweight = output_mask[1] ? grad_weight.data_ptr() : nullptr;
+  params.dbias = output_mask[2] ? grad_bias.data_ptr() : nullptr;
+  plan_and_launch(
+      params, x, [](const inorm::BackwardParams& p, inorm::Plan* plan) { return inorm::plan_backward(p, plan); },
+      inorm::launch_backward);
+  return {grad_input, grad_weight, grad_bias};
 }
 
 // The user-facing op: the functional op, then the running stats written back in place.
@@ -187,6 +281,9 @@ TORCH_LIBRARY(inorm, m) {
   m.def("instance_norm_forward(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
         "Tensor? running_var, bool use_input_stats, float momentum, float eps) "
         "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  m.def("instance_norm_backward(Tensor grad_output, Tensor input, Tensor? weight, Tensor? mean, Tensor? rstd, "
+        "Tensor? running_mean, Tensor? running_var, bool use_input_stats, float eps, bool[3] output_mask) "
+        "-> (Tensor, Tensor, Tensor)");
   m.def("instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, "
         "Tensor(b!)? running_var, bool use_input_stats, float momentum, float eps) -> Tensor");
   m.impl("instance_norm", c10::DispatchKey::CompositeImplicitAutograd, TORCH_FN(instance_norm));
@@ -194,11 +291,13 @@ TORCH_LIBRARY(inorm, m) {
 
 TORCH_LIBRARY_IMPL(inorm, CUDA, m) {
   m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_cuda));
+  m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_cuda));
 }
 
-// CPU tensors reach the same kernel only to be refused with a message naming the device.
+// CPU tensors reach the same kernels only to be refused with a message naming the device.
 TORCH_LIBRARY_IMPL(inorm, CPU, m) {
   m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_cuda));
+  m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_cuda));
 }
 
 }  // namespace inorm_torch

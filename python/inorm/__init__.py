@@ -1,11 +1,11 @@
-"""inorm: single-pass InstanceNorm forward for NVIDIA Hopper (sm_90), as PyTorch modules and ops.
+"""inorm: single-pass InstanceNorm forward and backward for NVIDIA Hopper (sm_90), as PyTorch modules and ops.
 
     import inorm
     norm = inorm.InstanceNorm2d(64).cuda()      # same constructor and state_dict as torch.nn's
     y = norm(x)                                 # x: CUDA tensor, float32/float16/bfloat16/float64
 
-The ops live in torch.ops.inorm (instance_norm, instance_norm_forward) and work under
-torch.compile(fullgraph=True) and CUDA graphs. Backward is computed with torch ops: correct, not fast.
+The ops live in torch.ops.inorm (instance_norm, instance_norm_forward, instance_norm_backward) and
+work under torch.compile(fullgraph=True) and CUDA graphs; training runs inorm's backward kernels.
 """
 import torch
 

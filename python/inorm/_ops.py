@@ -1,5 +1,6 @@
-"""Registrations for torch.ops.inorm.instance_norm_forward: a fake (meta) kernel for torch.compile
-and an autograd formula computed with torch ops from the saved statistics."""
+"""Registrations for torch.ops.inorm: fake (meta) kernels for torch.compile, and the autograd formula
+of instance_norm_forward, which calls inorm's backward kernel (instance_norm_backward) with the
+saved input and statistics."""
 import torch
 
 
@@ -24,6 +25,19 @@ def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, 
     return output, mean, rstd, new_running_mean, new_running_var
 
 
+@torch.library.register_fake("inorm::instance_norm_backward")
+def _instance_norm_backward_fake(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats,
+                                 eps, output_mask):
+    torch._check(grad_output.shape == input.shape, lambda: "inorm: grad_output and input differ in shape")
+    channels = input.shape[1]
+    grad_dtype = next((t.dtype for t in (weight, running_mean) if t is not None), torch.float32)
+    grad_input = (torch.empty_like(input, memory_format=torch.contiguous_format) if output_mask[0]
+                  else input.new_empty((0,)))
+    grad_weight = input.new_empty((channels,) if output_mask[1] else (0,), dtype=grad_dtype)
+    grad_bias = input.new_empty((channels,) if output_mask[2] else (0,), dtype=grad_dtype)
+    return grad_input, grad_weight, grad_bias
+
+
 def _setup_context(ctx, inputs, output):
     input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps = inputs
     _, mean, rstd, new_running_mean, new_running_var = output
@@ -31,7 +45,7 @@ def _setup_context(ctx, inputs, output):
     ctx.use_input_stats = use_input_stats
     ctx.eps = eps
     ctx.bias_dtype = bias.dtype if bias is not None else None
-    if use_input_stats:
+    if use_input_stats:  # x, weight and the per-(n, c) statistics: nothing the size of x but x itself
         ctx.save_for_backward(input, weight, mean, rstd)
     else:  # eval: the running stats normalized the input (and are not written by this call)
         ctx.save_for_backward(input, weight, running_mean, running_var)
@@ -39,32 +53,15 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad_output, *_unused_stat_grads):
     input, weight, center, scale_source = ctx.saved_tensors
-    compute_dtype = _stats_dtype(input.dtype)
-    n, c = input.shape[0], input.shape[1]
-    x = input.reshape(n, c, -1).to(compute_dtype)
-    grad = grad_output.reshape(n, c, -1).to(compute_dtype)
-    if ctx.use_input_stats:
-        mean, rstd = center.unsqueeze(-1), scale_source.unsqueeze(-1)
-    else:
-        mean = center.to(compute_dtype).view(1, c, 1)
-        rstd = torch.rsqrt(scale_source.to(compute_dtype) + ctx.eps).view(1, c, 1)
-    x_hat = (x - mean) * rstd
-
-    grad_input = grad_weight = grad_bias = None
-    if ctx.needs_input_grad[0]:
-        grad_x_hat = grad * weight.to(compute_dtype).view(1, c, 1) if weight is not None else grad
-        if ctx.use_input_stats:  # the statistics depend on x: project out their gradients
-            grad_x_hat = (
-                grad_x_hat
-                - grad_x_hat.mean(-1, keepdim=True)
-                - x_hat * (grad_x_hat * x_hat).mean(-1, keepdim=True)
-            )
-        grad_input = (grad_x_hat * rstd).to(input.dtype).reshape(input.shape)
-    if weight is not None and ctx.needs_input_grad[1]:
-        grad_weight = (grad * x_hat).sum(dim=(0, 2)).to(weight.dtype)
-    if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
-        grad_bias = grad.sum(dim=(0, 2)).to(ctx.bias_dtype)
-    return grad_input, grad_weight, grad_bias, None, None, None, None, None
+    output_mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[1],
+                   ctx.bias_dtype is not None and ctx.needs_input_grad[2]]
+    stats = (center, scale_source, None, None) if ctx.use_input_stats else (None, None, center, scale_source)
+    grad_input, grad_weight, grad_bias = torch.ops.inorm.instance_norm_backward(
+        grad_output, input, weight, *stats, ctx.use_input_stats, ctx.eps, output_mask)
+    return (grad_input if output_mask[0] else None,
+            grad_weight if output_mask[1] else None,
+            grad_bias.to(ctx.bias_dtype) if output_mask[2] else None,
+            None, None, None, None, None)
 
 
 torch.library.register_autograd("inorm::instance_norm_forward", _backward, setup_context=_setup_context)

@@ -3,8 +3,14 @@
 One process, the same input tensor for all four, CUDA events, warm-up, median of --iters timed
 samples. Each sample times enough back-to-back calls to cover at least --min-sample-ms of GPU work,
 queued behind a GPU sleep that outlasts their queueing: the times are GPU times, as in a model that
-keeps the GPU fed, not Python's per-call overhead. Every inorm output is checked against eager PyTorch. Prints a markdown table; --out DIR also writes
-torch-bench.{json,md,png} (the PNG is a bar chart of each implementation's ratio to the copy)."""
+keeps the GPU fed, not Python's per-call overhead. Every inorm output is checked against eager
+PyTorch. Prints a markdown table; --out DIR also writes torch-bench.{json,md,png} (the PNG is a bar
+chart of each implementation's ratio to its floor).
+
+The forward's floor is one copy of x. With --train each implementation runs a training step of the
+module (affine, train mode): forward, then the gradients of x, weight and bias against dy ~ N(0, 1)
+(torch.autograd.grad: nothing accumulates into .grad); its floor is 2.5 copies (the forward reads x
+and writes y, the backward reads x and dy and writes dx). --train writes train-bench.{json,md,png}."""
 import argparse
 import datetime
 import json
@@ -27,12 +33,23 @@ MODULES = {3: (torch.nn.InstanceNorm1d, inorm.InstanceNorm1d),
 IMPLEMENTATIONS = ("eager", "compile", "inorm")
 
 
-def default_suite():
+def default_suite(name="public.json"):
     # The shared suite beside the repository, else the repository's copy of it.
-    for path in ("../shared/suites/public.json", "bench/suites/public.json"):
+    for path in (f"../shared/suites/{name}", f"bench/suites/{name}"):
         if os.path.exists(path):
             return path
     return None
+
+
+def make_data(shape, dtype, spec):
+    """The suite's data spec: "rand" (U[0,1), the default), "randn", or "<offset> + randn"."""
+    spec = (spec or "rand").replace(" ", "")
+    if spec in ("rand", "U[0,1)"):
+        return torch.rand(shape, device="cuda", dtype=torch.float32).to(dtype)
+    offset, _, kind = spec.rpartition("+")
+    if kind != "randn":
+        raise ValueError(f"unknown data spec {spec!r}")
+    return (float(offset or 0) + torch.randn(shape, device="cuda", dtype=torch.float32)).to(dtype)
 
 
 def sleep_cycles_per_ms():
@@ -109,19 +126,68 @@ def run_case(case, iters, min_sample_ms, cycles_per_ms):
     return row
 
 
-def markdown(rows, header):
+def run_train_case(case, iters, min_sample_ms, cycles_per_ms):
+    """A training step (forward, then dx, dweight and dbias against dy) of eager, compiled and inorm
+    modules on the same tensors; ratios to 2.5 copies of x."""
+    shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
+    torch_cls, inorm_cls = MODULES[len(shape)]
+    x = make_data(shape, dtype, case.get("data"))
+    if case.get("layout", "nchw") == "nhwc":
+        x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    x.requires_grad_()
+    dy = torch.randn(shape, device="cuda", dtype=torch.float32).to(dtype)
+    reference = torch_cls(shape[1], affine=True, device="cuda", dtype=dtype)
+    ours = inorm_cls(shape[1], affine=True, device="cuda", dtype=dtype)
+    with torch.no_grad():
+        reference.weight.uniform_(0.5, 1.5)
+        reference.bias.uniform_(-0.5, 0.5)
+    ours.load_state_dict(reference.state_dict())
+    torch._dynamo.reset()
+    compiled = torch.compile(reference, fullgraph=True)
+
+    def step(module):
+        return lambda: torch.autograd.grad(module(x), [x, module.weight, module.bias], dy)
+
+    copy_target = torch.empty_like(x)
+    functions = {"copy": lambda: copy_target.copy_(x), "eager": step(reference), "compile": step(compiled),
+                 "inorm": step(ours)}
+    expected, actual = step(reference)(), step(ours)()
+    tolerance = TOLERANCES[dtype]
+    # dweight and dbias add up N * S terms: measured against the square root of their count.
+    scales = (1.0, (x.numel() / shape[1]) ** 0.5, (x.numel() / shape[1]) ** 0.5)
+    verified = all(torch.allclose(a, e, atol=tolerance * s, rtol=tolerance) for a, e, s in zip(actual, expected, scales))
+    max_error = max(((a.double() - e.double()).abs().max().item() / s for a, e, s in zip(actual, expected, scales)
+                     if a.numel()), default=0.0)
+    del expected, actual
+    times = {name: time_ms(function, iters, min_sample_ms, cycles_per_ms) for name, function in functions.items()}
+    floor_ms = 2.5 * times["copy"]
+    row = {"id": case["id"], "shape": list(shape), "dtype": case["dtype"], "layout": case.get("layout", "nchw"),
+           "data": case.get("data", "rand"), "floor_ms": floor_ms, "verified": bool(verified),
+           "max_abs_error": max_error}
+    for name, ms in times.items():
+        row[f"{name}_ms"] = ms
+        row[f"{name}_x_floor"] = ms / floor_ms
+    return row
+
+
+def markdown(rows, header, floor="copy"):
     lines = [header, "",
-             "| case | shape | dtype | copy ms | eager ms (x copy) | torch.compile ms (x copy) | inorm ms (x copy) | inorm GB/s | verified |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"| case | shape | dtype | copy ms | eager ms (x {floor}) | torch.compile ms (x {floor}) | "
+             f"inorm ms (x {floor}) | verified |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        cells = [f"{r[f'{name}_ms']:.3f} ({r[f'{name}_x_copy']:.2f})" for name in IMPLEMENTATIONS]
+        cells = [f"{r[f'{name}_ms']:.3f} ({r[f'{name}_x_{RATIO_KEYS[floor]}']:.2f})" for name in IMPLEMENTATIONS]
         lines.append(f"| {r['id']} | {'x'.join(map(str, r['shape']))}{' nhwc' if r['layout'] == 'nhwc' else ''} | "
-                     f"{r['dtype']} | {r['copy_ms']:.3f} | {' | '.join(cells)} | {r['inorm_gb_per_s']:.0f} | "
+                     f"{r['dtype']} | {r['copy_ms']:.3f} | {' | '.join(cells)} | "
                      f"{'yes' if r['verified'] else 'NO (max err %.2e)' % r['max_abs_error']} |")
     return "\n".join(lines) + "\n"
 
 
-def chart(rows, header, path):
+# The ratio each table shows: to one copy (forward) or to 2.5 copies (a training step).
+RATIO_KEYS = {"copy": "copy", "2.5 copies": "floor"}
+
+
+def chart(rows, header, path, floor="copy"):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -133,12 +199,12 @@ def chart(rows, header, path):
     labels = {"eager": "eager PyTorch", "compile": "torch.compile", "inorm": "inorm"}
     for i, name in enumerate(IMPLEMENTATIONS):
         positions = [k + (i - 1) * width for k in range(len(rows))]
-        values = [r[f"{name}_x_copy"] for r in rows]
+        values = [r[f"{name}_x_{RATIO_KEYS[floor]}"] for r in rows]
         bars = axes.bar(positions, values, width, label=labels[name], color=colors[name])
         axes.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, rotation=90, padding=2)
-    axes.axhline(1.0, color="black", linewidth=1, linestyle="--", label="copy (floor)")
+    axes.axhline(1.0, color="black", linewidth=1, linestyle="--", label=f"{floor} (floor)")
     axes.set_yscale("log")
-    axes.set_ylabel("time / device copy of the same tensor (log)")
+    axes.set_ylabel(f"time / {floor} of the same tensor (log)")
     axes.set_xticks(range(len(rows)), [f"{r['id']}\n{r['dtype']}" for r in rows], fontsize=8)
     axes.set_title(header, fontsize=9)
     axes.legend(fontsize=8, loc="upper left")
@@ -158,13 +224,16 @@ def commit():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m inorm.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--suite", default=default_suite(),
-                        help="suite JSON (default: ../shared/suites/public.json, else bench/suites/public.json)")
+    parser.add_argument("--suite", help="suite JSON (default: ../shared/suites/public.json, else bench/suites/public.json; "
+                                        "with --train, train.json)")
+    parser.add_argument("--train", action="store_true", help="time a training step (forward + backward)")
     parser.add_argument("--cases", help="comma-separated case ids to run (default: all)")
     parser.add_argument("--iters", type=int, default=30, help="timed samples per measurement (at least 20)")
     parser.add_argument("--min-sample-ms", type=float, default=1.0, help="GPU time each sample covers at least")
     parser.add_argument("--out", help="directory for torch-bench.json, torch-bench.md and torch-bench.png")
     args = parser.parse_args(argv)
+    if args.suite is None:
+        args.suite = default_suite("train.json" if args.train else "public.json")
     if args.suite is None or not os.path.exists(args.suite):
         parser.error(f"no suite file: {args.suite!r} (pass --suite PATH)")
     if args.iters < 20:
@@ -178,25 +247,29 @@ def main(argv=None):
         wanted = args.cases.split(",")
         cases = [c for c in cases if c["id"] in wanted]
 
+    what = "training step (forward + backward)" if args.train else "forward"
     header = (f"{torch.cuda.get_device_name()}, {datetime.date.today()}, inorm {inorm.__version__} at {commit()}, "
-              f"torch {torch.__version__}, suite {os.path.basename(args.suite)}: median of {args.iters} samples")
+              f"torch {torch.__version__}, suite {os.path.basename(args.suite)}, {what}: median of {args.iters} samples")
     print(header, flush=True)
     rows = []
     cycles_per_ms = sleep_cycles_per_ms()
+    floor = "2.5 copies" if args.train else "copy"
     for case in cases:
-        rows.append(run_case(case, args.iters, args.min_sample_ms, cycles_per_ms))
+        run = run_train_case if args.train else run_case
+        rows.append(run(case, args.iters, args.min_sample_ms, cycles_per_ms))
         r = rows[-1]
         print(f"  {r['id']}: copy {r['copy_ms']:.3f} ms, " + ", ".join(
-            f"{name} {r[f'{name}_x_copy']:.2f}x" for name in IMPLEMENTATIONS), flush=True)
-    table = markdown(rows, header)
+            f"{name} {r[f'{name}_x_{RATIO_KEYS[floor]}']:.2f}x" for name in IMPLEMENTATIONS), flush=True)
+    table = markdown(rows, header, floor)
     print(table)
     if args.out:
+        stem = "train-bench" if args.train else "torch-bench"
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "torch-bench.json"), "w") as f:
+        with open(os.path.join(args.out, f"{stem}.json"), "w") as f:
             json.dump({"header": header, "cases": rows}, f, indent=1)
-        with open(os.path.join(args.out, "torch-bench.md"), "w") as f:
+        with open(os.path.join(args.out, f"{stem}.md"), "w") as f:
             f.write(table)
-        chart(rows, header, os.path.join(args.out, "torch-bench.png"))
+        chart(rows, header, os.path.join(args.out, f"{stem}.png"), floor)
     return 0 if all(r["verified"] for r in rows) else 1
 
 

@@ -72,7 +72,7 @@ void run(Problem* p, Path expected) {
   EXPECT_EQ(plan.path, expected) << plan.describe();
   ASSERT_OK(p->workspace.allocate(plan.workspace_bytes));
   ASSERT_OK(launch_forward(plan, p->params, p->workspace.get(), nullptr));
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_OK(synchronize("forward"));
 }
 
 void expect_fully_written(const Problem& p) {
@@ -105,6 +105,59 @@ TEST(GpuBigTensor, SlicesPastTwoToThe31InClusters) {
     const Comparison cmp = compare(y, want, output_tolerance(DType::kFloat16));
     EXPECT_TRUE(cmp.ok()) << "slice " << slice << ": " << cmp.describe() << " seed " << seed;
     EXPECT_NEAR(rstd[0], stats.rstd, 2e-6 * stats.rstd) << "slice " << slice;
+  }
+}
+
+// The backward over the same tensor: the forward's mean and rstd, dy ~ N(0, 1), dx written over
+// the forward's output; the oracle on slices on both sides of 2^31 elements.
+TEST(GpuBigTensor, BackwardPastTwoToThe31InClusters) {
+  INORM_REQUIRE_GPU();
+  Problem p;
+  const int64_t slice_len = 512 * 512;
+  const int64_t batch = 8200;
+  const uint64_t seed = std::random_device{}();
+  setup(&p, batch, slice_len, seed);
+  run(&p, Path::kSharedResident);
+  DeviceBuffer dy;
+  ASSERT_OK(dy.allocate(p.numel * 2));
+  DataSpec normal;
+  ASSERT_OK(parse_data_spec("randn", &normal));
+  ASSERT_OK(fill_random(dy.get(), DType::kFloat16, p.numel, normal, seed + 1));
+  ASSERT_OK(poison(p.y.get(), p.y.bytes()));
+  BackwardParams b;
+  b.dtype = DType::kFloat16;
+  b.batch = batch;
+  b.channels = 1;
+  b.spatial_rank = 1;
+  b.spatial[0] = slice_len;
+  b.x = p.x.get();
+  b.dy = dy.get();
+  b.dx = p.y.get();
+  b.mean = p.mean.get();
+  b.rstd = p.rstd.get();
+  Plan plan;
+  ASSERT_OK(plan_backward(b, &plan));
+  EXPECT_EQ(plan.path, Path::kSharedResident) << plan.describe();
+  DeviceBuffer workspace;
+  ASSERT_OK(workspace.allocate(plan.workspace_bytes));
+  ASSERT_OK(launch_backward(plan, b, workspace.get(), nullptr));
+  ASSERT_OK(synchronize("backward"));
+  expect_fully_written(p);
+  for (int64_t slice : {int64_t{0}, int64_t{8191}, int64_t{8192}, batch - 1}) {
+    std::vector<double> x, dy_host, dx;
+    ASSERT_OK(copy_to_host(p.x.get(), DType::kFloat16, slice * slice_len, slice_len, &x));
+    ASSERT_OK(copy_to_host(dy.get(), DType::kFloat16, slice * slice_len, slice_len, &dy_host));
+    ASSERT_OK(copy_to_host(p.y.get(), DType::kFloat16, slice * slice_len, slice_len, &dx));
+    BackwardProblem problem;
+    problem.batch = 1;
+    problem.channels = 1;
+    problem.slice_len = slice_len;
+    problem.eps = b.eps;
+    problem.x = &x;
+    problem.dy = &dy_host;
+    const BackwardResult want = instance_norm_backward_reference(problem);
+    const Comparison cmp = compare_scaled(dx, want.dx, want.dx_scale, slice_len, output_tolerance(DType::kFloat16));
+    EXPECT_TRUE(cmp.ok()) << "slice " << slice << ": " << cmp.describe() << " seed " << seed;
   }
 }
 

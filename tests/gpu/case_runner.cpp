@@ -48,6 +48,75 @@ std::vector<double> raw_to_double(const std::vector<unsigned char>& raw, DType d
   return values;
 }
 
+// Edits the plan as the case asks (a grid cut to max_groups groups, as a caller may) and records
+// every planner expectation of the case that the plan misses.
+void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
+  if (c.max_groups > 0 && plan->path == Path::kSharedResident) {
+    plan->grid = std::min<int64_t>(plan->grid, c.max_groups * plan->ctas_per_slice);
+    plan->workspace_bytes = detail::workspace_layout(*plan).total;
+  }
+  outcome->plan = plan->describe();
+  std::vector<std::string>& failures = outcome->failures;
+  const std::string chose = "planner chose " + outcome->plan;
+  if (c.expect_path != Path::kAuto && plan->path != c.expect_path) {
+    failures.push_back(chose + ", expected " + path_name(c.expect_path));
+  }
+  if (c.expect_ctas_per_slice != 0 && plan->ctas_per_slice != c.expect_ctas_per_slice) {
+    failures.push_back(chose + ", expected ctas_per_slice " + std::to_string(c.expect_ctas_per_slice));
+  }
+  if (c.expect_ctas_per_sm != 0 && plan->ctas_per_sm != c.expect_ctas_per_sm) {
+    failures.push_back(chose + ", expected ctas_per_sm " + std::to_string(c.expect_ctas_per_sm));
+  }
+  if (c.expect_exchange != Exchange::kAuto && plan->exchange != c.expect_exchange) {
+    failures.push_back(chose + ", expected exchange " + exchange_name(c.expect_exchange));
+  }
+  if (c.expect_in_order.has_value() && detail::shared_slices_in_order(*plan) != *c.expect_in_order) {
+    failures.push_back(chose + (*c.expect_in_order ? ", expected slices in order" : ", expected strided slices"));
+  }
+  if (c.expect_registers.has_value() && (plan->register_len > 0) != *c.expect_registers) {
+    failures.push_back(chose + (*c.expect_registers ? ", expected a register part" : ", expected no register part"));
+  }
+  if (c.expect_early.has_value() && detail::shared_takes_slices_early(*plan) != *c.expect_early) {
+    failures.push_back(chose + (*c.expect_early ? ", expected slices taken early"
+                                                : ", expected slices taken after the stores"));
+  }
+}
+
+// Random affine parameters and running statistics of the case, uploaded in its param dtype; the
+// host copies hold the rounded values the device sees.
+struct CaseParams {
+  DeviceBuffer weight, bias, running_mean, running_var;
+  std::vector<double> host_weight, host_bias, host_rm, host_rv;
+
+  Status make(const Case& c, int64_t channels, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal;
+    std::uniform_real_distribution<double> uniform(0.5, 1.5);
+    auto upload = [&](DeviceBuffer* buffer, std::vector<double> values, std::vector<double>* rounded) {
+      Status status = buffer->allocate(values.size() * dtype_size(c.param_dtype));
+      if (status.ok()) status = copy_from_host(values, c.param_dtype, buffer->get());
+      if (status.ok()) status = copy_to_host(buffer->get(), c.param_dtype, 0, static_cast<int64_t>(values.size()), rounded);
+      return status;
+    };
+    Status status;
+    if (c.affine) {
+      std::vector<double> w(channels), b(channels);
+      for (auto& v : w) v = 1.0 + 0.5 * normal(rng);
+      for (auto& v : b) v = 0.5 * normal(rng);
+      status = upload(&weight, w, &host_weight);
+      if (status.ok() && !c.weight_only) status = upload(&bias, b, &host_bias);
+    }
+    if (status.ok() && c.running != Running::kNone) {
+      std::vector<double> rm(channels), rv(channels);
+      for (auto& v : rm) v = 0.1 * normal(rng);
+      for (auto& v : rv) v = uniform(rng);
+      status = upload(&running_mean, rm, &host_rm);
+      if (status.ok()) status = upload(&running_var, rv, &host_rv);
+    }
+    return status;
+  }
+};
+
 }  // namespace
 
 std::string describe(const Case& c) {
@@ -59,7 +128,16 @@ std::string describe(const Case& c) {
   return out.str();
 }
 
-Outcome run_case(const Case& c) {
+namespace {
+
+// Returns fail(message) from the runner when `expr` is not ok.
+#define INORM_CHECK(expr)                                       \
+  do {                                                          \
+    const Status check_status_ = (expr);                        \
+    if (!check_status_.ok()) return fail(#expr ": " + check_status_.message()); \
+  } while (0)
+
+Outcome run_forward_case(const Case& c) {
   Outcome outcome;
   outcome.seed = std::random_device{}();
   std::vector<std::string>& failures = outcome.failures;
@@ -67,11 +145,6 @@ Outcome run_case(const Case& c) {
     failures.push_back(message);
     return outcome;
   };
-#define INORM_CHECK(expr)                                       \
-  do {                                                          \
-    const Status check_status_ = (expr);                        \
-    if (!check_status_.ok()) return fail(#expr ": " + check_status_.message()); \
-  } while (0)
 
   ForwardParams p;
   p.dtype = c.dtype;
@@ -86,7 +159,7 @@ Outcome run_case(const Case& c) {
   const std::size_t elem = dtype_size(c.dtype);
   const DType stats = stats_dtype(c.dtype);
 
-  DeviceBuffer x_buffer, y_buffer, weight, bias, running_mean, running_var, mean, rstd, workspace;
+  DeviceBuffer x_buffer, y_buffer, mean, rstd, workspace;
   INORM_CHECK(x_buffer.allocate((numel + c.x_offset) * elem));
   INORM_CHECK(fill_random(x_buffer.get(), c.dtype, numel + c.x_offset, c.data, outcome.seed));
   p.x = static_cast<unsigned char*>(x_buffer.get()) + c.x_offset * elem;
@@ -102,36 +175,14 @@ Outcome run_case(const Case& c) {
     p.y = static_cast<unsigned char*>(y_buffer.get()) + c.y_offset * elem;
   }
 
-  std::mt19937_64 rng(outcome.seed);
-  std::normal_distribution<double> normal;
-  std::uniform_real_distribution<double> uniform(0.5, 1.5);
-  auto upload = [&](DeviceBuffer* buffer, std::vector<double> values, std::vector<double>* rounded) {
-    Status status = buffer->allocate(values.size() * dtype_size(c.param_dtype));
-    if (status.ok()) status = copy_from_host(values, c.param_dtype, buffer->get());
-    if (status.ok()) status = copy_to_host(buffer->get(), c.param_dtype, 0, static_cast<int64_t>(values.size()), rounded);
-    return status;
-  };
-  std::vector<double> host_weight, host_bias, host_rm, host_rv;
+  CaseParams params;
+  INORM_CHECK(params.make(c, p.channels, outcome.seed));
   p.param_dtype = c.param_dtype;
-  if (c.affine) {
-    std::vector<double> w(p.channels), b(p.channels);
-    for (auto& v : w) v = 1.0 + 0.5 * normal(rng);
-    for (auto& v : b) v = 0.5 * normal(rng);
-    INORM_CHECK(upload(&weight, w, &host_weight));
-    p.weight = weight.get();
-    if (!c.weight_only) {
-      INORM_CHECK(upload(&bias, b, &host_bias));
-      p.bias = bias.get();
-    }
-  }
+  p.weight = params.weight.get();
+  p.bias = params.bias.get();
   if (c.running != Running::kNone) {
-    std::vector<double> rm(p.channels), rv(p.channels);
-    for (auto& v : rm) v = 0.1 * normal(rng);
-    for (auto& v : rv) v = uniform(rng);
-    INORM_CHECK(upload(&running_mean, rm, &host_rm));
-    INORM_CHECK(upload(&running_var, rv, &host_rv));
-    p.running_mean = running_mean.get();
-    p.running_var = running_var.get();
+    p.running_mean = params.running_mean.get();
+    p.running_var = params.running_var.get();
     p.use_input_stats = c.running == Running::kUpdate;
   }
   if (c.stats_outputs && p.use_input_stats) {
@@ -148,37 +199,7 @@ Outcome run_case(const Case& c) {
 
   Plan plan;
   INORM_CHECK(plan_forward(p, &plan, c.options));
-  if (c.max_groups > 0 && plan.path == Path::kSharedResident) {  // edited by hand, as a caller may
-    plan.grid = std::min<int64_t>(plan.grid, c.max_groups * plan.ctas_per_slice);
-    plan.workspace_bytes = detail::workspace_layout(plan).total;
-  }
-  outcome.plan = plan.describe();
-  if (c.expect_path != Path::kAuto && plan.path != c.expect_path) {
-    failures.push_back(std::string("planner chose ") + outcome.plan + ", expected " + path_name(c.expect_path));
-  }
-  if (c.expect_ctas_per_slice != 0 && plan.ctas_per_slice != c.expect_ctas_per_slice) {
-    failures.push_back("planner chose " + outcome.plan + ", expected ctas_per_slice " +
-                       std::to_string(c.expect_ctas_per_slice));
-  }
-  if (c.expect_ctas_per_sm != 0 && plan.ctas_per_sm != c.expect_ctas_per_sm) {
-    failures.push_back("planner chose " + outcome.plan + ", expected ctas_per_sm " +
-                       std::to_string(c.expect_ctas_per_sm));
-  }
-  if (c.expect_exchange != Exchange::kAuto && plan.exchange != c.expect_exchange) {
-    failures.push_back("planner chose " + outcome.plan + ", expected exchange " + exchange_name(c.expect_exchange));
-  }
-  if (c.expect_in_order.has_value() && detail::shared_slices_in_order(plan) != *c.expect_in_order) {
-    failures.push_back("planner chose " + outcome.plan +
-                       (*c.expect_in_order ? ", expected slices in order" : ", expected strided slices"));
-  }
-  if (c.expect_registers.has_value() && (plan.register_len > 0) != *c.expect_registers) {
-    failures.push_back("planner chose " + outcome.plan +
-                       (*c.expect_registers ? ", expected a register part" : ", expected no register part"));
-  }
-  if (c.expect_early.has_value() && detail::shared_takes_slices_early(plan) != *c.expect_early) {
-    failures.push_back("planner chose " + outcome.plan +
-                       (*c.expect_early ? ", expected slices taken early" : ", expected slices taken after the stores"));
-  }
+  edit_and_check_plan(c, &plan, &outcome);
   INORM_CHECK(workspace.allocate(plan.workspace_bytes));
 
   std::vector<unsigned char> first_bits;
@@ -208,10 +229,10 @@ Outcome run_case(const Case& c) {
   problem.slice_len = slice_len;
   problem.eps = p.eps;
   problem.x = &host_x;
-  problem.weight = c.affine ? &host_weight : nullptr;
-  problem.bias = c.affine && !c.weight_only ? &host_bias : nullptr;
-  problem.running_mean = c.running != Running::kNone ? &host_rm : nullptr;
-  problem.running_var = c.running != Running::kNone ? &host_rv : nullptr;
+  problem.weight = c.affine ? &params.host_weight : nullptr;
+  problem.bias = c.affine && !c.weight_only ? &params.host_bias : nullptr;
+  problem.running_mean = c.running != Running::kNone ? &params.host_rm : nullptr;
+  problem.running_var = c.running != Running::kNone ? &params.host_rv : nullptr;
   problem.momentum = p.momentum;
   problem.use_input_stats = p.use_input_stats;
   problem.updates = launches;
@@ -244,8 +265,157 @@ Outcome run_case(const Case& c) {
     if (!rm_cmp.ok()) failures.push_back("running_mean: " + rm_cmp.describe());
     if (!rv_cmp.ok()) failures.push_back("running_var: " + rv_cmp.describe());
   }
-#undef INORM_CHECK
   return outcome;
 }
+
+Outcome run_backward_case(const Case& c) {
+  Outcome outcome;
+  outcome.seed = std::random_device{}();
+  std::vector<std::string>& failures = outcome.failures;
+  auto fail = [&](const std::string& message) {
+    failures.push_back(message);
+    return outcome;
+  };
+
+  BackwardParams p;
+  p.dtype = c.dtype;
+  p.batch = c.shape[0];
+  p.channels = c.shape[1];
+  p.spatial_rank = static_cast<int>(c.shape.size()) - 2;
+  for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = c.shape[2 + i];
+  const int64_t slices = p.batch * p.channels;
+  const int64_t slice_len = detail::slice_len_of(p);
+  const int64_t numel = slices * slice_len;
+  const std::size_t elem = dtype_size(c.dtype);
+  const DType stats = stats_dtype(c.dtype);
+  const int64_t dx_offset = c.dx_offset >= 0 ? c.dx_offset : c.y_offset;
+
+  DeviceBuffer x_buffer, dy_buffer, dx_buffer, mean, rstd, dweight, dbias, workspace;
+  INORM_CHECK(x_buffer.allocate((numel + c.x_offset) * elem));
+  INORM_CHECK(fill_random(x_buffer.get(), c.dtype, numel + c.x_offset, c.data, outcome.seed));
+  p.x = static_cast<unsigned char*>(x_buffer.get()) + c.x_offset * elem;
+  if (c.nan_slice >= 0) {
+    INORM_CHECK(copy_from_host({NAN}, c.dtype,
+                               static_cast<unsigned char*>(const_cast<void*>(p.x)) +
+                                   (c.nan_slice * slice_len + slice_len / 2) * elem));
+  }
+  INORM_CHECK(dy_buffer.allocate((numel + c.y_offset) * elem));
+  INORM_CHECK(fill_random(dy_buffer.get(), c.dtype, numel + c.y_offset, c.dy_data, outcome.seed + 1));
+  p.dy = static_cast<unsigned char*>(dy_buffer.get()) + c.y_offset * elem;
+  if (c.want_dx) {
+    if (c.in_place) {
+      p.dx = const_cast<void*>(p.dy);
+    } else {
+      INORM_CHECK(dx_buffer.allocate((numel + dx_offset) * elem));
+      p.dx = static_cast<unsigned char*>(dx_buffer.get()) + dx_offset * elem;
+    }
+  }
+
+  CaseParams params;
+  INORM_CHECK(params.make(c, p.channels, outcome.seed + 2));
+  p.param_dtype = c.param_dtype;
+  p.weight = params.weight.get();
+  p.use_input_stats = c.running != Running::kEval;
+  if (!p.use_input_stats) {
+    p.running_mean = params.running_mean.get();
+    p.running_var = params.running_var.get();
+  }
+  std::vector<double> host_x, host_dy;
+  INORM_CHECK(copy_to_host(p.x, c.dtype, 0, numel, &host_x));
+  INORM_CHECK(copy_to_host(p.dy, c.dtype, 0, numel, &host_dy));
+  if (p.use_input_stats) {  // what the forward returns: the exact statistics in the stats type
+    std::vector<double> host_mean(slices), host_rstd(slices);
+    for (int64_t s = 0; s < slices; ++s) {
+      const SliceStats st = slice_statistics(host_x.data() + s * slice_len, slice_len, p.eps);
+      host_mean[s] = st.mean;
+      host_rstd[s] = st.rstd;
+    }
+    INORM_CHECK(mean.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(rstd.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(copy_from_host(host_mean, stats, mean.get()));
+    INORM_CHECK(copy_from_host(host_rstd, stats, rstd.get()));
+    p.mean = mean.get();
+    p.rstd = rstd.get();
+  }
+  if (c.affine && c.want_weight_grads) {
+    INORM_CHECK(dweight.allocate(p.channels * dtype_size(c.param_dtype)));
+    p.dweight = dweight.get();
+    if (!c.weight_only) {
+      INORM_CHECK(dbias.allocate(p.channels * dtype_size(c.param_dtype)));
+      p.dbias = dbias.get();
+    }
+  }
+
+  Plan plan;
+  INORM_CHECK(plan_backward(p, &plan, c.options));
+  edit_and_check_plan(c, &plan, &outcome);
+  INORM_CHECK(workspace.allocate(plan.workspace_bytes));
+  if (c.in_place && c.bitwise_repeats > 1) return fail("bitwise_repeats in place would read its own dx as dy");
+
+  std::vector<unsigned char> first_dx, first_dweight, first_dbias;
+  const std::size_t grad_bytes = static_cast<std::size_t>(p.channels) * dtype_size(c.param_dtype);
+  for (int repeat = 0; repeat < c.bitwise_repeats; ++repeat) {
+    if (p.dx != nullptr && !c.in_place) INORM_CHECK(poison(p.dx, numel * elem));
+    if (p.dweight != nullptr) INORM_CHECK(poison(p.dweight, grad_bytes));
+    if (p.dbias != nullptr) INORM_CHECK(poison(p.dbias, grad_bytes));
+    INORM_CHECK(launch_backward(plan, p, workspace.get(), nullptr));
+    INORM_CHECK(synchronize(("kernel of plan " + outcome.plan).c_str()));
+    std::vector<unsigned char> dx_bits, dweight_bits, dbias_bits;
+    if (p.dx != nullptr) INORM_CHECK(copy_raw_to_host(p.dx, numel * elem, &dx_bits));
+    if (p.dweight != nullptr) INORM_CHECK(copy_raw_to_host(p.dweight, grad_bytes, &dweight_bits));
+    if (p.dbias != nullptr) INORM_CHECK(copy_raw_to_host(p.dbias, grad_bytes, &dbias_bits));
+    if (repeat == 0) {
+      first_dx = std::move(dx_bits);
+      first_dweight = std::move(dweight_bits);
+      first_dbias = std::move(dbias_bits);
+    } else if (dx_bits != first_dx || dweight_bits != first_dweight || dbias_bits != first_dbias) {
+      failures.push_back("run " + std::to_string(repeat) + " produced different bits than run 0");
+    }
+  }
+
+  BackwardProblem problem;
+  problem.batch = p.batch;
+  problem.channels = p.channels;
+  problem.slice_len = slice_len;
+  problem.eps = p.eps;
+  problem.x = &host_x;
+  problem.dy = &host_dy;
+  problem.weight = c.affine ? &params.host_weight : nullptr;
+  problem.running_mean = p.use_input_stats ? nullptr : &params.host_rm;
+  problem.running_var = p.use_input_stats ? nullptr : &params.host_rv;
+  problem.use_input_stats = p.use_input_stats;
+  const BackwardResult want = instance_norm_backward_reference(problem);
+
+  // dx: the output's rounding, atol relative to |rstd * w| * rms(dy) of its slice. dweight and
+  // dbias: accumulated in the stats type, atol relative to the sum of the magnitudes of their
+  // terms, then rounded to the param dtype.
+  if (p.dx != nullptr) {
+    if (count_poison(first_dx, c.dtype) != 0) {
+      failures.push_back("dx: " + std::to_string(count_poison(first_dx, c.dtype)) + " elements never written");
+    }
+    const Comparison cmp = compare_scaled(raw_to_double(first_dx, c.dtype), want.dx, want.dx_scale, slice_len,
+                                          output_tolerance(c.dtype));
+    if (!cmp.ok()) failures.push_back("dx: " + cmp.describe());
+  }
+  const Tolerance grad_tolerance{output_tolerance(stats).atol, output_tolerance(c.param_dtype).rtol};
+  auto check_grad = [&](const char* what, const std::vector<unsigned char>& bits, const std::vector<double>& want_grad,
+                        const std::vector<double>& scale) {
+    if (bits.empty()) return;
+    if (count_poison(bits, c.param_dtype) != 0) failures.push_back(std::string(what) + ": some entries never written");
+    const Comparison cmp = compare_scaled(raw_to_double(bits, c.param_dtype), want_grad, scale, 1, grad_tolerance);
+    if (!cmp.ok()) failures.push_back(std::string(what) + ": " + cmp.describe());
+  };
+  check_grad("dweight", first_dweight, want.dweight, want.dweight_scale);
+  check_grad("dbias", first_dbias, want.dbias, want.dbias_scale);
+  return outcome;
+}
+
+}  // namespace
+
+Outcome run_case(const Case& c) {
+  return c.pass == Pass::kBackward ? run_backward_case(c) : run_forward_case(c);
+}
+
+#undef INORM_CHECK
 
 }  // namespace inorm::testing

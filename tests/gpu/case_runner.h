@@ -1,6 +1,7 @@
-// Runs one InstanceNorm problem on the GPU and checks it completely against the float64 oracle:
-// fresh random input, outputs poisoned before the launch and checked for full coverage, y, mean,
-// rstd and running stats compared with stated tolerances.
+// Runs one InstanceNorm problem, forward or backward, on the GPU and checks it completely against
+// the float64 oracle: fresh random inputs, outputs poisoned before the launch and checked for full
+// coverage, every output (y, mean, rstd, running stats; dx, dweight, dbias) compared with stated
+// tolerances.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +24,10 @@ namespace inorm::testing {
 enum class Running { kNone, kUpdate, kEval };
 
 struct Case {
+  Pass pass = Pass::kForward;
   std::vector<int64_t> shape;  // N, C, then 1 to 3 spatial extents
   DType dtype = DType::kFloat32;
-  DataSpec data;               // U[0,1) unless set
+  DataSpec data;               // x: U[0,1) unless set
   bool affine = false;
   bool weight_only = false;    // weight without bias
   DType param_dtype = DType::kFloat32;
@@ -33,10 +35,18 @@ struct Case {
   int updates = 1;             // forward calls on the same input (running stats updated each time)
   bool stats_outputs = true;   // ask for mean and rstd
   int64_t x_offset = 0;        // elements: a view that does not start on 16 bytes
-  int64_t y_offset = 0;
-  bool in_place = false;
+  int64_t y_offset = 0;        // y; backward: dy, and dx unless dx_offset is set
+  int64_t dx_offset = -1;
+  bool in_place = false;       // y is x; backward: dx is dy
   int64_t nan_slice = -1;      // this slice gets one NaN
   int bitwise_repeats = 1;     // > 1: launch again and require identical bits
+  // Backward: dy's data, and the gradients wanted: dx, and with affine dweight (and dbias unless
+  // weight_only). Running::kEval is eval mode (the running stats normalized x); otherwise the
+  // statistics are the oracle's mean and rstd of x, rounded to the stats type as the forward
+  // returns them.
+  DataSpec dy_data{Distribution::kNormal, 0.0, 1.0};
+  bool want_dx = true;
+  bool want_weight_grads = true;
   PlanOptions options;
   int64_t max_groups = 0;      // > 0: the plan's grid cut to this many groups (more rounds of slices)
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
@@ -54,6 +64,7 @@ struct Outcome {
   uint64_t seed = 0;
 };
 
+// Runs c.pass.
 Outcome run_case(const Case& c);
 
 // Printable "N x C x ... dtype" for test names and messages.

@@ -11,54 +11,12 @@
 #include <vector>
 
 #include "case_runner.h"
+#include "expect_case.h"
 #include "config.h"
 #include "plan_internal.h"
 
 namespace inorm::testing {
 namespace {
-
-
-void expect_passes(const Case& c, const std::string& why) {
-  const Outcome outcome = run_case(c);
-  std::string failures;
-  for (const std::string& f : outcome.failures) failures += "\n  " + f;
-  EXPECT_TRUE(outcome.failures.empty())
-      << why << ": " << describe(c) << " [" << outcome.plan << "] seed " << outcome.seed << failures;
-}
-
-// `c` again in place, and three times (without a running-stat update, which would change from run
-// to run) with the same bits.
-void expect_passes_in_place_and_repeated(const Case& c, const std::string& why) {
-  Case in_place = c;
-  in_place.in_place = true;
-  expect_passes(in_place, why + ", in place");
-  Case repeated = c;
-  repeated.running = Running::kNone;
-  repeated.bitwise_repeats = 3;
-  expect_passes(repeated, why + ", three runs, same bits");
-}
-
-const DType kAllDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
-
-// A case forced onto `path`, with affine parameters, a running-stat update, and x and y one element
-// off 16-byte alignment, so that vector accesses start at ragged heads.
-Case forced_misaligned_case(std::vector<int64_t> shape, DType dtype, Path path) {
-  Case c;
-  c.shape = std::move(shape);
-  c.dtype = dtype;
-  c.affine = true;
-  c.running = Running::kUpdate;
-  c.x_offset = 1;
-  c.y_offset = 1;
-  c.options.force_path = path;
-  c.expect_path = path;
-  return c;
-}
-
-struct Shape {
-  const char* why;
-  std::vector<int64_t> shape;
-};
 
 const std::vector<Shape>& edge_shapes() {
   static const std::vector<Shape> shapes = {
@@ -261,7 +219,7 @@ TEST(GpuForward, EveryPathForced) {
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
     for (const Shape& s : shapes) {
       for (const Forced& f : forced) {
-        Case c = forced_misaligned_case(s.shape, dtype, f.path);
+        Case c = forced_misaligned_case(Pass::kForward, s.shape, dtype, f.path);
         c.options.force_ctas_per_slice = f.ctas_per_slice;
         c.options.force_exchange = f.exchange;
         c.expect_exchange = f.exchange;
@@ -391,7 +349,7 @@ TEST(GpuForward, SplitPipelinedOrder) {
   };
   for (DType dtype : kAllDtypes) {
     for (const Order& o : cases) {
-      Case c = forced_misaligned_case(o.shape, dtype, Path::kSplitPipelined);
+      Case c = forced_misaligned_case(Pass::kForward, o.shape, dtype, Path::kSplitPipelined);
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
       expect_passes(c, std::string(o.why) + ", " + dtype_name(dtype));
       // In place: a normalize item writes its part only after every read of it.

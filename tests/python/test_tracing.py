@@ -21,6 +21,19 @@ def test_fake_kernel_shapes(dtype, use_input_stats):
     assert new_mean.shape == new_var.shape == ((3,) if use_input_stats else (0,))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("mask", [(True, True, True), (True, False, False), (False, True, True)], ids=str)
+def test_backward_fake_kernel_shapes(dtype, mask):
+    x = torch.empty(2, 3, 5, 7, device="meta", dtype=dtype)
+    weight = torch.empty(3, device="meta", dtype=dtype)
+    stats = torch.empty(2, 3, device="meta", dtype=torch.float64 if dtype == torch.float64 else torch.float32)
+    dx, dweight, dbias = torch.ops.inorm.instance_norm_backward(x, x, weight, stats, stats, None, None, True, 1e-5,
+                                                                list(mask))
+    assert dx.shape == (x.shape if mask[0] else (0,)) and dx.dtype == dtype
+    assert dweight.shape == ((3,) if mask[1] else (0,)) and dweight.dtype == dtype
+    assert dbias.shape == ((3,) if mask[2] else (0,)) and dbias.dtype == dtype
+
+
 @pytest.mark.parametrize("track_running_stats", [False, True])
 def test_compile_fullgraph_traces_one_graph_with_backward(track_running_stats):
     torch._dynamo.reset()

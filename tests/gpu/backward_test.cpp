@@ -1,0 +1,311 @@
+// GPU tests of the backward: the forward's matrix (every dtype x edge shapes, offset data, NaN,
+// misaligned views, in place, eval mode, bitwise repeats, every path forced onto odd shapes, every
+// planner boundary) with dx, dweight and dbias checked in full against the float64 oracle by
+// run_case (case_runner.h). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "case_runner.h"
+#include "config.h"
+#include "expect_case.h"
+#include "plan_internal.h"
+
+namespace inorm::testing {
+namespace {
+
+Case backward_case(std::vector<int64_t> shape, DType dtype) {
+  Case c;
+  c.pass = Pass::kBackward;
+  c.shape = std::move(shape);
+  c.dtype = dtype;
+  c.affine = true;
+  return c;
+}
+
+const std::vector<Shape>& edge_shapes() {
+  static const std::vector<Shape> shapes = {
+      {"S=2: the smallest slice with statistics, a 4-lane group", {3, 5, 2}},
+      {"S=3: odd and shorter than any vector", {2, 3, 3}},
+      {"S=4097: one past a power of two, slices start off 16-byte boundaries", {2, 3, 4097}},
+      {"127x129: odd 2D extents, ragged ends in every slice", {2, 3, 127, 129}},
+      {"N*C=1: a single slice does all the work", {1, 1, 1000}},
+      {"1x3x2048x2048: three 16 MiB slices (32 MiB with dy), split", {1, 3, 2048, 2048}},
+      {"256x256x16x16: many tiny slices, a warp each", {256, 256, 16, 16}},
+      {"2x4x17x19x23: 3D with odd extents", {2, 4, 17, 19, 23}},
+      {"N=0: an empty batch; dweight and dbias are zeros", {0, 3, 8, 8}},
+      {"2x4x512x512: each slice spread over several CTAs", {2, 4, 512, 512}},
+  };
+  return shapes;
+}
+
+// Shapes that land on each path for float32 in the backward, which holds x and dy on chip: its
+// boundaries are half the forward's.
+const std::vector<Shape>& one_shape_per_path() {
+  static const std::vector<Shape> shapes = {
+      {"group_registers", {64, 32, 16, 16}},
+      {"shared_resident, one CTA per slice", {4, 8, 63, 65}},
+      {"shared_resident, CTAs share a slice, more slices than groups", {40, 4, 256, 256}},
+      {"shared_resident, a wide group shares each of two 1.6 MB slices", {1, 2, 400, 1000}},
+      {"split_pipelined, two slices too large for the chip", {1, 2, 600, 1000}},
+      {"split_pipelined, one slice too large for the chip", {1, 1, 600, 1000}},
+  };
+  return shapes;
+}
+
+TEST(GpuBackward, EdgeShapesEveryDtype) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (const Shape& s : edge_shapes()) {
+      Case c = backward_case(s.shape, dtype);
+      c.param_dtype = dtype;  // like a torch module of that dtype
+      expect_passes(c, s.why);
+    }
+  }
+}
+
+// x far from zero: the forward's float32 mean misses up to half an ulp of 1e4 (5e-4), which the
+// backward's residual r recovers; without it dweight would be off by 5e-4 relative.
+TEST(GpuBackward, OffsetDataKeepsItsDigits) {
+  INORM_REQUIRE_GPU();
+  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+    for (DType dtype : kAllDtypes) {
+      for (const Shape& s : one_shape_per_path()) {
+        Case c = backward_case(s.shape, dtype);
+        ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+        expect_passes(c, std::string(s.why) + ", " + data);
+      }
+    }
+  }
+}
+
+// A NaN in x: that slice's dx and its channel's dweight are NaN (dbias, a sum of dy, is not);
+// every other slice exact.
+TEST(GpuBackward, NanStaysInItsSlice) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (const Shape& s : one_shape_per_path()) {
+      Case c = backward_case(s.shape, dtype);
+      c.nan_slice = s.shape[0] * s.shape[1] > 1 ? 1 : 0;
+      expect_passes(c, std::string(s.why) + ", NaN in slice " + std::to_string(c.nan_slice));
+    }
+  }
+}
+
+TEST(GpuBackward, MisalignedViews) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (const Shape& s : one_shape_per_path()) {
+      Case c = backward_case(s.shape, dtype);
+      c.x_offset = 1;  // x a view offset by one element; dy and dx fresh and aligned
+      expect_passes(c, std::string(s.why) + ", x offset by one element");
+      c.y_offset = 1;  // every tensor offset alike: vector accesses line up
+      expect_passes(c, std::string(s.why) + ", x, dy and dx offset by one element");
+      c.dx_offset = 3;  // dx misaligned differently: scalar access throughout
+      expect_passes(c, std::string(s.why) + ", x and dy offset 1, dx offset 3");
+    }
+  }
+}
+
+// dx written over dy, as autograd may hand over a gradient buffer it no longer needs.
+TEST(GpuBackward, InPlaceOverDy) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    for (const Shape& s : one_shape_per_path()) {
+      Case c = backward_case(s.shape, dtype);
+      c.in_place = true;
+      expect_passes(c, std::string(s.why) + ", dx is dy");
+    }
+  }
+}
+
+// Eval mode with running stats: dx = dy * w * rstd elementwise, and the weight gradients still
+// reduce over every slice. S = 1 is valid here.
+TEST(GpuBackward, EvalModeWithRunningStats) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 3, 1}, std::vector<int64_t>{5, 7, 4097},
+                                              std::vector<int64_t>{3000, 70, 1}, std::vector<int64_t>{2, 3, 512, 512}}) {
+      Case c = backward_case(shape, dtype);
+      c.param_dtype = dtype;
+      c.running = Running::kEval;
+      expect_passes(c, "eval mode");
+    }
+  }
+}
+
+// Only the gradients asked for: dx alone, the weight gradients alone (no dx), dweight without
+// dbias (weight, no bias), and a weight of 1 (no affine) with dx only.
+TEST(GpuBackward, OnlyTheGradientsAskedFor) {
+  INORM_REQUIRE_GPU();
+  for (const Shape& s : one_shape_per_path()) {
+    Case c = backward_case(s.shape, DType::kFloat32);
+    c.want_weight_grads = false;
+    expect_passes(c, std::string(s.why) + ", dx only");
+    c.want_weight_grads = true;
+    c.want_dx = false;
+    expect_passes(c, std::string(s.why) + ", dweight and dbias only");
+    c.want_dx = true;
+    c.weight_only = true;
+    expect_passes(c, std::string(s.why) + ", dx and dweight");
+    c.affine = false;
+    expect_passes(c, std::string(s.why) + ", no affine");
+  }
+}
+
+// Parameters in float32 beside half inputs (autocast's layout), and in the input's dtype.
+TEST(GpuBackward, ParamDtypes) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (DType param_dtype : {DType::kFloat32, dtype}) {
+      Case c = backward_case({8, 16, 64, 64}, dtype);
+      c.param_dtype = param_dtype;
+      expect_passes(c, std::string("params ") + dtype_name(param_dtype));
+    }
+  }
+}
+
+TEST(GpuBackward, BitwiseRepeatable) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    for (const Shape& s : one_shape_per_path()) {
+      Case c = backward_case(s.shape, dtype);
+      c.bitwise_repeats = 3;
+      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+      expect_passes(c, std::string(s.why) + ", three runs, same bits");
+    }
+  }
+}
+
+// Every path on shapes it would not be chosen for: odd S, ragged chunks, groups that do not divide
+// the slice, CTAs of a group with no data at all (S=100 over 12 and 16 CTAs).
+TEST(GpuBackward, EveryPathForced) {
+  INORM_REQUIRE_GPU();
+  const std::vector<Shape> shapes = {
+      {"S=4097", {2, 3, 4097}}, {"127x129", {2, 3, 127, 129}}, {"S=100", {3, 2, 100}}};
+  struct Forced {
+    Path path;
+    int ctas_per_slice;
+    Exchange exchange = Exchange::kAuto;
+  };
+  const Forced forced[] = {{Path::kSharedResident, 1},  {Path::kSharedResident, 2},
+                           {Path::kSharedResident, 3},  {Path::kSharedResident, 5},
+                           {Path::kSharedResident, 12}, {Path::kSharedResident, 16},
+                           {Path::kSharedResident, 1, Exchange::kCluster},
+                           {Path::kSharedResident, 3, Exchange::kGlobal},
+                           {Path::kSharedResident, 16, Exchange::kGlobal},
+                           {Path::kSharedResident, 64},  // wider than a cluster: through L2
+                           {Path::kSplitPipelined, 0}};
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
+    for (const Shape& s : shapes) {
+      for (const Forced& f : forced) {
+        Case c = forced_misaligned_case(Pass::kBackward, s.shape, dtype, f.path);
+        c.options.force_ctas_per_slice = f.ctas_per_slice;
+        c.options.force_exchange = f.exchange;
+        c.expect_exchange = f.exchange;
+        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas " +
+                             std::to_string(f.ctas_per_slice) + " exchange " + exchange_name(f.exchange));
+      }
+    }
+  }
+}
+
+// The register plans of the backward (planner.cpp plan_shared): the seed's 1 MiB fp32 slices (2 MiB
+// with dy) in clusters of 16 at two per SM, the half seeds' 512 KiB slices in clusters of 8, and the
+// boundary below (256 KiB of each input: eight 64 KiB chunks at three per SM, no register part).
+// Offset data; each case also in place and three times with the same bits; the grid cut to one
+// cluster so that many rounds (in order, early dispatch) run on a small tensor.
+TEST(GpuBackward, RegisterParts) {
+  INORM_REQUIRE_GPU();
+  struct Wide {
+    const char* why;
+    std::vector<int64_t> shape;
+    DType dtype;
+    int ctas_per_slice;
+    bool registers;
+    int64_t max_groups = 0;
+  };
+  const Wide cases[] = {
+      {"256 KiB fp32 slices: 512 KiB on chip, no register part", {200, 1, 65536}, DType::kFloat32, 8, false},
+      {"256 KiB + 16 B fp32 slices: the smallest with a register part", {200, 1, 65540}, DType::kFloat32, 0, true},
+      {"1 MiB fp32 slices, 16 CTAs each", {40, 1, 262144}, DType::kFloat32, 16, true},
+      {"1 MiB fp32 slices, one cluster, 70 rounds", {70, 1, 262144}, DType::kFloat32, 16, true, 1},
+      {"512 KiB bf16 slices, 8 CTAs each", {100, 1, 262144}, DType::kBFloat16, 8, true},
+      {"512 KiB float64 slices", {61, 1, 65536}, DType::kFloat64, 8, true},
+  };
+  for (const Wide& w : cases) {
+    Case c = backward_case(w.shape, w.dtype);
+    ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+    c.max_groups = w.max_groups;
+    c.expect_path = Path::kSharedResident;
+    c.expect_ctas_per_slice = w.ctas_per_slice;
+    if (w.registers) {
+      c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
+      c.expect_exchange = Exchange::kCluster;
+    }
+    c.expect_registers = w.registers;
+    expect_passes(c, w.why);
+    expect_passes_in_place_and_repeated(c, w.why);
+  }
+}
+
+// split_pipelined's phases (reductions alone, then both in turn, then elementwise items alone),
+// forced on tensors with more items than the lead: one part a slice, and ragged last parts, on
+// views off 16-byte alignment.
+TEST(GpuBackward, SplitPipelinedOrder) {
+  INORM_REQUIRE_GPU();
+  const Shape cases[] = {
+      {"1000 slices of one part", {1, 1000, 4097}},
+      {"600 slices of 2-3 parts", {2, 300, 20001}},
+  };
+  for (DType dtype : kAllDtypes) {
+    for (const Shape& o : cases) {
+      Case c = forced_misaligned_case(Pass::kBackward, o.shape, dtype, Path::kSplitPipelined);
+      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+      expect_passes(c, std::string(o.why) + ", " + dtype_name(dtype));
+      if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, o.why);
+    }
+  }
+}
+
+// The largest slice each path takes in the backward, and one more, on this device's limits.
+TEST(GpuBackward, PlannerBoundaries) {
+  INORM_REQUIRE_GPU();
+  DeviceLimits limits;
+  ASSERT_TRUE(query_device_limits(0, &limits).ok());
+  for (DType dtype : kAllDtypes) {
+    const int elem = static_cast<int>(dtype_size(dtype));
+    const int acc = static_cast<int>(dtype_size(stats_dtype(dtype)));
+    // The largest vector configuration that fits a lane with x and dy.
+    int64_t group_vector_max = 0;
+    for (const detail::GroupConfig& config : detail::kGroupConfigs) {
+      if (config.vector && detail::group_config_fits(config, elem, acc, 2)) {
+        group_vector_max = std::max<int64_t>(group_vector_max, int64_t{config.group} * config.items * (16 / elem));
+      }
+    }
+    const int64_t shared_max = detail::largest_resident_slice(dtype, 2, limits);
+    struct Boundary {
+      const char* why;
+      int64_t slice_len;
+      Path path;
+    };
+    const Boundary boundaries[] = {
+        {"largest aligned group slice", group_vector_max, Path::kGroupRegisters},
+        {"largest shared slice", shared_max, Path::kSharedResident},
+        {"one element more: two slices too large for the chip", shared_max + 1, Path::kSplitPipelined},
+    };
+    for (const Boundary& b : boundaries) {
+      Case c = backward_case({1, 2, b.slice_len}, dtype);
+      c.expect_path = b.path;
+      expect_passes(c, std::string(dtype_name(dtype)) + ": " + b.why + " (S=" + std::to_string(b.slice_len) + ")");
+    }
+    // One vector more than the largest group slice: no longer a group (float64 keeps scalars).
+    Case c = backward_case({1, 2, group_vector_max + 16 / elem}, dtype);
+    expect_passes(c, std::string(dtype_name(dtype)) + ": one vector past the largest group slice");
+  }
+}
+
+}  // namespace
+}  // namespace inorm::testing

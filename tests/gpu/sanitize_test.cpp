@@ -1,0 +1,144 @@
+// The plans compute-sanitizer checks (scripts/gpu-check.sh, stage "sanitize"): every kernel family
+// and every exchange of both passes, each on the smallest shape that reaches it, checked in full
+// like every other GPU test. Small enough to run under memcheck, racecheck, synccheck and initcheck
+// in a few minutes.
+//
+// synccheck runs every test here but ManyClustersOfLargeChunks: with several clusters of CTAs that
+// hold large chunks resident at once, the kernel faults under synccheck alone (an illegal address,
+// no report), while memcheck, racecheck and initcheck pass the same launch and a grid of one such
+// cluster passes synccheck; dev/synccheck_cluster_repro.cu reproduces it without the library.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "case_runner.h"
+#include "config.h"
+#include "expect_case.h"
+
+namespace inorm::testing {
+namespace {
+
+struct Reach {
+  const char* why;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  Path path = Path::kAuto;
+  int ctas_per_slice = 0;
+  int ctas_per_sm = 0;
+  Exchange exchange = Exchange::kAuto;
+  int64_t max_groups = 0;
+  Running running = Running::kNone;
+  int64_t offset = 0;
+};
+
+void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt) {
+  Case c;
+  c.pass = pass;
+  c.shape = r.shape;
+  c.dtype = r.dtype;
+  c.affine = true;  // dweight and dbias in the backward: the channel reduction runs
+  c.running = r.running;
+  c.x_offset = c.y_offset = r.offset;
+  c.options.force_path = r.path;
+  c.options.force_ctas_per_slice = r.ctas_per_slice;
+  c.options.force_ctas_per_sm = r.ctas_per_sm;
+  c.options.force_exchange = r.exchange;
+  c.max_groups = r.max_groups;
+  c.expect_path = r.path;
+  c.expect_exchange = r.exchange;
+  c.expect_registers = registers;
+  ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+  expect_passes(c, r.why);
+}
+
+// The plans both passes share, on 4097-element slices unless said otherwise (a ragged tail).
+std::vector<Reach> plans_of_every_family(Pass pass) {
+  std::vector<Reach> reaches = {
+      {"group_registers, scalar (a misaligned view)", {2, 3, 100}, DType::kFloat32, Path::kGroupRegisters, 0, 0,
+       Exchange::kAuto, 0, Running::kNone, 1},
+      {"group_registers, vectors", {2, 3, 1024}, DType::kFloat32, Path::kGroupRegisters},
+      {"group_registers, float64", {2, 3, 64}, DType::kFloat64, Path::kGroupRegisters},
+      {"eval mode with running stats", {2, 3, 100}, DType::kFloat16, Path::kAuto, 0, 0, Exchange::kAuto, 0,
+       Running::kEval},
+      {"shared_resident, one CTA a slice, no exchange", {2, 3, 4097}, DType::kFloat32, Path::kSharedResident, 1, 0,
+       Exchange::kNone},
+      {"shared_resident, 3 CTAs through L2", {2, 3, 4097}, DType::kBFloat16, Path::kSharedResident, 3, 0,
+       Exchange::kGlobal},
+      {"shared_resident, 17 CTAs through L2 (wider than a cluster)", {2, 3, 4097}, DType::kFloat32,
+       Path::kSharedResident, 17, 0, Exchange::kGlobal},
+      {"shared_resident, in order from the counter: 4 rounds of one cluster", {4, 1, 8192}, DType::kFloat32,
+       Path::kSharedResident, 2, 3, Exchange::kCluster, 1},
+      {"split_pipelined, one part a slice (misaligned)", {2, 3, 4097}, DType::kFloat32, Path::kSplitPipelined, 0, 0,
+       Exchange::kAuto, 0, Running::kNone, 1},
+      {"split_pipelined, three parts a slice", {1, 2, 40000}, DType::kFloat32, Path::kSplitPipelined},
+      {"split_pipelined, float64", {1, 2, 9000}, DType::kFloat64, Path::kSplitPipelined},
+  };
+  if (pass == Pass::kForward) {
+    reaches.push_back({"running-stat update (channel reduction)", {3, 2, 4097}, DType::kFloat32, Path::kAuto, 0, 0,
+                       Exchange::kAuto, 0, Running::kUpdate});
+  }
+  return reaches;
+}
+
+// Clusters of every size the planner may pick, on small chunks.
+void expect_every_cluster_size_passes(Pass pass) {
+  for (int ctas = 2; ctas <= detail::kSharedMaxClusterCtas; ++ctas) {
+    expect_plan_passes(pass, {"a cluster exchange", {2, 1, 4097}, DType::kFloat32, Path::kSharedResident, ctas, 0,
+                              Exchange::kCluster});
+  }
+}
+
+TEST(GpuSanitize, ForwardPlans) {
+  INORM_REQUIRE_GPU();
+  for (const Reach& r : plans_of_every_family(Pass::kForward)) expect_plan_passes(Pass::kForward, r);
+  expect_every_cluster_size_passes(Pass::kForward);
+}
+
+TEST(GpuSanitize, BackwardPlans) {
+  INORM_REQUIRE_GPU();
+  for (const Reach& r : plans_of_every_family(Pass::kBackward)) expect_plan_passes(Pass::kBackward, r);
+  expect_every_cluster_size_passes(Pass::kBackward);
+}
+
+// Register parts: chunks longer than a CTA's share of shared memory at two per SM hold their end in
+// registers (forced group and CTAs per SM on the smallest such slice), in a grid of one cluster;
+// 64 rounds or more take each next slice early.
+TEST(GpuSanitize, RegisterParts) {
+  INORM_REQUIRE_GPU();
+  // Forward: 4 CTAs a 512 KiB + 16 B slice (128 KiB each); backward: 4 CTAs a 256 KiB + 16 B slice
+  // of x and of dy.
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const int64_t slice_len = pass == Pass::kForward ? 131076 : 65540;
+    expect_plan_passes(pass, {"register parts, 2 slices", {2, 1, slice_len}, DType::kFloat32, Path::kSharedResident,
+                              4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1},
+                       true);
+    expect_plan_passes(pass, {"register parts, 64 rounds: slices taken early", {64, 1, slice_len}, DType::kFloat32,
+                              Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1},
+                       true);
+  }
+}
+
+// Clusters of 16 CTAs with 72 KiB chunks (of x, or 36 KiB of x and of dy), three per SM: a grid of
+// one cluster, and the full grid of 21 clusters (the plan of 61x1x289796 fp32 that failed under
+// synccheck).
+TEST(GpuSanitize, OneClusterOfLargeChunks) {
+  INORM_REQUIRE_GPU();
+  expect_plan_passes(Pass::kForward, {"one cluster of 16 with large chunks", {3, 1, 289796}, DType::kFloat32,
+                                      Path::kSharedResident, 16, 3, Exchange::kCluster, 1});
+  expect_plan_passes(Pass::kBackward, {"one cluster of 16 with large chunks", {3, 1, 144898}, DType::kFloat32,
+                                       Path::kSharedResident, 16, 3, Exchange::kCluster, 1});
+}
+
+TEST(GpuSanitize, ManyClustersOfLargeChunks) {
+  INORM_REQUIRE_GPU();
+  expect_plan_passes(Pass::kForward, {"21 clusters of 16 with large chunks", {61, 1, 289796}, DType::kFloat32,
+                                      Path::kSharedResident, 16, 3, Exchange::kCluster});
+  expect_plan_passes(Pass::kBackward, {"21 clusters of 16 with large chunks", {61, 1, 144898}, DType::kFloat32,
+                                       Path::kSharedResident, 16, 3, Exchange::kCluster});
+}
+
+}  // namespace
+}  // namespace inorm::testing

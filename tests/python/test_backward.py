@@ -1,0 +1,219 @@
+"""Training with inorm: its backward kernel against torch.nn's backward and a float64 computation, the
+backward op under opcheck, a compiled training step, CUDA-graph capture of forward + backward, and
+peak memory."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's Python tests need it")
+import torch.nn.functional as F  # noqa: E402
+
+import inorm  # noqa: E402
+from helpers import DTYPE_NAMES, DTYPES, ORACLE_TOLERANCES, TOLERANCES, make_input, make_pair, public_suite_cases, requires_gpu  # noqa: E402
+
+pytestmark = requires_gpu
+
+MODULES = {3: (torch.nn.InstanceNorm1d, inorm.InstanceNorm1d),
+           4: (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d),
+           5: (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d)}
+
+EDGE_SHAPES = [
+    pytest.param((3, 5, 2), id="S=2: smallest slice with statistics"),
+    pytest.param((2, 3, 4097), id="S=4097: slices start off 16-byte boundaries"),
+    pytest.param((2, 3, 127, 129), id="127x129: ragged ends in every slice"),
+    pytest.param((1, 1, 1000), id="N*C=1: a single slice"),
+    pytest.param((1, 3, 2048, 2048), id="1x3x2048x2048: split_pipelined in the backward"),
+    pytest.param((256, 256, 16, 16), id="256x256x16x16: many tiny slices"),
+    pytest.param((2, 4, 17, 19, 23), id="2x4x17x19x23: 3D, odd extents"),
+    pytest.param((2, 4, 512, 512), id="2x4x512x512: a slice spread over several CTAs"),
+    pytest.param((4, 64, 512, 512), id="4x64x512x512: the seed's slices, register parts"),
+]
+
+
+def gradients(module, x, dy):
+    """(dx, dweight, dbias) of module(x) against dy, without accumulating into .grad."""
+    x = x.detach().requires_grad_()
+    return torch.autograd.grad(module(x), [x, module.weight, module.bias], dy)
+
+
+def float64_gradients(x, module, dy):
+    """The same gradients in float64 on the same values: torch's own formula, eager, in float64."""
+    x64 = x.detach().double().requires_grad_()
+    weight = module.weight.detach().double().requires_grad_()
+    bias = module.bias.detach().double().requires_grad_()
+    y = F.instance_norm(x64, weight=weight, bias=bias, eps=module.eps)
+    return torch.autograd.grad(y, [x64, weight, bias], dy.double())
+
+
+def max_error(got, exact):
+    return (got.double() - exact).abs().max().item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", EDGE_SHAPES)
+@pytest.mark.parametrize("data", ["uniform", "offset"])
+def test_backward_no_further_from_float64_than_torch(shape, dtype, data):
+    """dx, dweight and dbias: inorm's error against float64 is at most torch.nn's own (in the same
+    dtype), plus the oracle tolerance of the dtype times the gradient's size."""
+    x = make_input(shape, dtype, data=data, seed=len(shape))
+    reference, ours = make_pair(*MODULES[len(shape)], shape[1], affine=True, dtype=dtype)
+    dy = torch.randn(shape, device="cuda", generator=torch.Generator("cuda").manual_seed(3)).to(dtype)
+    exact = float64_gradients(x, ours, dy)
+    for name, got, eager, want in zip(("dx", "dweight", "dbias"), gradients(ours, x, dy), gradients(reference, x, dy),
+                                      exact):
+        assert got.dtype == eager.dtype and got.shape == eager.shape, name
+        slack = ORACLE_TOLERANCES[dtype]["atol"] * max(want.abs().max().item(), 1.0)
+        assert max_error(got, want) <= max_error(eager, want) + slack, (
+            f"{name}: inorm {max_error(got, want):.3g} from float64, torch.nn {max_error(eager, want):.3g}")
+
+
+@pytest.mark.parametrize("case", public_suite_cases(), ids=lambda case: case["id"])
+def test_public_suite_backward_matches_torch(case):
+    shape, dtype = tuple(case["shape"]), DTYPE_NAMES[case["dtype"]]
+    x = make_input(shape, dtype, channels_last=case["layout"] == "nhwc")
+    reference, ours = make_pair(*MODULES[len(shape)], shape[1], affine=True, dtype=dtype)
+    dy = torch.randn(shape, device="cuda", dtype=torch.float32).to(dtype)
+    ours_grads = gradients(ours, x, dy)
+    eager_grads = gradients(reference, x, dy)
+    # dweight and dbias add up N * S terms of size ~1: measured against the square root of that.
+    scale = (x.numel() / shape[1]) ** 0.5
+    tolerance = TOLERANCES[dtype]
+    torch.testing.assert_close(ours_grads[0], eager_grads[0], **tolerance)
+    for got, want in zip(ours_grads[1:], eager_grads[1:]):
+        torch.testing.assert_close(got, want, atol=tolerance["atol"] * scale, rtol=tolerance["rtol"])
+
+
+def backward_samples():
+    """(args) for torch.ops.inorm.instance_norm_backward: train and eval mode, each gradient mask."""
+    samples = []
+    for dtype in (torch.float32, torch.bfloat16, torch.float64):
+        x = make_input((3, 4, 9, 11), dtype)
+        dy = torch.randn_like(x)
+        weight = torch.rand(4, device="cuda", dtype=dtype)
+        _, mean, rstd, _, _ = torch.ops.inorm.instance_norm_forward(x, weight, None, None, None, True, 0.1, 1e-5)
+        running = (torch.rand(4, device="cuda", dtype=dtype), torch.rand(4, device="cuda", dtype=dtype) + 0.5)
+        for mask in ([True, True, True], [True, False, False], [False, True, True]):
+            samples.append((dy, x, weight, mean, rstd, None, None, True, 1e-5, mask))
+            samples.append((dy, x, weight, None, None, *running, False, 1e-5, mask))
+        samples.append((dy, x, None, mean, rstd, None, None, True, 1e-5, [True, False, True]))
+    return samples
+
+
+def test_opcheck_backward():
+    for args in backward_samples():
+        torch.library.opcheck(torch.ops.inorm.instance_norm_backward.default, args)
+
+
+def test_backward_is_inorms_kernel():
+    """The autograd formula calls inorm's backward op, not torch ops."""
+    norm = inorm.InstanceNorm2d(4, affine=True).cuda()
+    x = make_input((2, 4, 16, 16), torch.float32).requires_grad_()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        norm(x).sum().backward()
+    names = {event.name for event in profile.events()}
+    assert "inorm::instance_norm_backward" in names
+
+
+class _Block(torch.nn.Module):
+    """conv -> InstanceNorm(affine) -> ReLU -> conv, a style-transfer generator's residual block."""
+
+    def __init__(self, norm_cls, channels):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(channels, channels, 3, padding=1)
+        self.norm = norm_cls(channels, affine=True)
+        self.conv2 = torch.nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv2(torch.relu(self.norm(self.conv1(x))))
+
+
+@pytest.fixture
+def exact_convolutions():
+    # Convolutions in TF32 would differ between eager and compiled code by more than the norm does.
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32 = saved
+
+
+def test_compiled_training_step_matches_eager(exact_convolutions):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    reference = _Block(torch.nn.InstanceNorm2d, 8).cuda()
+    ours = _Block(inorm.InstanceNorm2d, 8).cuda()
+    ours.load_state_dict(reference.state_dict())
+    compiled = torch.compile(ours, fullgraph=True)
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (reference, ours)]
+    for step in range(3):
+        x = make_input((4, 8, 32, 32), torch.float32, seed=step)
+        for model, optimizer in zip((reference, compiled), optimizers):
+            optimizer.zero_grad()
+            model(x).square().mean().backward()
+            optimizer.step()
+    for (name, p_ref), p_ours in zip(reference.named_parameters(), ours.parameters()):
+        torch.testing.assert_close(p_ours, p_ref, atol=1e-4, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 96, 96), (4, 8, 512, 512)], ids=["small_slices", "shared_slices"])
+def test_cuda_graph_of_forward_and_backward(shape):
+    norm = inorm.InstanceNorm2d(shape[1], affine=True).cuda()
+    static_x = make_input(shape, torch.float32).requires_grad_()
+    static_dy = torch.randn(shape, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the capture, as torch's docs advise
+        torch.autograd.grad(norm(static_x), [static_x, norm.weight, norm.bias], static_dy)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_grads = torch.autograd.grad(norm(static_x), [static_x, norm.weight, norm.bias], static_dy)
+    for seed in (1, 2):
+        with torch.no_grad():
+            static_x.copy_(make_input(shape, torch.float32, seed=seed))
+            static_dy.normal_()
+        graph.replay()
+        x = static_x.detach().requires_grad_()
+        want = torch.autograd.grad(F.instance_norm(x, weight=norm.weight, bias=norm.bias), [x, norm.weight, norm.bias],
+                                   static_dy)
+        for got, expected in zip(static_grads, want):
+            torch.testing.assert_close(got, expected, atol=1e-3, rtol=1e-4)
+
+
+def test_training_step_peak_memory_no_higher_than_torch():
+    """The forward saves x, mean and rstd only; the backward allocates dx and the [C] gradients."""
+    shape = (16, 64, 128, 128)
+    peaks = []
+    for module_cls in (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d):
+        module = module_cls(shape[1], affine=True).cuda()
+        x = make_input(shape, torch.float32).requires_grad_()
+        dy = torch.randn(shape, device="cuda")
+        torch.autograd.grad(module(x), [x, module.weight, module.bias], dy)  # warm-up
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        grads = torch.autograd.grad(module(x), [x, module.weight, module.bias], dy)
+        torch.cuda.synchronize()
+        peaks.append(torch.cuda.max_memory_allocated() - base)
+        del grads, module, x, dy
+    eager_peak, inorm_peak = peaks
+    assert inorm_peak <= eager_peak, f"inorm's step peaks at {inorm_peak} bytes above its inputs, torch.nn's at {eager_peak}"
+
+
+def test_eval_mode_backward_with_running_stats():
+    reference, ours = make_pair(torch.nn.InstanceNorm2d, inorm.InstanceNorm2d, 6, affine=True,
+                                track_running_stats=True)
+    with torch.no_grad():
+        for module in (reference, ours):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 1.5)
+    reference.eval(), ours.eval()
+    x = make_input((3, 6, 20, 20), torch.float32)
+    dy = torch.randn_like(x)
+    for got, want in zip(gradients(ours, x, dy), gradients(reference, x, dy)):
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_empty_batch_gradients_are_empty_and_zero():
+    ours = inorm.InstanceNorm2d(3, affine=True).cuda()
+    x = make_input((0, 3, 8, 8), torch.float32)
+    dx, dweight, dbias = gradients(ours, x, torch.empty_like(x))
+    assert dx.shape == x.shape
+    assert torch.equal(dweight, torch.zeros(3, device="cuda")) and torch.equal(dbias, torch.zeros(3, device="cuda"))
