@@ -7,9 +7,9 @@
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   inorm-bench --backward [--suite FILE]  the backward (dy ~ N(0, 1); shared/suites/train.json)
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0c2,g16c3-global,pipelined (also time forced plans: CTAs
-//            per slice, CTAs per SM and exchange of shared_resident, split_pipelined; see
-//            dev/VARIANTS.md)
+//            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5 (also time
+//            forced plans: CTAs per slice, CTAs per SM and exchange of shared_resident,
+//            split_pipelined and its lead's slack per CTA; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -42,7 +42,15 @@ using testing::DeviceBuffer;
 struct Variant {
   std::string name;  // "" for the planner's own choice
   PlanOptions options;
+  double split_slack_per_cta = -1;  // >= 0: split_pipelined's lead edited to parts + grid * this
 };
+
+// The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead.
+void edit_plan(const Variant& variant, Plan* plan) {
+  if (variant.split_slack_per_cta < 0 || plan->path != Path::kSplitPipelined) return;
+  plan->pipeline_lead = std::min(plan->num_slices * plan->parts_per_slice,
+                                 plan->parts_per_slice + static_cast<int64_t>(plan->grid * variant.split_slack_per_cta));
+}
 
 struct Options {
   std::string suite;
@@ -281,6 +289,7 @@ Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t
       rows->push_back(row);
       continue;
     }
+    edit_plan(variant, &plan);
     row.path = plan.describe();
     BENCH_TRY(workspace.allocate(plan.workspace_bytes));
     BENCH_TRY(time_against_copy(p.x, p.y, in.bytes, options, stream,
@@ -350,6 +359,7 @@ Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_
       rows->push_back(row);
       continue;
     }
+    edit_plan(variant, &plan);
     row.path = plan.describe();
     BENCH_TRY(workspace.allocate(plan.workspace_bytes));
     BENCH_TRY(time_against_copy(p.x, p.dx, in.bytes, options, stream,
@@ -429,6 +439,9 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
         if (v.options.force_exchange == Exchange::kAuto) return false;
       }
     } else if (item == "pipelined") {
+      v.options.force_path = Path::kSplitPipelined;
+    } else if (std::sscanf(item.c_str(), "pipelined-lead%lf", &v.split_slack_per_cta) == 1 &&
+               v.split_slack_per_cta >= 0) {  // the lead's slack per CTA, e.g. pipelined-lead0.5
       v.options.force_path = Path::kSplitPipelined;
     } else {
       return false;

@@ -91,9 +91,6 @@ inline constexpr int kSharedRegisterThreads = 256;
 inline constexpr int kSharedRegisterVecs = 8;
 inline constexpr int64_t kSharedRegisterBytes = int64_t{kSharedRegisterThreads} * kSharedRegisterVecs * 16;
 inline constexpr int kSharedRegisterMaxGroup = 8;
-// A register plan wider than the narrowest that holds the slice only where it keeps this many
-// percent more CTAs busy (planner.cpp plan_shared).
-inline constexpr int kSharedRegisterWiderGainPercent = 5;
 inline constexpr int shared_register_max_group(int inputs) {
   return kSharedRegisterMaxGroup * inputs < kSharedMaxClusterCtas ? kSharedRegisterMaxGroup * inputs
                                                                  : kSharedMaxClusterCtas;

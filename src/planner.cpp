@@ -569,24 +569,16 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
   // shared_register_max_group) that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with
-  // register parts where it needs them, if one does; a wider one only where it keeps
-  // kSharedRegisterWiderGain more CTAs busy (the clusters the GPCs hold times the group: the
-  // backward's fp32 seed, 2 MiB a slice on chip, takes 16 CTAs, 224 busy, over 15, 210 busy).
+  // register parts where it needs them, if one does. Narrowest, not busiest: the backward's fp32
+  // seed ran 5.204 ms with 15 CTAs a slice (210 busy) against 5.297 ms with 16 (224 busy)
+  // (dev/VARIANTS.md 36).
   if (steady_group > detail::kSharedRegisterMaxGroup) {
-    auto busy_ctas = [&](int64_t group) {
-      const int clusters = limits.resident_clusters[detail::kSharedRegisterCtasPerSm][group];
-      return (clusters > 0 ? clusters * group : limits.sm_count * detail::kSharedRegisterCtasPerSm / group * group);
-    };
-    int64_t chosen = 0;
     for (int64_t group = 2; group <= detail::shared_register_max_group(base.inputs); ++group) {
-      if (!fits(chunks_for(group, detail::kSharedRegisterCtasPerSm), detail::kSharedRegisterCtasPerSm)) continue;
-      if (chosen == 0 || busy_ctas(group) * 100 >= busy_ctas(chosen) * (100 + detail::kSharedRegisterWiderGainPercent)) {
-        chosen = group;
+      if (fits(chunks_for(group, detail::kSharedRegisterCtasPerSm), detail::kSharedRegisterCtasPerSm)) {
+        steady_group = group;
+        steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
+        break;
       }
-    }
-    if (chosen > 0) {
-      steady_group = chosen;
-      steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
     }
   }
   struct Score {

@@ -23,7 +23,7 @@ namespace inorm::detail {
 template <typename T, int kThreads, int kVecs>
 struct RegisterPart {
   static constexpr int kVec = kVecOf<T>;
-  Pack<T> packs[kVecs > 0 ? kVecs : 1];
+  Pack<T> packs[kVecs];
   int64_t len = 0;
 
   __device__ __forceinline__ int64_t offset(int k) const {
@@ -37,6 +37,12 @@ struct RegisterPart {
       if (offset(k) < len) packs[k] = load_pack_l2(src + offset(k));
     }
   }
+};
+// No register part: nothing held, nothing loaded.
+template <typename T, int kThreads>
+struct RegisterPart<T, kThreads, 0> {
+  static constexpr int64_t len = 0;
+  __device__ __forceinline__ void load(const T*, int64_t) {}
 };
 
 // A CTA's chunk of kInputs tensors at the same elements of a slice: element i of input k at
@@ -62,15 +68,17 @@ struct Chunk {
   // body in vectors, the ragged ends (or, inputs not aligned alike, every element one by one).
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
+    if constexpr (kVecs > 0) {
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      if (part[0].offset(k) >= part[0].len) continue;
+      for (int k = 0; k < kVecs; ++k) {
+        if (part[0].offset(k) >= part[0].len) continue;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        Acc v[kInputs];
+        for (int e = 0; e < kVec; ++e) {
+          Acc v[kInputs];
 #pragma unroll
-        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
-        f(v);
+          for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
+          f(v);
+        }
       }
     }
     if (inputs_in_vectors()) {
@@ -105,18 +113,20 @@ struct Chunk {
   // it read, so dst may be an input. The register part first, as it was loaded last.
   template <typename G>
   __device__ __forceinline__ void store_each(T* dst, G&& g) const {
+    if constexpr (kVecs > 0) {
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      if (part[0].offset(k) >= part[0].len) continue;
-      Pack<T> out;
+      for (int k = 0; k < kVecs; ++k) {
+        if (part[0].offset(k) >= part[0].len) continue;
+        Pack<T> out;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        Acc v[kInputs];
+        for (int e = 0; e < kVec; ++e) {
+          Acc v[kInputs];
 #pragma unroll
-        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
-        out.v[e] = Traits<T>::from_acc(g(v));
+          for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
+          out.v[e] = Traits<T>::from_acc(g(v));
+        }
+        store_pack_l2(dst + len + part[0].offset(k), out);
       }
-      store_pack_l2(dst + len + part[0].offset(k), out);
     }
     if (coaligned) {
       for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) {

@@ -243,8 +243,8 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     // Taken early, the counter's latency hides under the stores; it is sent to the peers after them
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
-    if (args.out != nullptr) {
-      chunk.store_each(static_cast<T*>(args.out) + offset,
+    if (args.out != nullptr) {  // (the offset again: kept live across the exchange, it cost a spill)
+      chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin,
                        [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
     }
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],

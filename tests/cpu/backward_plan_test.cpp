@@ -146,22 +146,24 @@ TEST(ValidateBackward, SharedChecks) {
   expect_invalid(p, "channels_last", StatusCode::kUnsupported);
 }
 
-// The seed holds 2 MiB a slice on chip in the backward (1 MiB of x, 1 MiB of dy): clusters of 16
-// CTAs at two per SM, each with 48 KiB of x and of dy in shared memory and 16 KiB of each in
-// registers (the forward's seed plan, a cluster of 8, holds half of it).
-TEST(PlanBackward, SeedUsesClustersOfSixteenWithRegisterParts) {
+// The seed holds 2 MiB a slice on chip in the backward (1 MiB of x, 1 MiB of dy): the narrowest
+// cluster that holds it at two CTAs per SM with register parts, 15 CTAs, each with 52.5 KiB of x and
+// of dy in shared memory and 16 KiB of each in registers (the forward's seed plan, a cluster of 8,
+// holds half of it).
+TEST(PlanBackward, SeedUsesTheNarrowestClusterWithRegisterParts) {
   const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
   EXPECT_EQ(plan.pass, Pass::kBackward);
   EXPECT_EQ(plan.inputs, 2);
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_EQ(plan.ctas_per_slice, 15);
   EXPECT_EQ(plan.ctas_per_sm, 2);
   EXPECT_EQ(plan.exchange, Exchange::kCluster);
-  EXPECT_EQ(plan.chunk_len, 16384);
-  EXPECT_EQ(plan.register_len, 4096);  // 16 KiB of each input's 64 KiB chunk
-  EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((16384 - 4096) * 4, 2));
+  EXPECT_EQ(plan.chunk_len, 17536);  // 262144 / 15, in whole 512-byte units
+  EXPECT_EQ(plan.register_len, 4096);  // 16 KiB of each input's chunk
+  EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((17536 - 4096) * 4, 2));
+  EXPECT_EQ(plan.grid, 210);  // the 14 clusters of 15 an H200's GPCs hold at two per SM
   EXPECT_TRUE(detail::shared_slices_in_order(plan));
-  EXPECT_EQ(plan.describe().rfind("backward shared_resident ctas_per_slice=16", 0), 0u) << plan.describe();
+  EXPECT_EQ(plan.describe().rfind("backward shared_resident ctas_per_slice=15", 0), 0u) << plan.describe();
 }
 
 // The half seeds (512 KiB a slice of each): the same register plan as the forward's fp32 seed.
