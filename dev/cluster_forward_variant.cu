@@ -42,8 +42,7 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
   chunk.buf[0] = buf;
   chunk.range = range;
   chunk.len = len;
-  chunk.coaligned = args.coaligned;
-
+  
   if (threadIdx.x == 0) {
     init(&loaded, kThreads);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
@@ -61,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
   Acc mean_hi, mean_lo, m2;
   combine_chunks(cluster_stats, static_cast<int>(cluster_size), &mean_hi, &mean_lo, &m2);
   const SliceAffine<Acc> affine = finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-  chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin,
+  chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned,
                    [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
 }
 

@@ -114,8 +114,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real
     chunk.buf[0] = buf;
     chunk.range = range;
     chunk.len = len;
-    chunk.coaligned = args.coaligned;
-    AllSum all_sum{reduce_storage};
+        AllSum all_sum{reduce_storage};
     ChunkStats<Acc> mine{static_cast<Acc>(len), 0.f, 0.f, static_cast<Acc>(len)};
     if (!kNoStats) {
       if (!kOnePass) {
@@ -202,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real
         cuda::ptx::cp_async_bulk_commit_group();
       }
     } else {
-      chunk.store_each(dst, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
+      chunk.store_each(dst, args.coaligned, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
     }
     __syncthreads();
   }
@@ -467,8 +466,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) clus
     chunk.buf[0] = buf;
     chunk.range = range;
     chunk.len = len;
-    chunk.coaligned = args.coaligned;
-    AllSum all_sum{reduce_storage};
+        AllSum all_sum{reduce_storage};
     const ChunkStats<Acc> mine = ForwardOp<T>::reduce({}, chunk, len, all_sum);
     const int b = step & 1;
     if (threadIdx.x == 0) {
@@ -487,7 +485,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) clus
     Acc mean_hi, mean_lo, m2;
     combine_chunks(peers[b], group_size, &mean_hi, &mean_lo, &m2);
     const SliceAffine<Acc> affine = finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-    chunk.store_each(dst, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
+    chunk.store_each(dst, args.coaligned, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
     __syncthreads();
   }
   cluster.sync();  // no CTA exits while a peer may still address its shared memory

@@ -42,6 +42,9 @@ def _setup_context(ctx, inputs, output):
     input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps = inputs
     _, mean, rstd, new_running_mean, new_running_var = output
     ctx.mark_non_differentiable(mean, rstd, new_running_mean, new_running_var)
+    # The statistics have no gradient: no zeros of their size are made for them (a training step's
+    # peak memory stays at torch.nn's).
+    ctx.set_materialize_grads(False)
     ctx.use_input_stats = use_input_stats
     ctx.eps = eps
     ctx.bias_dtype = bias.dtype if bias is not None else None
@@ -52,6 +55,8 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_output, *_unused_stat_grads):
+    if grad_output is None:  # the output took no part in what is differentiated
+        return (None,) * 8
     input, weight, center, scale_source = ctx.saved_tensors
     output_mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[1],
                    ctx.bias_dtype is not None and ctx.needs_input_grad[2]]

@@ -27,6 +27,10 @@ import inorm
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 TOLERANCES = {torch.float32: 1e-4, torch.float64: 1e-9, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
+# A training step's gradients against eager's: in half types both round dx to the dtype and eager
+# also rounds each sample's weight-gradient term before adding them up, so four ulps (tests/python
+# test_backward.py holds both to float64 instead).
+TRAIN_TOLERANCES = {**TOLERANCES, torch.float16: 2e-3}
 MODULES = {3: (torch.nn.InstanceNorm1d, inorm.InstanceNorm1d),
            4: (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d),
            5: (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d)}
@@ -152,7 +156,7 @@ def run_train_case(case, iters, min_sample_ms, cycles_per_ms):
     functions = {"copy": lambda: copy_target.copy_(x), "eager": step(reference), "compile": step(compiled),
                  "inorm": step(ours)}
     expected, actual = step(reference)(), step(ours)()
-    tolerance = TOLERANCES[dtype]
+    tolerance = TRAIN_TOLERANCES[dtype]
     # dweight and dbias add up N * S terms: measured against the square root of their count.
     scales = (1.0, (x.numel() / shape[1]) ** 0.5, (x.numel() / shape[1]) ** 0.5)
     verified = all(torch.allclose(a, e, atol=tolerance * s, rtol=tolerance) for a, e, s in zip(actual, expected, scales))

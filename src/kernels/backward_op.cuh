@@ -86,7 +86,7 @@ struct BackwardOp {
       sums.second += v[1] * d;
       sums.third += d;
     });
-    sums = all_sum(sums);
+    sums = all_sum.last(sums);
     return Partial{sums.first, sums.second, sums.third, Acc(0)};
   }
 

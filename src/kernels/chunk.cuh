@@ -53,16 +53,16 @@ struct Chunk {
   using Acc = AccOf<T>;
   static constexpr int kVec = kVecOf<T>;
   const T* buf[kInputs];
-  RaggedRange<T> range;  // input 0's layout of [0, len); every input's when `coaligned`
+  RaggedRange<T> range;  // input 0's layout of [0, len); every input's when `inputs_coaligned`
   int64_t len = 0;
-  bool coaligned = true;  // every tensor read or written is aligned like input 0 modulo 16
+  bool inputs_coaligned = true;  // every input is aligned like input 0 modulo 16
   RegisterPart<T, kThreads, kVecs> part[kInputs];
 
   __device__ __forceinline__ const Pack<T>* body(int k) const {
     return reinterpret_cast<const Pack<T>*>(buf[k] + range.head);
   }
   // Whether the inputs line up in 16-byte vectors (one input always does).
-  __device__ __forceinline__ bool inputs_in_vectors() const { return kInputs == 1 || coaligned; }
+  __device__ __forceinline__ bool inputs_in_vectors() const { return kInputs == 1 || inputs_coaligned; }
 
   // f(v) for every element this thread holds, v[k] its value in input k: the register part, the
   // body in vectors, the ragged ends (or, inputs not aligned alike, every element one by one).
@@ -109,10 +109,12 @@ struct Chunk {
   }
 
   // dst[i] = g(values of element i) for every element (dst: the output's elements of this chunk),
-  // with 16-byte stores (L2 only) where every tensor is aligned alike; a thread stores only elements
-  // it read, so dst may be an input. The register part first, as it was loaded last.
+  // with 16-byte stores (L2 only) where every tensor, dst too, is aligned alike (`coaligned`, passed
+  // at the store: a flag kept in the chunk across the exchange cost the forward a register spill);
+  // a thread stores only elements it read, so dst may be an input. The register part first, as it
+  // was loaded last.
   template <typename G>
-  __device__ __forceinline__ void store_each(T* dst, G&& g) const {
+  __device__ __forceinline__ void store_each(T* dst, bool coaligned, G&& g) const {
     if constexpr (kVecs > 0) {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
@@ -206,9 +208,10 @@ __device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& load
   return start_chunk_loads<T, 1>(loaded, bufs, srcs, ranges);
 }
 
-// The sum over a CTA of a value, a PairSum or a TripleSum of Acc, returned to every thread (a CUB
-// block reduction, then a broadcast through shared memory). Ends with a barrier, after which the
-// storage may be used again.
+// The sum over a CTA of a value, a PairSum or a TripleSum of Acc (a CUB block reduction):
+// operator() returns it to every thread (a broadcast through shared memory), last() to thread 0
+// alone, where the CTA families use a chunk's partial (the op's last reduction). Both end with a
+// barrier, after which the storage may be used again.
 template <typename Acc, int kThreads>
 struct BlockAllSum {
   struct TempStorage {
@@ -234,6 +237,12 @@ struct BlockAllSum {
     __syncthreads();
     return *total;
   }
+  template <typename V>
+  __device__ __forceinline__ V last(V value) {
+    value = cub::BlockReduce<V, kThreads>(reduce_storage<V>()).Reduce(value, SumOp{});
+    __syncthreads();
+    return value;
+  }
 
  private:
   template <typename V>
@@ -250,7 +259,8 @@ struct BlockAllSum {
 };
 
 // The sum over each group of kGroup consecutive lanes, returned to every lane of the group (a CUB
-// warp reduction, then a shuffle from the group's first lane). Every lane of the warp takes part.
+// warp reduction, then a shuffle from the group's first lane), by operator() and last() alike (the
+// group family finishes its slice in every lane). Every lane of the warp takes part.
 template <int kGroup>
 struct GroupAllSum {
   template <typename V>
@@ -261,6 +271,10 @@ struct GroupAllSum {
     value = cub::ShuffleIndex<kGroup>(value, 0, 0xffffffffu);
     __syncwarp();  // the storage may be used again
     return value;
+  }
+  template <typename V>
+  __device__ __forceinline__ V last(V value) const {
+    return (*this)(value);
   }
 };
 

@@ -6,7 +6,8 @@
 //
 // An op of the engine answers, as static members:
 //   Context context(args, slice)          what the slice needs before its reductions
-//   Partial reduce(ctx, elements, count, all_sum)   a chunk's (or a whole slice's) partial
+//   Partial reduce(ctx, elements, count, all_sum)   a chunk's (or a whole slice's) partial, its last
+//                                          sum by all_sum.last (a CTA's partial is used in thread 0)
 //   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
 //   SplitPartial to_split(partial), combine_split<kThreads>(partials, parts), from_split(split)
 //                                          the same in float64 through global memory (split path)
@@ -124,7 +125,7 @@ struct ForwardOp {
       dev.first += d;
       dev.second += d * d;
     });
-    dev = all_sum(dev);
+    dev = all_sum.last(dev);
     const Acc resid = count > 0 ? dev.first / n : Acc(0);
     return Partial{n, mean, resid, dev.second - dev.first * resid};
   }

@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     const typename Op::Context ctx = Op::context(args, slice);
     chunk.range = ranges[0];
     chunk.len = shared_len;
-    chunk.coaligned = args.coaligned;
+    chunk.inputs_coaligned = args.coaligned;
     loaded.wait(std::move(load_token));
     AllSum all_sum{reduce_storage};
     const Partial mine = Op::reduce(ctx, chunk, len, all_sum);
@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
     if (args.out != nullptr) {  // (the offset again: kept live across the exchange, it cost a spill)
-      chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin,
+      chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned,
                        [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
     }
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],

@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
     }
     chunk.range = ranges[0];
     chunk.len = len;
-    chunk.coaligned = args.coaligned;
+    chunk.inputs_coaligned = args.coaligned;
     auto token = start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
     const typename Op::Context ctx = Op::context(args, work.slice);
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[work.slice]);
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
           Op::finish(args, work.slice, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
       loaded.wait(std::move(token));
       if (args.out != nullptr) {
-        chunk.store_each(static_cast<T*>(args.out) + offset,
+        chunk.store_each(static_cast<T*>(args.out) + offset, args.coaligned,
                          [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
       }
     }
