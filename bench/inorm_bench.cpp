@@ -259,6 +259,36 @@ Row base_row(const BenchCase& c, const Options& options) {
   return row;
 }
 
+// Every variant of a case: planned by plan_fn with the variant's options (and edit), timed against a
+// copy of x into `scratch`, GB/s from `tensors_moved` tensors of `bytes`, verified by verify_fn.
+template <typename Params, typename PlanFn, typename LaunchFn, typename VerifyFn>
+Status time_variants(const Row& base, const Params& p, void* scratch, std::size_t bytes, double tensors_moved,
+                     const Options& options, cudaStream_t stream, PlanFn&& plan_fn, LaunchFn&& launch_fn,
+                     VerifyFn&& verify_fn, std::vector<Row>* rows) {
+  DeviceBuffer workspace;
+  for (const Variant& variant : options.variants) {
+    Row row = base;
+    if (!variant.name.empty()) row.id += "@" + variant.name;
+    Plan plan;
+    const Status planned = plan_fn(p, &plan, variant.options);
+    if (!planned.ok()) {
+      row.path = "not planned";
+      row.note = planned.message();
+      rows->push_back(row);
+      continue;
+    }
+    edit_plan(variant, &plan);
+    row.path = plan.describe();
+    BENCH_TRY(workspace.allocate(plan.workspace_bytes));
+    BENCH_TRY(time_against_copy(p.x, scratch, bytes, options, stream,
+                                [&] { return launch_fn(plan, p, workspace.get(), stream); }, &row));
+    row.gbps = tensors_moved * static_cast<double>(bytes) / (row.inorm_ms * 1e-3) / 1e9;
+    BENCH_TRY(verify_fn(&row));
+    rows->push_back(row);
+  }
+  return Status::Ok();
+}
+
 Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t stream, std::vector<Row>* rows) {
   const Row base = base_row(c, options);
   ForwardParams p;
@@ -277,27 +307,11 @@ Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t
   p.param_dtype = c.dtype;
   p.weight = in.weight.get();
   p.bias = in.bias.get();
-  DeviceBuffer workspace;
-  for (const Variant& variant : options.variants) {
-    Row row = base;
-    if (!variant.name.empty()) row.id += "@" + variant.name;
-    Plan plan;
-    const Status planned = plan_forward(p, &plan, variant.options);
-    if (!planned.ok()) {
-      row.path = "not planned";
-      row.note = planned.message();
-      rows->push_back(row);
-      continue;
-    }
-    edit_plan(variant, &plan);
-    row.path = plan.describe();
-    BENCH_TRY(workspace.allocate(plan.workspace_bytes));
-    BENCH_TRY(time_against_copy(p.x, p.y, in.bytes, options, stream,
-                                [&] { return launch_forward(plan, p, workspace.get(), stream); }, &row));
-    row.gbps = 2.0 * static_cast<double>(in.bytes) / (row.inorm_ms * 1e-3) / 1e9;
-    BENCH_TRY(verify_forward_samples(p, in.slice_len, in.host_weight, in.host_bias, &row));
-    rows->push_back(row);
-  }
+  return time_variants(
+      base, p, p.y, in.bytes, 2.0, options, stream,
+      [](const ForwardParams& params, Plan* plan, const PlanOptions& o) { return plan_forward(params, plan, o); },
+      launch_forward, [&](Row* row) { return verify_forward_samples(p, in.slice_len, in.host_weight, in.host_bias, row); },
+      rows);
   return Status::Ok();
 }
 
@@ -318,7 +332,7 @@ Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_
   BENCH_TRY(make_inputs(c, p.channels, &in));
   const int64_t slices = p.batch * p.channels;
   const std::size_t stats_bytes = static_cast<std::size_t>(slices) * dtype_size(stats_dtype(c.dtype));
-  DeviceBuffer dy, mean, rstd, dweight, dbias, workspace;
+  DeviceBuffer dy, mean, rstd, dweight, dbias;
   BENCH_TRY(mean.allocate(stats_bytes));
   BENCH_TRY(rstd.allocate(stats_bytes));
   {  // the forward's statistics, its output into dx's buffer
@@ -348,27 +362,10 @@ Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_
     p.dweight = dweight.get();
     p.dbias = dbias.get();
   }
-  for (const Variant& variant : options.variants) {
-    Row row = base;
-    if (!variant.name.empty()) row.id += "@" + variant.name;
-    Plan plan;
-    const Status planned = plan_backward(p, &plan, variant.options);
-    if (!planned.ok()) {
-      row.path = "not planned";
-      row.note = planned.message();
-      rows->push_back(row);
-      continue;
-    }
-    edit_plan(variant, &plan);
-    row.path = plan.describe();
-    BENCH_TRY(workspace.allocate(plan.workspace_bytes));
-    BENCH_TRY(time_against_copy(p.x, p.dx, in.bytes, options, stream,
-                                [&] { return launch_backward(plan, p, workspace.get(), stream); }, &row));
-    row.gbps = 3.0 * static_cast<double>(in.bytes) / (row.inorm_ms * 1e-3) / 1e9;
-    BENCH_TRY(verify_backward_samples(p, in.slice_len, in.host_weight, &row));
-    rows->push_back(row);
-  }
-  return Status::Ok();
+  return time_variants(
+      base, p, p.dx, in.bytes, 3.0, options, stream,
+      [](const BackwardParams& params, Plan* plan, const PlanOptions& o) { return plan_backward(params, plan, o); },
+      launch_backward, [&](Row* row) { return verify_backward_samples(p, in.slice_len, in.host_weight, row); }, rows);
 }
 
 std::string json_escape(const std::string& text) {

@@ -68,7 +68,7 @@ inline constexpr int kSharedSteadyMinRounds = 2;
 // Static shared memory of the kernel (barriers, CUB storage, the inbox of kSharedMaxCtasPerSlice
 // chunk statistics) stays below this.
 inline constexpr int kSharedStaticReserve = 3072;
-// Slices handed out in order from a counter (kernels/shared_forward.cu next_slice) where the grid
+// Slices handed out in order from a counter (kernels/shared_resident.cu next_slice) where the grid
 // runs at least this many rounds of slices, each CTA's share of a slice at least this long; below,
 // the groups stride. Measured (dev/VARIANTS.md 34): in order took the seed fp32 from 1.12x copy
 // to 1.09x and the half seeds from 1.12x to 1.04-1.06x, and slices of 32 KiB and more over 4-45
@@ -97,7 +97,7 @@ inline constexpr int shared_register_max_group(int inputs) {
 }
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores
-// (kernels/shared_forward.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after
+// (kernels/shared_resident.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after
 // the stores: seed fp32 (239 rounds) 3.735 → 3.682 ms, 2048 1 MiB bf16 slices (68 rounds) -0.7%,
 // 34 rounds -0.3% to +0.5%, 4-26 rounds +0% to +3% (slices taken early leave the last round
 // unevenly spread); at three CTAs per SM it lost everywhere (seed bf16 +0.9%, mid-affine +1.3%),

@@ -53,7 +53,8 @@ int64_t slice_len_of(const Params& params) {
 // Whether the plan ends with the channel reduction (kernels/channel_reduce.cu).
 inline bool reduces_channels(const Plan& plan) { return plan.update_running_stats || plan.weight_grads; }
 
-// Bytes of ChunkStats<stats type> (count, mean, resid, m2; kernels/chunk_stats.cuh).
+// Bytes of a chunk's partial: ChunkStats<stats type> (count, mean, resid, m2; kernels/forward_op.cuh), or the
+// backward's GradSums, as large.
 inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_dtype(dtype)); }
 
 // Elements at the end of each chunk of each input that a kSharedResident CTA with a register part

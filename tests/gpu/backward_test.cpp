@@ -25,22 +25,6 @@ Case backward_case(std::vector<int64_t> shape, DType dtype) {
   return c;
 }
 
-const std::vector<Shape>& edge_shapes() {
-  static const std::vector<Shape> shapes = {
-      {"S=2: the smallest slice with statistics, a 4-lane group", {3, 5, 2}},
-      {"S=3: odd and shorter than any vector", {2, 3, 3}},
-      {"S=4097: one past a power of two, slices start off 16-byte boundaries", {2, 3, 4097}},
-      {"127x129: odd 2D extents, ragged ends in every slice", {2, 3, 127, 129}},
-      {"N*C=1: a single slice does all the work", {1, 1, 1000}},
-      {"1x3x2048x2048: three 16 MiB slices (32 MiB with dy), split", {1, 3, 2048, 2048}},
-      {"256x256x16x16: many tiny slices, a warp each", {256, 256, 16, 16}},
-      {"2x4x17x19x23: 3D with odd extents", {2, 4, 17, 19, 23}},
-      {"N=0: an empty batch; dweight and dbias are zeros", {0, 3, 8, 8}},
-      {"2x4x512x512: each slice spread over several CTAs", {2, 4, 512, 512}},
-  };
-  return shapes;
-}
-
 // Shapes that land on each path for float32 in the backward, which holds x and dy on chip: its
 // boundaries are half the forward's.
 const std::vector<Shape>& one_shape_per_path() {
@@ -187,31 +171,7 @@ TEST(GpuBackward, EveryPathForced) {
   // would not fit).
   const std::vector<Shape> shapes = {
       {"S=4097", {2, 3, 4097}}, {"61x67", {2, 3, 61, 67}}, {"S=100", {3, 2, 100}}};
-  struct Forced {
-    Path path;
-    int ctas_per_slice;
-    Exchange exchange = Exchange::kAuto;
-  };
-  const Forced forced[] = {{Path::kSharedResident, 1},  {Path::kSharedResident, 2},
-                           {Path::kSharedResident, 3},  {Path::kSharedResident, 5},
-                           {Path::kSharedResident, 12}, {Path::kSharedResident, 16},
-                           {Path::kSharedResident, 1, Exchange::kCluster},
-                           {Path::kSharedResident, 3, Exchange::kGlobal},
-                           {Path::kSharedResident, 16, Exchange::kGlobal},
-                           {Path::kSharedResident, 64},  // wider than a cluster: through L2
-                           {Path::kSplitPipelined, 0}};
-  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
-    for (const Shape& s : shapes) {
-      for (const Forced& f : forced) {
-        Case c = forced_misaligned_case(Pass::kBackward, s.shape, dtype, f.path);
-        c.options.force_ctas_per_slice = f.ctas_per_slice;
-        c.options.force_exchange = f.exchange;
-        c.expect_exchange = f.exchange;
-        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas " +
-                             std::to_string(f.ctas_per_slice) + " exchange " + exchange_name(f.exchange));
-      }
-    }
-  }
+  expect_every_forced_plan_passes(Pass::kBackward, shapes);
 }
 
 // The register plans of the backward (planner.cpp plan_shared): the seed's 1 MiB fp32 slices (2 MiB

@@ -82,6 +82,16 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   }
 }
 
+// The case's dtype and shape (N, C, then 1 to 3 spatial extents) in either pass's params.
+template <typename Params>
+void set_shape(const Case& c, Params* p) {
+  p->dtype = c.dtype;
+  p->batch = c.shape[0];
+  p->channels = c.shape[1];
+  p->spatial_rank = static_cast<int>(c.shape.size()) - 2;
+  for (int i = 0; i < p->spatial_rank; ++i) p->spatial[i] = c.shape[2 + i];
+}
+
 // Random affine parameters and running statistics of the case, uploaded in its param dtype; the
 // host copies hold the rounded values the device sees.
 struct CaseParams {
@@ -147,14 +157,9 @@ Outcome run_forward_case(const Case& c) {
   };
 
   ForwardParams p;
-  p.dtype = c.dtype;
-  p.batch = c.shape[0];
-  p.channels = c.shape[1];
-  p.spatial_rank = static_cast<int>(c.shape.size()) - 2;
-  for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = c.shape[2 + i];
+  set_shape(c, &p);
   const int64_t slices = p.batch * p.channels;
-  int64_t slice_len = 1;
-  for (int i = 0; i < p.spatial_rank; ++i) slice_len *= p.spatial[i];
+  const int64_t slice_len = detail::slice_len_of(p);
   const int64_t numel = slices * slice_len;
   const std::size_t elem = dtype_size(c.dtype);
   const DType stats = stats_dtype(c.dtype);
@@ -278,11 +283,7 @@ Outcome run_backward_case(const Case& c) {
   };
 
   BackwardParams p;
-  p.dtype = c.dtype;
-  p.batch = c.shape[0];
-  p.channels = c.shape[1];
-  p.spatial_rank = static_cast<int>(c.shape.size()) - 2;
-  for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = c.shape[2 + i];
+  set_shape(c, &p);
   const int64_t slices = p.batch * p.channels;
   const int64_t slice_len = detail::slice_len_of(p);
   const int64_t numel = slices * slice_len;

@@ -55,4 +55,58 @@ struct Shape {
   std::vector<int64_t> shape;
 };
 
+// The edge shapes both passes are tested on in every dtype, each with why it is there.
+inline const std::vector<Shape>& edge_shapes() {
+  static const std::vector<Shape> shapes = {
+      {"S=2: the smallest slice with statistics, a 4-lane group", {3, 5, 2}},
+      {"S=3: odd and shorter than any vector", {2, 3, 3}},
+      {"S=4097: one past a power of two, slices start off 16-byte boundaries", {2, 3, 4097}},
+      {"127x129: odd 2D extents, ragged ends in every slice", {2, 3, 127, 129}},
+      {"N*C=1: a single slice does all the work", {1, 1, 1000}},
+      {"1x3x2048x2048: three 16 MiB slices, larger than the chip holds", {1, 3, 2048, 2048}},
+      {"256x256x16x16: many tiny slices, a warp each", {256, 256, 16, 16}},
+      {"2x4x17x19x23: 3D with odd extents", {2, 4, 17, 19, 23}},
+      {"N=0: an empty batch (the backward's dweight and dbias are zeros)", {0, 3, 8, 8}},
+      {"2x4x512x512: each slice spread over several CTAs", {2, 4, 512, 512}},
+  };
+  return shapes;
+}
+
+// The plans EveryPathForced tests force onto shapes they would not be chosen for: every group size
+// the planner may pick small and large, with each exchange (clusters, the planner's choice on
+// those shapes; L2; a cluster of one CTA; wider than a cluster), and split_pipelined.
+struct ForcedPlan {
+  Path path;
+  int ctas_per_slice;
+  Exchange exchange = Exchange::kAuto;
+};
+inline const std::vector<ForcedPlan>& forced_plans() {
+  static const std::vector<ForcedPlan> plans = {
+      {Path::kSharedResident, 1},  {Path::kSharedResident, 2},
+      {Path::kSharedResident, 3},  {Path::kSharedResident, 5},
+      {Path::kSharedResident, 12}, {Path::kSharedResident, 16},
+      {Path::kSharedResident, 1, Exchange::kCluster},
+      {Path::kSharedResident, 3, Exchange::kGlobal},
+      {Path::kSharedResident, 16, Exchange::kGlobal},
+      {Path::kSharedResident, 64},  // wider than a cluster: through L2
+      {Path::kSplitPipelined, 0}};
+  return plans;
+}
+
+// Each forced plan on each shape and dtype, every tensor one element off 16-byte alignment.
+inline void expect_every_forced_plan_passes(Pass pass, const std::vector<Shape>& shapes) {
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
+    for (const Shape& s : shapes) {
+      for (const ForcedPlan& f : forced_plans()) {
+        Case c = forced_misaligned_case(pass, s.shape, dtype, f.path);
+        c.options.force_ctas_per_slice = f.ctas_per_slice;
+        c.options.force_exchange = f.exchange;
+        c.expect_exchange = f.exchange;
+        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas " +
+                             std::to_string(f.ctas_per_slice) + " exchange " + exchange_name(f.exchange));
+      }
+    }
+  }
+}
+
 }  // namespace inorm::testing

@@ -18,22 +18,6 @@
 namespace inorm::testing {
 namespace {
 
-const std::vector<Shape>& edge_shapes() {
-  static const std::vector<Shape> shapes = {
-      {"S=2: the smallest slice with statistics, a 4-lane group", {3, 5, 2}},
-      {"S=3: odd and shorter than any vector", {2, 3, 3}},
-      {"S=4097: one past a power of two, slices start off 16-byte boundaries", {2, 3, 4097}},
-      {"127x129: odd 2D extents, ragged ends in every slice", {2, 3, 127, 129}},
-      {"N*C=1: a single slice does all the work", {1, 1, 1000}},
-      {"1x3x2048x2048: three 16 MiB slices, every SM holds part of one", {1, 3, 2048, 2048}},
-      {"256x256x16x16: many tiny slices, a warp each", {256, 256, 16, 16}},
-      {"2x4x17x19x23: 3D with odd extents", {2, 4, 17, 19, 23}},
-      {"N=0: an empty batch does nothing", {0, 3, 8, 8}},
-      {"2x4x512x512: each slice spread over several CTAs", {2, 4, 512, 512}},
-  };
-  return shapes;
-}
-
 // Shapes that land on each path (and each shared_resident regime) with the planner's choice
 // for float32; other dtypes may land elsewhere, which the planner tests pin down.
 const std::vector<Shape>& one_shape_per_path() {
@@ -201,33 +185,7 @@ TEST(GpuForward, EveryPathForced) {
   INORM_REQUIRE_GPU();
   const std::vector<Shape> shapes = {
       {"S=4097", {2, 3, 4097}}, {"127x129", {2, 3, 127, 129}}, {"S=100", {3, 2, 100}}};
-  struct Forced {
-    Path path;
-    int ctas_per_slice;
-    Exchange exchange = Exchange::kAuto;
-  };
-  // Every group size the planner may pick small and large, with each exchange: clusters (the
-  // planner's choice here), L2, and a cluster of one CTA.
-  const Forced forced[] = {{Path::kSharedResident, 1},  {Path::kSharedResident, 2},
-                           {Path::kSharedResident, 3},  {Path::kSharedResident, 5},
-                           {Path::kSharedResident, 12}, {Path::kSharedResident, 16},
-                           {Path::kSharedResident, 1, Exchange::kCluster},
-                           {Path::kSharedResident, 3, Exchange::kGlobal},
-                           {Path::kSharedResident, 16, Exchange::kGlobal},
-                           {Path::kSharedResident, 64},  // wider than a cluster: through L2
-                           {Path::kSplitPipelined, 0}};
-  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
-    for (const Shape& s : shapes) {
-      for (const Forced& f : forced) {
-        Case c = forced_misaligned_case(Pass::kForward, s.shape, dtype, f.path);
-        c.options.force_ctas_per_slice = f.ctas_per_slice;
-        c.options.force_exchange = f.exchange;
-        c.expect_exchange = f.exchange;
-        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas " +
-                             std::to_string(f.ctas_per_slice) + " exchange " + exchange_name(f.exchange));
-      }
-    }
-  }
+  expect_every_forced_plan_passes(Pass::kForward, shapes);
 }
 
 // The planner's steady plans (chunks of at most 64 KiB, about 192 KiB of them per SM, two or more
