@@ -45,6 +45,46 @@ struct RegisterPart<T, kThreads, 0> {
   __device__ __forceinline__ void load(const T*, int64_t) {}
 };
 
+using Barrier = cuda::barrier<cuda::thread_scope_block>;
+
+// Starts copying src[k][0, ranges[k]'s len) into bufs[k] for every input, each buffer mirroring its
+// source's alignment modulo 16: one bulk async copy of each body by thread 0, ragged ends by
+// ordinary loads; every thread arrives once, thread 0 expecting the bodies' bytes.
+template <typename T, int kInputs>
+__device__ __forceinline__ Barrier::arrival_token start_chunk_loads(Barrier& loaded, T* const (&bufs)[kInputs],
+                                                                    const T* const (&srcs)[kInputs],
+                                                                    const RaggedRange<T> (&ranges)[kInputs]) {
+  if (threadIdx.x == 0) {
+    uint32_t bytes = 0;
+#pragma unroll
+    for (int k = 0; k < kInputs; ++k) {
+      if (ranges[k].body_vecs == 0) continue;
+      const uint32_t body_bytes = static_cast<uint32_t>(ranges[k].body_vecs * 16);
+      cuda::device::memcpy_async_tx(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head,
+                                    cuda::aligned_size_t<16>(body_bytes), loaded);
+      bytes += body_bytes;
+    }
+    if (bytes > 0) return cuda::device::barrier_arrive_tx(loaded, 1, bytes);
+    return loaded.arrive();
+  }
+  const int e = static_cast<int>(threadIdx.x) - 1;
+#pragma unroll
+  for (int k = 0; k < kInputs; ++k) {
+    if (e < ranges[k].ragged()) bufs[k][ranges[k].ragged_index(e)] = srcs[k][ranges[k].ragged_index(e)];
+  }
+  return loaded.arrive();
+}
+
+// One input: start_chunk_loads for a single tensor.
+template <typename T>
+__device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& loaded, T* buf, const T* src,
+                                                                   const RaggedRange<T>& range) {
+  T* const bufs[1] = {buf};
+  const T* const srcs[1] = {src};
+  const RaggedRange<T> ranges[1] = {range};
+  return start_chunk_loads<T, 1>(loaded, bufs, srcs, ranges);
+}
+
 // A CTA's chunk of kInputs tensors at the same elements of a slice: element i of input k at
 // buf[k][i] for i < len (shared memory, each buffer mirroring its tensor's alignment modulo 16, or
 // global memory), then part[k] (registers). The op sees element i of every input at once.
@@ -57,6 +97,27 @@ struct Chunk {
   int64_t len = 0;
   bool inputs_coaligned = true;  // every input is aligned like input 0 modulo 16
   RegisterPart<T, kThreads, kVecs> part[kInputs];
+
+  // Points the chunk at elements [0, shared_len) of every input (srcs[k]: its first), each held in
+  // its region of `smem` (`region` bytes apart) at the same address modulo 16 as its source, so
+  // that the body moves by bulk copy, and starts their load (start_chunk_loads). Returns the
+  // barrier's arrival token to wait on. The register part is the caller's to load.
+  __device__ __forceinline__ Barrier::arrival_token start_load(Barrier& loaded, unsigned char* smem, int64_t region,
+                                                               const T* const (&srcs)[kInputs], int64_t shared_len,
+                                                               bool coaligned) {
+    T* bufs[kInputs];
+    RaggedRange<T> ranges[kInputs];
+#pragma unroll
+    for (int k = 0; k < kInputs; ++k) {
+      ranges[k] = RaggedRange<T>(srcs[k], shared_len);
+      bufs[k] = reinterpret_cast<T*>(smem + k * region) + ranges[k].misalign;
+      buf[k] = bufs[k];
+    }
+    range = ranges[0];
+    len = shared_len;
+    inputs_coaligned = coaligned;
+    return start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
+  }
 
   __device__ __forceinline__ const Pack<T>* body(int k) const {
     return reinterpret_cast<const Pack<T>*>(buf[k] + range.head);
@@ -167,46 +228,6 @@ struct Chunk {
     for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(buf[i][j]);
   }
 };
-
-using Barrier = cuda::barrier<cuda::thread_scope_block>;
-
-// Starts copying src[k][0, ranges[k]'s len) into bufs[k] for every input, each buffer mirroring its
-// source's alignment modulo 16: one bulk async copy of each body by thread 0, ragged ends by
-// ordinary loads; every thread arrives once, thread 0 expecting the bodies' bytes.
-template <typename T, int kInputs>
-__device__ __forceinline__ Barrier::arrival_token start_chunk_loads(Barrier& loaded, T* const (&bufs)[kInputs],
-                                                                    const T* const (&srcs)[kInputs],
-                                                                    const RaggedRange<T> (&ranges)[kInputs]) {
-  if (threadIdx.x == 0) {
-    uint32_t bytes = 0;
-#pragma unroll
-    for (int k = 0; k < kInputs; ++k) {
-      if (ranges[k].body_vecs == 0) continue;
-      const uint32_t body_bytes = static_cast<uint32_t>(ranges[k].body_vecs * 16);
-      cuda::device::memcpy_async_tx(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head,
-                                    cuda::aligned_size_t<16>(body_bytes), loaded);
-      bytes += body_bytes;
-    }
-    if (bytes > 0) return cuda::device::barrier_arrive_tx(loaded, 1, bytes);
-    return loaded.arrive();
-  }
-  const int e = static_cast<int>(threadIdx.x) - 1;
-#pragma unroll
-  for (int k = 0; k < kInputs; ++k) {
-    if (e < ranges[k].ragged()) bufs[k][ranges[k].ragged_index(e)] = srcs[k][ranges[k].ragged_index(e)];
-  }
-  return loaded.arrive();
-}
-
-// One input: start_chunk_loads for a single tensor.
-template <typename T>
-__device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& loaded, T* buf, const T* src,
-                                                                   const RaggedRange<T>& range) {
-  T* const bufs[1] = {buf};
-  const T* const srcs[1] = {src};
-  const RaggedRange<T> ranges[1] = {range};
-  return start_chunk_loads<T, 1>(loaded, bufs, srcs, ranges);
-}
 
 // The sum over a CTA of a value, a PairSum or a TripleSum of Acc (a CUB block reduction):
 // operator() returns it to every thread (a broadcast through shared memory), last() to thread 0

@@ -211,23 +211,12 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     const int64_t offset = slice * args.slice_len + begin;
     Chunk<T, kThreads, kInputs, kRegisterVecs> chunk;
     const T* srcs[kInputs];
-    T* bufs[kInputs];
-    RaggedRange<T> ranges[kInputs];
 #pragma unroll
-    for (int k = 0; k < kInputs; ++k) {
-      srcs[k] = inputs[k] + offset;
-      ranges[k] = RaggedRange<T>(srcs[k], shared_len);
-      // bufs[k][i] holds srcs[k][i] at the same address modulo 16, so the body is 16-byte aligned.
-      bufs[k] = reinterpret_cast<T*>(smem + k * region) + ranges[k].misalign;
-      chunk.buf[k] = bufs[k];
-    }
-    auto load_token = start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
+    for (int k = 0; k < kInputs; ++k) srcs[k] = inputs[k] + offset;
+    auto load_token = chunk.start_load(loaded, smem, region, srcs, shared_len, args.coaligned);
 #pragma unroll
     for (int k = 0; k < kInputs; ++k) chunk.part[k].load(srcs[k] + shared_len, len - shared_len);  // beside the copy
     const typename Op::Context ctx = Op::context(args, slice);
-    chunk.range = ranges[0];
-    chunk.len = shared_len;
-    chunk.inputs_coaligned = args.coaligned;
     loaded.wait(std::move(load_token));
     AllSum all_sum{reduce_storage};
     const Partial mine = Op::reduce(ctx, chunk, len, all_sum);

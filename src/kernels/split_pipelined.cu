@@ -89,19 +89,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
     const int64_t offset = work.slice * args.slice_len + begin;
     Chunk<T, kSplitThreads, kInputs> chunk;
     const T* srcs[kInputs];
-    T* bufs[kInputs];
-    RaggedRange<T> ranges[kInputs];
 #pragma unroll
-    for (int k = 0; k < kInputs; ++k) {
-      srcs[k] = inputs[k] + offset;
-      ranges[k] = RaggedRange<T>(srcs[k], len);
-      bufs[k] = reinterpret_cast<T*>(smem + k * region) + ranges[k].misalign;  // mirrors its input modulo 16 bytes
-      chunk.buf[k] = bufs[k];
-    }
-    chunk.range = ranges[0];
-    chunk.len = len;
-    chunk.inputs_coaligned = args.coaligned;
-    auto token = start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
+    for (int k = 0; k < kInputs; ++k) srcs[k] = inputs[k] + offset;
+    auto token = chunk.start_load(loaded, smem, region, srcs, len, args.coaligned);
     const typename Op::Context ctx = Op::context(args, work.slice);
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[work.slice]);
     if (!work.normalize) {
