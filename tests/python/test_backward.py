@@ -7,13 +7,9 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's P
 import torch.nn.functional as F  # noqa: E402
 
 import inorm  # noqa: E402
-from helpers import DTYPE_NAMES, DTYPES, ORACLE_TOLERANCES, make_input, make_pair, public_suite_cases, requires_gpu  # noqa: E402
+from helpers import DTYPE_NAMES, module_classes, DTYPES, ORACLE_TOLERANCES, make_input, make_pair, public_suite_cases, requires_gpu  # noqa: E402
 
 pytestmark = requires_gpu
-
-MODULES = {3: (torch.nn.InstanceNorm1d, inorm.InstanceNorm1d),
-           4: (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d),
-           5: (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d)}
 
 EDGE_SHAPES = [
     pytest.param((3, 5, 2), id="S=2: smallest slice with statistics"),
@@ -74,7 +70,7 @@ def max_error(got, exact):
 @pytest.mark.parametrize("data", ["uniform", "offset"])
 def test_backward_no_further_from_float64_than_torch(shape, dtype, data):
     x = make_input(shape, dtype, data=data, seed=len(shape))
-    reference, ours = make_pair(*MODULES[len(shape)], shape[1], affine=True, dtype=dtype)
+    reference, ours = make_pair(*module_classes(len(shape)), shape[1], affine=True, dtype=dtype)
     dy = torch.randn(shape, device="cuda", generator=torch.Generator("cuda").manual_seed(3)).to(dtype)
     expect_no_further_from_float64_than_torch(ours, reference, x, dy)
 
@@ -83,7 +79,7 @@ def test_backward_no_further_from_float64_than_torch(shape, dtype, data):
 def test_public_suite_backward_no_further_from_float64_than_torch(case):
     shape, dtype = tuple(case["shape"]), DTYPE_NAMES[case["dtype"]]
     x = make_input(shape, dtype, channels_last=case["layout"] == "nhwc")
-    reference, ours = make_pair(*MODULES[len(shape)], shape[1], affine=True, dtype=dtype)
+    reference, ours = make_pair(*module_classes(len(shape)), shape[1], affine=True, dtype=dtype)
     dy = torch.randn(shape, device="cuda", dtype=torch.float32).to(dtype)
     expect_no_further_from_float64_than_torch(ours, reference, x, dy)
 

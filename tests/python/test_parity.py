@@ -4,13 +4,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's Python tests need it")
 import inorm  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from helpers import DTYPE_NAMES, DTYPES, ORACLE_TOLERANCES, TOLERANCES, make_input, make_pair, poison_next_allocation, public_suite_cases, requires_gpu  # noqa: E402
+from helpers import DTYPE_NAMES, module_classes, DTYPES, ORACLE_TOLERANCES, TOLERANCES, make_input, make_pair, poison_next_allocation, public_suite_cases, requires_gpu  # noqa: E402
 
 pytestmark = requires_gpu
-
-MODULES = {3: (torch.nn.InstanceNorm1d, inorm.InstanceNorm1d),
-           4: (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d),
-           5: (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d)}
 
 # The core issue's edge shapes, each with why it is here.
 EDGE_SHAPES = [
@@ -39,7 +35,7 @@ def run_both(reference, ours, x):
 def test_public_suite_case(case):
     shape, dtype = tuple(case["shape"]), DTYPE_NAMES[case["dtype"]]
     x = make_input(shape, dtype, channels_last=case["layout"] == "nhwc")
-    reference, ours = make_pair(*MODULES[len(shape)], shape[1], affine=case["affine"])
+    reference, ours = make_pair(*module_classes(len(shape)), shape[1], affine=case["affine"])
     expected, actual, _ = run_both(reference, ours, x)
     assert actual.is_contiguous() == expected.is_contiguous()
     torch.testing.assert_close(actual, expected, **TOLERANCES[dtype])
@@ -58,7 +54,7 @@ def float64_reference(x, module):
 def test_edge_shape(shape, dtype, data):
     x = make_input(shape, dtype, data=data, seed=len(shape))
     # Parameters and running stats in the input's dtype, like a module built with dtype=...
-    reference, ours = make_pair(*MODULES[len(shape)], shape[1], affine=True, track_running_stats=True, dtype=dtype)
+    reference, ours = make_pair(*module_classes(len(shape)), shape[1], affine=True, track_running_stats=True, dtype=dtype)
     exact = float64_reference(x, ours)
     expected, actual, _ = run_both(reference, ours, x)
     torch.testing.assert_close(actual.double(), exact, **ORACLE_TOLERANCES[dtype])
