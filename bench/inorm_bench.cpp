@@ -6,6 +6,8 @@
 //   inorm-bench                          the seed workload (112x64x512x512 float32, U[0,1))
 //   inorm-bench --suite FILE             every case of a suite file (shared/suites/public.json)
 //   inorm-bench --backward [--suite FILE]  the backward (dy ~ N(0, 1); shared/suites/train.json)
+//   inorm-bench --overhead               host time per call on a tiny tensor: plan + launch (plans
+//                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5 (also time
 //            forced plans: CTAs per slice, CTAs per SM and exchange of shared_resident,
@@ -13,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -59,6 +62,7 @@ struct Options {
   int repeats = 30;
   int warmup = 5;
   bool backward = false;
+  bool overhead = false;   // --overhead: host time per call instead of the suite
   std::vector<Variant> variants{Variant{}};
 };
 
@@ -448,10 +452,75 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
   return true;
 }
 
+// Host microseconds per call of `calls` back-to-back calls of `call` on `stream` (wall clock around
+// them, the stream synchronized before and after), after a warm-up.
+template <typename Call>
+double host_us_per_call(Call&& call, cudaStream_t stream, Status* status, int calls = 5000) {
+  for (int i = 0; i < 200 && status->ok(); ++i) *status = call();
+  if (status->ok()) *status = testing::synchronize("warm-up");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls && status->ok(); ++i) *status = call();
+  if (status->ok() && cudaStreamSynchronize(stream) != cudaSuccess) *status = testing::synchronize("timed calls");
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / calls;
+}
+
+// --overhead: what each call costs the host on a 2x8x8x8 float32 tensor, where the kernel is far
+// shorter than that: plan_forward (a cache hit after the first call) + launch_forward with a
+// workspace the caller keeps, forward() (which also allocates and frees its workspace
+// stream-ordered), and cudaMemcpyAsync of the same tensor as the yardstick.
+int run_overhead(cudaStream_t stream) {
+  ForwardParams p;
+  p.batch = 2;
+  p.channels = 8;
+  p.spatial_rank = 2;
+  p.spatial[0] = p.spatial[1] = 8;
+  const std::size_t bytes = 2 * 8 * 8 * 8 * sizeof(float);
+  testing::DeviceBuffer x, y, mean, rstd, workspace;
+  Status status = x.allocate(bytes);
+  if (status.ok()) status = y.allocate(bytes);
+  if (status.ok()) status = mean.allocate(16 * sizeof(float));
+  if (status.ok()) status = rstd.allocate(16 * sizeof(float));
+  if (status.ok()) status = testing::fill_random(x.get(), DType::kFloat32, 2 * 8 * 8 * 8, {}, 1);
+  p.x = x.get();
+  p.y = y.get();
+  p.mean = mean.get();
+  p.rstd = rstd.get();
+  Plan plan;
+  if (status.ok()) status = plan_forward(p, &plan);
+  if (status.ok()) status = workspace.allocate(plan.workspace_bytes);
+  struct Measured {
+    const char* call;
+    double us;
+  };
+  std::vector<Measured> measured;
+  const auto measure = [&](const char* name, auto&& call) {
+    if (status.ok()) measured.push_back({name, host_us_per_call(call, stream, &status)});
+  };
+  measure("plan_forward + launch_forward", [&] {
+    Plan cached;
+    const Status planned = plan_forward(p, &cached);
+    return planned.ok() ? launch_forward(cached, p, workspace.get(), stream) : planned;
+  });
+  measure("launch_forward of a kept plan", [&] { return launch_forward(plan, p, workspace.get(), stream); });
+  measure("forward (plan, workspace, launch)", [&] { return forward(p, stream); });
+  measure("cudaMemcpyAsync D2D (the copy)", [&] {
+    const cudaError_t error = cudaMemcpyAsync(y.get(), x.get(), bytes, cudaMemcpyDeviceToDevice, stream);
+    return error == cudaSuccess ? Status::Ok()
+                                : Status(StatusCode::kCudaError, std::string("cudaMemcpyAsync: ") + cudaGetErrorString(error));
+  });
+  if (!status.ok()) {
+    std::fprintf(stderr, "inorm-bench --overhead: %s\n", status.message().c_str());
+    return 1;
+  }
+  std::printf("host time per call, 5000 back-to-back calls on 2x8x8x8 float32 [%s]:\n", plan.describe().c_str());
+  for (const Measured& m : measured) std::printf("  %-36s %7.2f us\n", m.call, m.us);
+  return 0;
+}
+
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--backward] [--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
+               "[--backward] [--overhead] [--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
                message);
   return 2;
 }
@@ -467,6 +536,7 @@ int main_impl(int argc, char** argv) {
     else if (arg == "--repeats" && has_value) options.repeats = std::atoi(argv[++i]);
     else if (arg == "--warmup" && has_value) options.warmup = std::atoi(argv[++i]);
     else if (arg == "--backward") options.backward = true;
+    else if (arg == "--overhead") options.overhead = true;
     else if (arg == "--variants" && has_value) {
       if (!parse_variants(argv[++i], &options.variants)) return usage("bad --variants list");
     } else {
@@ -512,6 +582,11 @@ int main_impl(int argc, char** argv) {
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
     std::fprintf(stderr, "inorm-bench: cudaStreamCreate failed\n");
     return 1;
+  }
+  if (options.overhead) {
+    const int result = run_overhead(stream);
+    cudaStreamDestroy(stream);
+    return result;
   }
   std::vector<Row> rows;
   bool failed = false;

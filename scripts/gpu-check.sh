@@ -4,8 +4,9 @@
 #             (train.json), the variant sweeps of both passes
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck on the smallest plan of
 #             every family and exchange (GpuSanitize.*), and the synccheck reproducer
-#   python    pip install of the package, pytest, python -m inorm.bench (forward, and --train)
-#   bench     the build and the C++ benchmarks only
+#   python    the package built into the build directory (scripts/build-python.sh), pytest,
+#             python -m inorm.bench (forward, --train, and --overhead against the C++ suite's times)
+#   bench     the build and the C++ benchmarks only (with inorm-bench --overhead)
 # Results and one log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most
 # 8 files. Set INORM_COMMIT to the commit being measured (the device copy has no .git).
 set -uo pipefail
@@ -71,11 +72,18 @@ if part sanitize; then
     echo "synccheck repro $args: rc=$?" | tee -a "$log"
   done
 fi
+if part cpp || part bench; then
+  step bench-overhead 60 "$build/inorm-bench" --overhead
+fi
 if part python; then
-  step pip-install 400 env MAX_JOBS="$(nproc)" TORCH_CUDA_ARCH_LIST=9.0 \
-    python3 -m pip install --no-build-isolation --no-deps --no-cache-dir .
+  # The package as scripts/test.sh builds it (build/python, nothing installed).
+  step build-python 400 env INORM_BUILD_DIR="$build" scripts/build-python.sh
+  export PYTHONPATH="$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}"
   step pytest 480 python3 -m pytest tests/python -q -rs -p no:cacheprovider
   step torch-bench 300 python3 -m inorm.bench --out "$out"
   step train-bench 400 python3 -m inorm.bench --train --out "$out"
+  kernel_times=()
+  [ -f "$out/suite.json" ] && kernel_times=(--kernel-times "$out/suite.json")
+  step overhead 300 python3 -m inorm.bench --overhead "${kernel_times[@]}" --out "$out"
 fi
 exit $status

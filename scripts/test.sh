@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
 # Builds everything (all kernels, sm_90) and runs the tests: the CPU tests always, the GPU tests
-# where a GPU exists (they skip with a message elsewhere), then the Python tests (pytest; those that
-# need PyTorch or a GPU skip with a message where there is none). Extra arguments go to ctest.
+# where a GPU exists (they skip with a message elsewhere), then the Python tests (pytest) against
+# the package built into build/python where PyTorch and nvcc are (scripts/build-python.sh; nothing
+# is installed). Without PyTorch the tests that need it are skipped with one message; those that
+# need a GPU skip with a message where there is none. Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${INORM_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --parallel "$(nproc)"
 ctest --test-dir "$build" --output-on-failure --verbose "$@"
-if python3 -c 'import pytest' 2>/dev/null; then
-  python3 -m pytest tests/python -q -rs -p no:cacheprovider
-else
+if ! python3 -c 'import pytest' 2>/dev/null; then
   echo "pytest is not installed (python3 -m pip install pytest): the Python tests did not run"
+  exit 0
 fi
+if python3 -c 'import torch' 2>/dev/null; then
+  status=0
+  INORM_BUILD_DIR=$build scripts/build-python.sh || status=$?
+  if [ $status -eq 0 ]; then
+    export PYTHONPATH="$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}"
+  elif [ $status -ne 3 ]; then
+    exit $status
+  fi
+fi
+python3 -m pytest tests/python -q -rs -p no:cacheprovider

@@ -149,4 +149,8 @@ inline constexpr int kEvalThreads = 256;
 // Workspace segments start on this boundary.
 inline constexpr std::size_t kWorkspaceAlign = 256;
 
+// Plans kept by plan_forward / plan_backward for the current device (plan_cache.h): far more
+// shapes than a network runs, few enough that dropping them all when full costs nothing noticeable.
+inline constexpr std::size_t kPlanCacheCapacity = 4096;
+
 }  // namespace inorm::detail

@@ -2,6 +2,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "inorm/inorm.h"
 #include "kernels/launchers.h"
+#include "plan_cache.h"
 #include "plan_internal.h"
 
 namespace inorm {
@@ -78,22 +80,39 @@ Status query_device_limits(int device, DeviceLimits* limits) {
 
 namespace {
 
-// The planner for the current device, with the occupancy the compiled kernels really reach there.
-Status plan_on_device(const Plan& signature, const PlanOptions& options, Plan* plan) {
-  int device = 0;
-  Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
+// The limits of `device` with the clusters its GPCs hold, asked of the runtime once per device.
+Status device_limits(int device, DeviceLimits* limits) {
+  static std::mutex mutex;
+  static std::map<int, DeviceLimits> known;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto found = known.find(device);
+    if (found != known.end()) {
+      *limits = found->second;
+      return Status::Ok();
+    }
+  }
+  DeviceLimits fresh;
+  Status status = query_device_limits(device, &fresh);
   if (!status.ok()) return status;
-  DeviceLimits limits;
-  status = query_device_limits(device, &limits);
+  // So that the planner counts rounds of slices as they will run.
+  status = detail::fill_resident_clusters(&fresh);
   if (!status.ok()) return status;
-  // The clusters the GPCs hold, so that the planner counts rounds of slices as they will run.
-  status = detail::fill_resident_clusters(&limits);
-  if (!status.ok()) return status;
+  const std::lock_guard<std::mutex> lock(mutex);
+  *limits = known.emplace(device, fresh).first->second;
+  return Status::Ok();
+}
+
+// The planner for `limits`, with the occupancy the compiled kernels really reach on the current
+// device.
+Status plan_with_occupancy(const Plan& signature, const PlanOptions& options, const DeviceLimits& limits,
+                           Plan* plan) {
   // The planner assumes the shared_resident kernel fits kSharedThreadsPerSm threads per SM: if the
   // compiled kernel reaches fewer CTAs per SM here, plan again under that cap; if no cluster of the
   // plan's size fits, plan again with the L2 exchange. Each retry tightens an option, so the loop
   // ends. Fewer clusters than the plan's grid holds (its buffer may differ from the equal share the
   // table was asked with) shrink the grid: the persistent loop gives them more slices each.
+  Status status;
   PlanOptions capped = options;
   for (;;) {
     status = detail::plan_slices(signature, limits, capped, plan);
@@ -123,6 +142,22 @@ Status plan_on_device(const Plan& signature, const PlanOptions& options, Plan* p
     plan->workspace_bytes = detail::workspace_layout(*plan).total;  // a smaller grid may need the slice counter
     return Status::Ok();
   }
+}
+
+// The plan for the current device: from the cache, else planned (and kept) there.
+Status plan_on_device(const Plan& signature, const PlanOptions& options, Plan* plan) {
+  static detail::PlanCache cache(detail::kPlanCacheCapacity);
+  int device = 0;
+  Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
+  if (!status.ok()) return status;
+  const detail::PlanKey key = detail::plan_key(device, signature, options);
+  if (cache.find(key, plan)) return Status::Ok();
+  DeviceLimits limits;
+  status = device_limits(device, &limits);
+  if (!status.ok()) return status;
+  status = plan_with_occupancy(signature, options, limits, plan);
+  if (status.ok()) cache.insert(key, *plan);
+  return status;
 }
 
 // What every pass's launch shares once its params are checked against the plan: the workspace

@@ -2,17 +2,22 @@
 // to inorm::ForwardParams / BackwardParams, allocates through torch and launches on the current
 // stream; every kernel and every numerical decision lives in the torch-free library.
 //
-//   inorm::instance_norm_forward  functional; returns the running statistics it would write, so that
-//                                 torch.library.register_autograd (functional ops only) can attach the
-//                                 backward and torch.compile can trace it without mutation.
-//   inorm::instance_norm_backward the gradients of the forward (its autograd formula, _ops.py).
+//   inorm::instance_norm_forward  functional: returns the running statistics it would write, so that
+//                                 torch.compile traces it without mutation; its autograd formula
+//                                 (InstanceNormFunction, C++: no Python runs on a call) calls
+//   inorm::instance_norm_backward the gradients of the forward.
 //   inorm::instance_norm          the user-facing op: running stats are mutable arguments (Tensor(a!)),
 //                                 written in place; CompositeImplicitAutograd over the functional op.
+//
+// CUDA tensors run inorm's kernels; every other device (CPU, ...) runs ATen's own instance norm (batch
+// norm over the [1, N * C, S] view, as at::instance_norm does), so the results are torch.nn's there.
 #include <Python.h>
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <torch/autograd.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/library.h>
 
 #include <array>
@@ -57,8 +62,8 @@ void check_parameter(const OptionalTensor& tensor, const char* name, const Tenso
                      std::optional<at::ScalarType>* param_type) {
   if (!tensor.has_value()) return;
   const int64_t channels = input.size(1);
-  TORCH_CHECK(tensor->device() == input.device(), "inorm: ", name, " is on ", tensor->device(),
-              " but input is on ", input.device());
+  TORCH_CHECK(tensor->device() == input.device(), "Expected all tensors to be on the same device: inorm's ", name,
+              " is on ", tensor->device(), " but input is on ", input.device());
   TORCH_CHECK(tensor->dim() == 1 && tensor->size(0) == channels, "inorm: ", name,
               " must have shape [", channels, "] (the input's channels), got ", tensor->sizes());
   to_inorm_dtype(tensor->scalar_type(), name);
@@ -69,6 +74,54 @@ void check_parameter(const OptionalTensor& tensor, const char* name, const Tenso
                 "inorm: weight, bias, running_mean and running_var must share one dtype; ", name,
                 " is ", tensor->scalar_type(), ", another is ", **param_type);
   }
+}
+
+// The forward's arguments, on every device: returns the parameters' dtype (none given: nullopt).
+std::optional<at::ScalarType> check_forward_args(const Tensor& input, const OptionalTensor& weight,
+                                                 const OptionalTensor& bias, const OptionalTensor& running_mean,
+                                                 const OptionalTensor& running_var, bool use_input_stats) {
+  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
+  TORCH_CHECK(use_input_stats || (running_mean.has_value() && running_var.has_value()),
+              "Expected running_mean and running_var to be defined when use_input_stats is false");
+  TORCH_CHECK(running_mean.has_value() == running_var.has_value(),
+              "inorm: running_mean and running_var must be given together");
+  std::optional<at::ScalarType> param_type;
+  check_parameter(weight, "weight", input, &param_type);
+  check_parameter(bias, "bias", input, &param_type);
+  check_parameter(running_mean, "running_mean", input, &param_type);
+  check_parameter(running_var, "running_var", input, &param_type);
+  return param_type;
+}
+
+// The backward's arguments, on every device: returns the parameters' dtype (none given: nullopt).
+std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, const Tensor& input,
+                                                  const OptionalTensor& weight, const OptionalTensor& mean,
+                                                  const OptionalTensor& rstd, const OptionalTensor& running_mean,
+                                                  const OptionalTensor& running_var, bool use_input_stats) {
+  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
+  TORCH_CHECK(grad_output.sizes() == input.sizes(), "inorm: grad_output has shape ", grad_output.sizes(),
+              ", input ", input.sizes());
+  TORCH_CHECK(grad_output.device() == input.device() && grad_output.scalar_type() == input.scalar_type(),
+              "inorm: grad_output must be on the input's device with its dtype, got ", grad_output.device(), " ",
+              grad_output.scalar_type(), " against ", input.device(), " ", input.scalar_type());
+  std::optional<at::ScalarType> param_type;
+  check_parameter(weight, "weight", input, &param_type);
+  check_parameter(running_mean, "running_mean", input, &param_type);
+  check_parameter(running_var, "running_var", input, &param_type);
+  const auto stats_type = stats_scalar_type(input.scalar_type());
+  const int64_t slices = input.size(0) * input.size(1);
+  if (use_input_stats) {
+    for (const auto& [tensor, name] : {std::pair{&mean, "mean"}, std::pair{&rstd, "rstd"}}) {
+      TORCH_CHECK(tensor->has_value() && (*tensor)->device() == input.device() &&
+                      (*tensor)->scalar_type() == stats_type && (*tensor)->numel() == slices,
+                  "inorm: with use_input_stats the backward needs the forward's ", name, " (", stats_type, ", ",
+                  slices, " values on ", input.device(), ")");
+    }
+  } else {
+    TORCH_CHECK(running_mean.has_value() && running_var.has_value(),
+                "Expected running_mean and running_var to be defined when use_input_stats is false");
+  }
+  return param_type;
 }
 
 const void* data_or_null(const OptionalTensor& tensor) {
@@ -103,15 +156,18 @@ Tensor contiguous_input(const Tensor& input) {
   return input.contiguous();
 }
 
-// Plans for the current device and launches on the current stream with a workspace from torch's
-// caching allocator (stream-ordered, and valid under CUDA graph capture).
+// Plans for the current device (a cached plan after the first call of a shape) and launches on the
+// current stream with a workspace, where the plan needs one, from torch's caching allocator
+// (stream-ordered, and valid under CUDA graph capture).
 template <typename Params, typename PlanFn, typename LaunchFn>
 void plan_and_launch(const Params& params, const Tensor& like, PlanFn&& plan_fn, LaunchFn&& launch_fn) {
   inorm::Plan plan;
   check_status(plan_fn(params, &plan));
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(like.device().index());
-  const Tensor workspace = at::empty({static_cast<int64_t>(plan.workspace_bytes)}, like.options().dtype(at::kByte));
-  check_status(launch_fn(plan, params, plan.workspace_bytes > 0 ? workspace.data_ptr() : nullptr, stream));
+  const Tensor workspace = plan.workspace_bytes > 0 ? at::empty({static_cast<int64_t>(plan.workspace_bytes)},
+                                                                 like.options().dtype(at::kByte))
+                                                    : Tensor();
+  check_status(launch_fn(plan, params, workspace.defined() ? workspace.data_ptr() : nullptr, stream));
 }
 
 // Returns (output, mean [N, C], rstd [N, C], new_running_mean, new_running_var). mean and rstd are
@@ -121,19 +177,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
     const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
     const OptionalTensor& running_mean, const OptionalTensor& running_var, bool use_input_stats,
     double momentum, double eps) {
-  TORCH_CHECK(input.is_cuda(), "inorm: input must be a CUDA tensor, got one on ", input.device());
-  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ",
-              input.dim());
-  TORCH_CHECK(use_input_stats || (running_mean.has_value() && running_var.has_value()),
-              "Expected running_mean and running_var to be defined when use_input_stats is false");
-  TORCH_CHECK(running_mean.has_value() == running_var.has_value(),
-              "inorm: running_mean and running_var must be given together");
+  TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
+  const std::optional<at::ScalarType> param_type =
+      check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
-  std::optional<at::ScalarType> param_type;
-  check_parameter(weight, "weight", input, &param_type);
-  check_parameter(bias, "bias", input, &param_type);
-  check_parameter(running_mean, "running_mean", input, &param_type);
-  check_parameter(running_var, "running_var", input, &param_type);
 
   const c10::cuda::CUDAGuard guard(input.device());
   const Tensor x = contiguous_input(input);
@@ -191,32 +238,11 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
     const Tensor& grad_output, const Tensor& input, const OptionalTensor& weight, const OptionalTensor& mean,
     const OptionalTensor& rstd, const OptionalTensor& running_mean, const OptionalTensor& running_var,
     bool use_input_stats, double eps, std::array<bool, 3> output_mask) {
-  TORCH_CHECK(input.is_cuda(), "inorm: input must be a CUDA tensor, got one on ", input.device());
-  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
-  TORCH_CHECK(grad_output.sizes() == input.sizes(), "inorm: grad_output has shape ", grad_output.sizes(),
-              ", input ", input.sizes());
-  TORCH_CHECK(grad_output.device() == input.device() && grad_output.scalar_type() == input.scalar_type(),
-              "inorm: grad_output must be on the input's device with its dtype, got ", grad_output.device(), " ",
-              grad_output.scalar_type(), " against ", input.device(), " ", input.scalar_type());
+  TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
+  const std::optional<at::ScalarType> param_type =
+      check_backward_args(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats);
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
-  std::optional<at::ScalarType> param_type;
-  check_parameter(weight, "weight", input, &param_type);
-  check_parameter(running_mean, "running_mean", input, &param_type);
-  check_parameter(running_var, "running_var", input, &param_type);
-  const auto stats_type = stats_scalar_type(input.scalar_type());
-  const int64_t batch = input.size(0);
   const int64_t channels = input.size(1);
-  if (use_input_stats) {
-    for (const auto& [tensor, name] : {std::pair{&mean, "mean"}, std::pair{&rstd, "rstd"}}) {
-      TORCH_CHECK(tensor->has_value() && (*tensor)->device() == input.device() &&
-                      (*tensor)->scalar_type() == stats_type && (*tensor)->numel() == batch * channels,
-                  "inorm: with use_input_stats the backward needs the forward's ", name, " (", stats_type, ", ",
-                  batch * channels, " values on ", input.device(), ")");
-    }
-  } else {
-    TORCH_CHECK(running_mean.has_value() && running_var.has_value(),
-                "Expected running_mean and running_var to be defined when use_input_stats is false");
-  }
 
   const c10::cuda::CUDAGuard guard(input.device());
   const Tensor x = contiguous_input(input);
@@ -256,18 +282,191 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
   return {grad_input, grad_weight, grad_bias};
 }
 
+using ForwardResult = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>;
+using BackwardResult = std::tuple<Tensor, Tensor, Tensor>;
+
+// The ops through the dispatcher (from the autograd formula and the user-facing op).
+const auto& forward_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("inorm::instance_norm_forward", "")
+                             .typed<ForwardResult(const Tensor&, const OptionalTensor&, const OptionalTensor&,
+                                                  const OptionalTensor&, const OptionalTensor&, bool, double, double)>();
+  return op;
+}
+const auto& backward_op() {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("inorm::instance_norm_backward", "")
+          .typed<BackwardResult(const Tensor&, const Tensor&, const OptionalTensor&, const OptionalTensor&,
+                                const OptionalTensor&, const OptionalTensor&, const OptionalTensor&, bool, double,
+                                std::array<bool, 3>)>();
+  return op;
+}
+
+// ---- Every device but CUDA: ATen's instance norm, as at::instance_norm computes it -------------------
+
+// The [1, N * C, S...] view that at::instance_norm hands to batch norm, and a [C] tensor repeated
+// for each of the N instances.
+Tensor batch_norm_view(const Tensor& tensor) {
+  std::vector<int64_t> shape = tensor.sizes().vec();
+  shape[1] *= shape[0];
+  shape[0] = 1;
+  return tensor.contiguous().view(shape);
+}
+OptionalTensor repeated(const OptionalTensor& tensor, int64_t batch) {
+  return tensor.has_value() ? OptionalTensor(tensor->repeat({batch})) : std::nullopt;
+}
+// The running stats repeated per instance, in the dtype at::instance_norm runs them in: the input's
+// when no affine parameter would make the batch norm mixed-type.
+OptionalTensor repeated_running(const OptionalTensor& tensor, int64_t batch, const Tensor& input, bool affine) {
+  if (!tensor.has_value() || affine) return repeated(tensor, batch);
+  return tensor->to(input.scalar_type()).repeat({batch});
+}
+ForwardResult instance_norm_forward_fallback(const Tensor& input, const OptionalTensor& weight,
+                                             const OptionalTensor& bias, const OptionalTensor& running_mean,
+                                             const OptionalTensor& running_var, bool use_input_stats,
+                                             double momentum, double eps) {
+  check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
+  const int64_t batch = input.size(0);
+  const int64_t channels = input.size(1);
+  const auto stats_options = input.options().dtype(stats_scalar_type(input.scalar_type()));
+  // native_batch_norm updates the repeated running stats in place; the op returns their batch mean.
+  const bool affine = weight.has_value() || bias.has_value();
+  OptionalTensor instance_running_mean = repeated_running(running_mean, batch, input, affine);
+  OptionalTensor instance_running_var = repeated_running(running_var, batch, input, affine);
+  auto [output, saved_mean, saved_invstd] =
+      at::native_batch_norm(batch_norm_view(input), repeated(weight, batch), repeated(bias, batch),
+                            instance_running_mean, instance_running_var, use_input_stats, momentum, eps);
+  Tensor mean = at::empty({0}, stats_options);
+  Tensor rstd = at::empty({0}, stats_options);
+  if (use_input_stats) {
+    mean = saved_mean.view({batch, channels}).to(stats_options.dtype());
+    rstd = saved_invstd.view({batch, channels}).to(stats_options.dtype());
+  }
+  const bool update_running = use_input_stats && running_mean.has_value();
+  const auto batch_mean = [&](const OptionalTensor& instances, const OptionalTensor& running) {
+    return update_running ? instances->view({batch, channels}).mean(0).to(running->scalar_type())
+                          : at::empty({0}, stats_options);
+  };
+  Tensor new_running_mean = batch_mean(instance_running_mean, running_mean);
+  Tensor new_running_var = batch_mean(instance_running_var, running_var);
+  return {output.view(input.sizes()), mean, rstd, new_running_mean, new_running_var};
+}
+
+BackwardResult instance_norm_backward_fallback(const Tensor& grad_output, const Tensor& input,
+                                               const OptionalTensor& weight, const OptionalTensor& mean,
+                                               const OptionalTensor& rstd, const OptionalTensor& running_mean,
+                                               const OptionalTensor& running_var, bool use_input_stats, double eps,
+                                               std::array<bool, 3> output_mask) {
+  const std::optional<at::ScalarType> param_type =
+      check_backward_args(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats);
+  const int64_t batch = input.size(0);
+  const int64_t channels = input.size(1);
+  const auto grad_options = input.options().dtype(param_type.value_or(at::kFloat));
+  // The weight gradient without a weight (the op called directly): that of a weight of ones.
+  OptionalTensor instance_weight = repeated(weight, batch);
+  if (!instance_weight.has_value() && (output_mask[1] || output_mask[2])) {
+    instance_weight = at::ones({batch * channels}, grad_options);
+  }
+  // native_batch_norm saved its statistics in the weight's dtype (mixed type), else the input's.
+  const at::ScalarType saved_type = instance_weight.has_value() ? instance_weight->scalar_type() : input.scalar_type();
+  OptionalTensor saved_mean, saved_invstd;
+  if (use_input_stats) {
+    saved_mean = mean->reshape({batch * channels}).to(saved_type);
+    saved_invstd = rstd->reshape({batch * channels}).to(saved_type);
+  }
+  auto [grad_input, grad_weight, grad_bias] = at::native_batch_norm_backward(
+      batch_norm_view(grad_output), batch_norm_view(input), instance_weight,
+      repeated_running(running_mean, batch, input, instance_weight.has_value()),
+      repeated_running(running_var, batch, input, instance_weight.has_value()), saved_mean, saved_invstd,
+      use_input_stats, eps, output_mask);
+  // Each instance's gradient, summed over the batch (the repeat's backward).
+  const auto over_batch = [&](const Tensor& grad, bool wanted) {
+    return wanted ? grad.view({batch, channels}).sum(0).to(grad_options.dtype()) : at::empty({0}, grad_options);
+  };
+  return {output_mask[0] ? grad_input.view(input.sizes()) : at::empty({0}, input.options()),
+          over_batch(grad_weight, output_mask[1]), over_batch(grad_bias, output_mask[2])};
+}
+
+// ---- Autograd -----------------------------------------------------------------------------------------
+
+// The forward's gradient through inorm's backward op: saves x, the weight and the per-(n, c)
+// statistics (or, in eval mode, the running stats that normalized x), nothing the size of x but x.
+class InstanceNormFunction : public torch::autograd::Function<InstanceNormFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const Tensor& input,
+                                                const OptionalTensor& weight, const OptionalTensor& bias,
+                                                const OptionalTensor& running_mean, const OptionalTensor& running_var,
+                                                bool use_input_stats, double momentum, double eps) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    auto [output, mean, rstd, new_running_mean, new_running_var] =
+        forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
+    ctx->saved_data["use_input_stats"] = use_input_stats;
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["has_weight"] = weight.has_value();
+    ctx->saved_data["bias_type"] = bias.has_value() ? static_cast<int64_t>(bias->scalar_type()) : int64_t{-1};
+    const Tensor weight_or_none = weight.has_value() ? *weight : Tensor();
+    if (use_input_stats) {
+      ctx->save_for_backward({input, weight_or_none, mean, rstd});
+    } else {
+      ctx->save_for_backward({input, weight_or_none, *running_mean, *running_var});
+    }
+    ctx->mark_non_differentiable({mean, rstd, new_running_mean, new_running_var});
+    // The statistics have no gradient: no zeros of their size are made for them.
+    ctx->set_materialize_grads(false);
+    return {output, mean, rstd, new_running_mean, new_running_var};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    torch::autograd::variable_list result(8);  // one per argument of forward
+    const Tensor& grad_output = grads[0];
+    if (!grad_output.defined()) return result;  // the output took no part in what is differentiated
+    const auto saved = ctx->get_saved_variables();
+    const bool use_input_stats = ctx->saved_data["use_input_stats"].toBool();
+    const bool has_weight = ctx->saved_data["has_weight"].toBool();
+    const int64_t bias_type = ctx->saved_data["bias_type"].toInt();
+    // needs_input_grad counts the tensors given: input, then weight and bias where present.
+    const std::array<bool, 3> mask = {ctx->needs_input_grad(0), has_weight && ctx->needs_input_grad(1),
+                                      bias_type >= 0 && ctx->needs_input_grad(has_weight ? 2 : 1)};
+    const OptionalTensor weight = has_weight ? OptionalTensor(saved[1]) : std::nullopt;
+    const OptionalTensor first = saved[2];
+    const OptionalTensor second = saved[3];
+    auto [grad_input, grad_weight, grad_bias] =
+        use_input_stats ? backward_op().call(grad_output, saved[0], weight, first, second, std::nullopt, std::nullopt,
+                                             true, ctx->saved_data["eps"].toDouble(), mask)
+                        : backward_op().call(grad_output, saved[0], weight, std::nullopt, std::nullopt, first, second,
+                                             false, ctx->saved_data["eps"].toDouble(), mask);
+    if (mask[0]) result[0] = grad_input;
+    if (mask[1]) result[1] = grad_weight;
+    if (mask[2]) result[2] = grad_bias.to(static_cast<at::ScalarType>(bias_type));
+    return result;
+  }
+};
+
+// The Autograd kernel: the function above where a gradient may be asked for, else straight to the
+// device's kernel (inference pays nothing for autograd).
+ForwardResult instance_norm_forward_autograd(const Tensor& input, const OptionalTensor& weight,
+                                             const OptionalTensor& bias, const OptionalTensor& running_mean,
+                                             const OptionalTensor& running_var, bool use_input_stats, double momentum,
+                                             double eps) {
+  const auto requires_grad = [](const OptionalTensor& t) { return t.has_value() && t->requires_grad(); };
+  if (!at::GradMode::is_enabled() ||
+      !(input.requires_grad() || requires_grad(weight) || requires_grad(bias))) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
+  }
+  const auto outputs = InstanceNormFunction::apply(input, weight, bias, running_mean, running_var, use_input_stats,
+                                                   momentum, eps);
+  return {outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]};
+}
+
 // The user-facing op: the functional op, then the running stats written back in place.
 Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                      const OptionalTensor& running_mean, const OptionalTensor& running_var,
                      bool use_input_stats, double momentum, double eps) {
-  static const auto forward_op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("inorm::instance_norm_forward", "")
-          .typed<std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>(
-              const Tensor&, const OptionalTensor&, const OptionalTensor&, const OptionalTensor&,
-              const OptionalTensor&, bool, double, double)>();
   auto [output, mean, rstd, new_running_mean, new_running_var] =
-      forward_op.call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
+      forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
   if (use_input_stats && running_mean.has_value() && running_var.has_value()) {
     running_mean->copy_(new_running_mean);
     running_var->copy_(new_running_var);
@@ -294,10 +493,17 @@ TORCH_LIBRARY_IMPL(inorm, CUDA, m) {
   m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_cuda));
 }
 
-// CPU tensors reach the same kernels only to be refused with a message naming the device.
-TORCH_LIBRARY_IMPL(inorm, CPU, m) {
-  m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_cuda));
-  m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_cuda));
+// Every backend without a kernel of its own above (CPU, MPS, XPU, ...); meta and fake tensors use
+// the fake kernels of _ops.py.
+TORCH_LIBRARY_IMPL(inorm, CompositeExplicitAutograd, m) {
+  m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_fallback));
+  m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_fallback));
+}
+
+TORCH_LIBRARY_IMPL(inorm, Autograd, m) {
+  m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_autograd));
+  // Its own gradient is not implemented: differentiating it (double backward) raises, never a silent 0.
+  m.impl("instance_norm_backward", torch::autograd::autogradNotImplementedFallback());
 }
 
 }  // namespace inorm_torch

@@ -2,10 +2,13 @@
 
     import inorm
     norm = inorm.InstanceNorm2d(64).cuda()      # same constructor and state_dict as torch.nn's
-    y = norm(x)                                 # x: CUDA tensor, float32/float16/bfloat16/float64
+    y = norm(x)                                 # x: float32/float16/bfloat16/float64
+    model = inorm.convert_instance_norm(model)  # every nn.InstanceNorm1d/2d/3d in a model, swapped
 
-The ops live in torch.ops.inorm (instance_norm, instance_norm_forward, instance_norm_backward) and
-work under torch.compile(fullgraph=True) and CUDA graphs; training runs inorm's backward kernels.
+CUDA tensors run inorm's kernels (forward and backward); tensors on any other device run PyTorch's
+own implementation, with torch.nn's results. The ops live in torch.ops.inorm (instance_norm,
+instance_norm_forward, instance_norm_backward) and work under torch.compile(fullgraph=True) and
+CUDA graphs.
 """
 import torch
 
@@ -19,7 +22,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 
 from . import _ops  # noqa: F401,E402  (fake and autograd registrations)
 from .functional import instance_norm  # noqa: E402
-from .modules import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, ModelNew  # noqa: E402
+from .modules import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, ModelNew, convert_instance_norm  # noqa: E402
 
-__all__ = ["instance_norm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "ModelNew"]
+__all__ = ["instance_norm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "ModelNew", "convert_instance_norm"]
 __version__ = "0.1.0"

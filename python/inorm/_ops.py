@@ -1,6 +1,6 @@
-"""Registrations for torch.ops.inorm: fake (meta) kernels for torch.compile, and the autograd formula
-of instance_norm_forward, which calls inorm's backward kernel (instance_norm_backward) with the
-saved input and statistics."""
+"""Fake (meta) kernels of torch.ops.inorm for torch.compile and meta tensors. The kernels themselves
+and the autograd formula (which calls inorm's backward kernel) are C++ (python/csrc/ops.cpp), so no
+Python runs on a call."""
 import torch
 
 
@@ -8,9 +8,19 @@ def _stats_dtype(input_dtype):
     return torch.float64 if input_dtype == torch.float64 else torch.float32
 
 
+def _check_devices(input, **tensors):
+    # As the real kernels do: a parameter on another device (meta among them) is an error, not a
+    # result computed from whatever the fake kernel returns.
+    for name, tensor in tensors.items():
+        if tensor is not None and tensor.device != input.device:
+            raise RuntimeError(f"Expected all tensors to be on the same device: inorm's {name} is on "
+                               f"{tensor.device} but input is on {input.device}")
+
+
 @torch.library.register_fake("inorm::instance_norm_forward")
 def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps):
     torch._check(input.dim() >= 2, lambda: f"inorm: input must have at least 2 dimensions (N, C, ...), got {input.dim()}")
+    _check_devices(input, weight=weight, bias=bias, running_mean=running_mean, running_var=running_var)
     stats_dtype = _stats_dtype(input.dtype)
     output = torch.empty_like(input, memory_format=torch.contiguous_format)
     stats_shape = (input.shape[0], input.shape[1]) if use_input_stats else (0,)
@@ -29,6 +39,8 @@ def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, 
 def _instance_norm_backward_fake(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats,
                                  eps, output_mask):
     torch._check(grad_output.shape == input.shape, lambda: "inorm: grad_output and input differ in shape")
+    _check_devices(input, grad_output=grad_output, weight=weight, mean=mean, rstd=rstd, running_mean=running_mean,
+                   running_var=running_var)
     channels = input.shape[1]
     grad_dtype = next((t.dtype for t in (weight, running_mean) if t is not None), torch.float32)
     grad_input = (torch.empty_like(input, memory_format=torch.contiguous_format) if output_mask[0]
@@ -36,37 +48,3 @@ def _instance_norm_backward_fake(grad_output, input, weight, mean, rstd, running
     grad_weight = input.new_empty((channels,) if output_mask[1] else (0,), dtype=grad_dtype)
     grad_bias = input.new_empty((channels,) if output_mask[2] else (0,), dtype=grad_dtype)
     return grad_input, grad_weight, grad_bias
-
-
-def _setup_context(ctx, inputs, output):
-    input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps = inputs
-    _, mean, rstd, new_running_mean, new_running_var = output
-    ctx.mark_non_differentiable(mean, rstd, new_running_mean, new_running_var)
-    # The statistics have no gradient: no zeros of their size are made for them (a training step's
-    # peak memory stays at torch.nn's).
-    ctx.set_materialize_grads(False)
-    ctx.use_input_stats = use_input_stats
-    ctx.eps = eps
-    ctx.bias_dtype = bias.dtype if bias is not None else None
-    if use_input_stats:  # x, weight and the per-(n, c) statistics: nothing the size of x but x itself
-        ctx.save_for_backward(input, weight, mean, rstd)
-    else:  # eval: the running stats normalized the input (and are not written by this call)
-        ctx.save_for_backward(input, weight, running_mean, running_var)
-
-
-def _backward(ctx, grad_output, *_unused_stat_grads):
-    if grad_output is None:  # the output took no part in what is differentiated
-        return (None,) * 8
-    input, weight, center, scale_source = ctx.saved_tensors
-    output_mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[1],
-                   ctx.bias_dtype is not None and ctx.needs_input_grad[2]]
-    stats = (center, scale_source, None, None) if ctx.use_input_stats else (None, None, center, scale_source)
-    grad_input, grad_weight, grad_bias = torch.ops.inorm.instance_norm_backward(
-        grad_output, input, weight, *stats, ctx.use_input_stats, ctx.eps, output_mask)
-    return (grad_input if output_mask[0] else None,
-            grad_weight if output_mask[1] else None,
-            grad_bias.to(ctx.bias_dtype) if output_mask[2] else None,
-            None, None, None, None, None)
-
-
-torch.library.register_autograd("inorm::instance_norm_forward", _backward, setup_context=_setup_context)

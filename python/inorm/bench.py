@@ -10,7 +10,13 @@ chart of each implementation's ratio to its floor).
 The forward's floor is one copy of x. With --train each implementation runs a training step of the
 module (affine, train mode): forward, then the gradients of x, weight and bias against dy ~ N(0, 1)
 (torch.autograd.grad: nothing accumulates into .grad); its floor is 2.5 copies (the forward reads x
-and writes y, the backward reads x and dy and writes dx). --train writes train-bench.{json,md,png}."""
+and writes y, the backward reads x and dy and writes dx). --train writes train-bench.{json,md,png}.
+
+--overhead measures what the times above leave out: host time per call (back-to-back calls on a
+tiny tensor, wall clock: torch.nn's module, inorm's module, functional and op, and Tensor.copy_),
+and each public-suite case through inorm's module called back to back with nothing hiding the host
+(as a training loop calls it), next to inorm-bench's kernel time from --kernel-times (its --json).
+It writes overhead.{json,md}."""
 import argparse
 import datetime
 import json
@@ -216,6 +222,98 @@ def chart(rows, header, path, floor="copy"):
     figure.savefig(path, dpi=120)
 
 
+OVERHEAD_SHAPE = (2, 8, 8, 8)
+OVERHEAD_CALLS = 5000
+
+
+def host_us_per_call(function, calls=OVERHEAD_CALLS):
+    """Wall-clock microseconds per call of `calls` back-to-back calls (after a warm-up), the GPU
+    synchronized before and after: a tiny tensor makes each call's host time the bottleneck."""
+    for _ in range(200):
+        function()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        function()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def back_to_back_ms(function, iters):
+    """Median milliseconds per call of back-to-back calls (CUDA events, no sleep in front: the host's
+    time per call counts wherever it exceeds the kernel's)."""
+    for _ in range(3):
+        function()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    function()
+    end.record()
+    end.synchronize()
+    calls = max(10, int(2.0 / max(start.elapsed_time(end), 1e-3)))  # samples of at least 2 ms
+    samples = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(calls):
+            function()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / calls)
+    return statistics.median(samples)
+
+
+def run_overhead(cases, iters, kernel_times):
+    x = torch.rand(OVERHEAD_SHAPE, device="cuda")
+    copy_target = torch.empty_like(x)
+    reference, ours = torch.nn.InstanceNorm2d(8).cuda(), inorm.InstanceNorm2d(8).cuda()
+    op = torch.ops.inorm.instance_norm_forward
+    affine_ref = torch.nn.InstanceNorm2d(8, affine=True).cuda()
+    affine_ours = inorm.InstanceNorm2d(8, affine=True).cuda()
+    x_grad = x.clone().requires_grad_()
+    dy = torch.randn_like(x)
+
+    def step(module):
+        return lambda: torch.autograd.grad(module(x_grad), (x_grad, *module.parameters()), dy)
+
+    calls = {"torch.nn.InstanceNorm2d (module)": lambda: reference(x),
+             "inorm.InstanceNorm2d (module)": lambda: ours(x),
+             "inorm.instance_norm (functional)": lambda: inorm.instance_norm(x),
+             "torch.ops.inorm.instance_norm_forward (op)": lambda: op(x, None, None, None, None, True, 0.1, 1e-5),
+             "Tensor.copy_": lambda: copy_target.copy_(x),
+             "torch.nn training step (affine, forward + backward)": step(affine_ref),
+             "inorm training step (affine, forward + backward)": step(affine_ours)}
+    host = [{"call": name, "us_per_call": host_us_per_call(function)} for name, function in calls.items()]
+
+    suite = []
+    for case in cases:
+        shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
+        data = make_data(shape, dtype, case.get("data"))
+        module = MODULES[len(shape)][1](shape[1], affine=case.get("affine", False), device="cuda", dtype=dtype)
+        with torch.no_grad():
+            module_ms = back_to_back_ms(lambda: module(data), iters)
+        kernel_ms = kernel_times.get(case["id"])
+        suite.append({"id": case["id"], "shape": list(shape), "dtype": case["dtype"], "module_ms": module_ms,
+                      "kernel_ms": kernel_ms, "module_x_kernel": module_ms / kernel_ms if kernel_ms else None})
+        del data
+    return host, suite
+
+
+def overhead_markdown(host, suite, header):
+    lines = [header, "", f"Host time per call, {OVERHEAD_CALLS} back-to-back calls on "
+             f"{'x'.join(map(str, OVERHEAD_SHAPE))} float32 (wall clock):", "", "| call | us per call |", "|---|---|"]
+    lines += [f"| {r['call']} | {r['us_per_call']:.1f} |" for r in host]
+    lines += ["", "The public suite through inorm's module, called back to back (host time included), against "
+              "inorm-bench's kernel time:", "", "| case | shape | dtype | module ms | inorm-bench ms | x kernel |",
+              "|---|---|---|---|---|---|"]
+    for r in suite:
+        kernel = f"{r['kernel_ms']:.4f}" if r["kernel_ms"] else "-"
+        ratio = f"{r['module_x_kernel']:.3f}" if r["module_x_kernel"] else "-"
+        lines.append(f"| {r['id']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | {r['module_ms']:.4f} | "
+                     f"{kernel} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
 def commit():
     if os.environ.get("INORM_COMMIT"):
         return os.environ["INORM_COMMIT"]
@@ -231,6 +329,9 @@ def main(argv=None):
     parser.add_argument("--suite", help="suite JSON (default: ../shared/suites/public.json, else bench/suites/public.json; "
                                         "with --train, train.json)")
     parser.add_argument("--train", action="store_true", help="time a training step (forward + backward)")
+    parser.add_argument("--overhead", action="store_true",
+                        help="host time per call, and the public suite through the module back to back")
+    parser.add_argument("--kernel-times", help="with --overhead: inorm-bench's --json output, for its kernel times")
     parser.add_argument("--cases", help="comma-separated case ids to run (default: all)")
     parser.add_argument("--iters", type=int, default=30, help="timed samples per measurement (at least 20)")
     parser.add_argument("--min-sample-ms", type=float, default=1.0, help="GPU time each sample covers at least")
@@ -250,6 +351,24 @@ def main(argv=None):
     if args.cases:
         wanted = args.cases.split(",")
         cases = [c for c in cases if c["id"] in wanted]
+
+    if args.overhead:
+        kernel_times = {}
+        if args.kernel_times:
+            with open(args.kernel_times) as f:
+                kernel_times = {row["id"]: row["inorm_ms"] for row in json.load(f) if row.get("pass") == "forward"}
+        header = (f"{torch.cuda.get_device_name()}, {datetime.date.today()}, inorm {inorm.__version__} at {commit()}, "
+                  f"torch {torch.__version__}, suite {os.path.basename(args.suite)}: per-call overhead")
+        host, suite = run_overhead(cases, args.iters, kernel_times)
+        table = overhead_markdown(host, suite, header)
+        print(table)
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, "overhead.json"), "w") as f:
+                json.dump({"header": header, "host": host, "suite": suite}, f, indent=1)
+            with open(os.path.join(args.out, "overhead.md"), "w") as f:
+                f.write(table)
+        return 0
 
     what = "training step (forward + backward)" if args.train else "forward"
     header = (f"{torch.cuda.get_device_name()}, {datetime.date.today()}, inorm {inorm.__version__} at {commit()}, "

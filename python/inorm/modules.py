@@ -50,3 +50,31 @@ class ModelNew(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.inorm(x)
+
+
+_REPLACEMENTS = {nn.InstanceNorm1d: InstanceNorm1d, nn.InstanceNorm2d: InstanceNorm2d, nn.InstanceNorm3d: InstanceNorm3d}
+
+
+def convert_instance_norm(module: nn.Module) -> nn.Module:
+    """Replaces every torch.nn.InstanceNorm1d/2d/3d in `module` (recursively) by inorm's, the way
+    torch.nn.SyncBatchNorm.convert_sync_batchnorm converts batch norms, and returns the module
+    (a new one where `module` itself is an InstanceNorm).
+
+    Each replacement takes over the original's parameters and buffers (the same tensors, so an
+    optimizer built before the conversion still updates them), its settings and its training flag;
+    device and dtype are the tensors'. Hooks registered on a replaced module are not carried over.
+    Subclasses of torch.nn's classes (inorm's among them) are left as they are.
+
+        model = inorm.convert_instance_norm(model)
+    """
+    converted = module
+    replacement = _REPLACEMENTS.get(type(module))
+    if replacement is not None:
+        converted = replacement(module.num_features, eps=module.eps, momentum=module.momentum, affine=module.affine,
+                                track_running_stats=module.track_running_stats, device="meta")
+        for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
+            setattr(converted, name, getattr(module, name))
+        converted.train(module.training)
+    for name, child in module.named_children():
+        converted.add_module(name, convert_instance_norm(child))
+    return converted

@@ -104,21 +104,29 @@ struct ForwardOp {
     Acc mean_lo;
     Acc m2;
   };
-  struct Context {};  // nothing is known of a slice before its statistics
+  // The slice's first element, which every chunk's sum is taken around: a constant slice then sums
+  // to exactly 0, so its variance is exactly 0 and eps = 0 gives NaN as PyTorch does (a mean from
+  // sum / n may miss the constant by an ulp and leave a tiny variance).
+  struct Context {
+    Acc shift;
+  };
   using Coefficients = SliceAffine<Acc>;
 
-  static __device__ __forceinline__ Context context(const KernelArgs&, int64_t) { return {}; }
+  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
+    // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
+    return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + slice * args.slice_len))};
+  }
 
   // Corrected two-pass statistics of the `count` elements: their mean, then the deviations from it
   // and their residual.
   template <typename Elements, typename AllSum>
-  static __device__ __forceinline__ Partial reduce(const Context&, const Elements& elements, int64_t count,
+  static __device__ __forceinline__ Partial reduce(const Context& ctx, const Elements& elements, int64_t count,
                                                    AllSum& all_sum) {
     Acc sum = Acc(0);
-    elements.for_each([&](const Acc(&v)[1]) { sum += v[0]; });
+    elements.for_each([&](const Acc(&v)[1]) { sum += v[0] - ctx.shift; });
     sum = all_sum(sum);
     const Acc n = static_cast<Acc>(count);
-    const Acc mean = count > 0 ? sum / n : Acc(0);
+    const Acc mean = count > 0 ? ctx.shift + sum / n : Acc(0);
     PairSum<Acc> dev{Acc(0), Acc(0)};
     elements.for_each([&](const Acc(&v)[1]) {
       const Acc d = v[0] - mean;

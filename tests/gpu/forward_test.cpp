@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "case_runner.h"
+#include "testing/device_data.h"
 #include "expect_case.h"
 #include "config.h"
 #include "plan_internal.h"
@@ -186,6 +189,78 @@ TEST(GpuForward, EveryPathForced) {
   const std::vector<Shape> shapes = {
       {"S=4097", {2, 3, 4097}}, {"127x129", {2, 3, 127, 129}}, {"S=100", {3, 2, 100}}};
   expect_every_forced_plan_passes(Pass::kForward, shapes);
+}
+
+// eps = 0 on constant slices: the variance is exactly 0, rstd is +inf and every y is NaN, as PyTorch
+// gives (0 * inf). Any rounding in the mean would leave a tiny variance and finite output instead,
+// so every path is tried: the planner's choice on one shape per path, and every forced plan.
+TEST(GpuForward, ConstantSlicesWithZeroEpsAreNan) {
+  INORM_REQUIRE_GPU();
+  struct Run {
+    std::string why;
+    std::vector<int64_t> shape;
+    PlanOptions options;
+  };
+  std::vector<Run> runs;
+  for (const Shape& s : one_shape_per_path()) runs.push_back({s.why, s.shape, {}});
+  runs.push_back({"group_registers, S=2", {3, 5, 2}, {}});
+  for (const ForcedPlan& f : forced_plans()) {
+    PlanOptions options;
+    options.force_path = f.path;
+    options.force_ctas_per_slice = f.ctas_per_slice;
+    options.force_exchange = f.exchange;
+    runs.push_back({std::string("forced ") + path_name(f.path) + " ctas " + std::to_string(f.ctas_per_slice), {2, 3, 4097}, options});
+  }
+  // Values whose sum over a slice rounds (0.1, 1000.3 and -7.77e-3 are not binary fractions), and 0.
+  const double constants[] = {0.1, 1000.3, -7.77e-3, 0.0};
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
+    for (const Run& run : runs) {
+      ForwardParams p;
+      p.dtype = dtype;
+      p.batch = run.shape[0];
+      p.channels = run.shape[1];
+      p.spatial_rank = static_cast<int>(run.shape.size()) - 2;
+      for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = run.shape[2 + i];
+      p.eps = 0.0;
+      const int64_t slices = p.batch * p.channels;
+      const int64_t len = detail::slice_len_of(p);
+      std::vector<double> host(static_cast<std::size_t>(slices * len));
+      for (int64_t s = 0; s < slices; ++s) {
+        std::fill(host.begin() + s * len, host.begin() + (s + 1) * len, constants[s % 4]);
+      }
+      const std::size_t stats_bytes = static_cast<std::size_t>(slices) * dtype_size(stats_dtype(dtype));
+      DeviceBuffer x, y, mean, rstd;
+      ASSERT_TRUE(x.allocate(host.size() * dtype_size(dtype)).ok());
+      ASSERT_TRUE(y.allocate(host.size() * dtype_size(dtype)).ok());
+      ASSERT_TRUE(mean.allocate(stats_bytes).ok());
+      ASSERT_TRUE(rstd.allocate(stats_bytes).ok());
+      ASSERT_TRUE(copy_from_host(host, dtype, x.get()).ok());
+      ASSERT_TRUE(poison(y.get(), y.bytes()).ok());
+      p.x = x.get();
+      p.y = y.get();
+      p.mean = mean.get();
+      p.rstd = rstd.get();
+      Plan plan;
+      ASSERT_TRUE(plan_forward(p, &plan, run.options).ok()) << run.why;
+      DeviceBuffer workspace;
+      ASSERT_TRUE(workspace.allocate(plan.workspace_bytes).ok());
+      ASSERT_TRUE(launch_forward(plan, p, workspace.get(), nullptr).ok()) << run.why;
+      ASSERT_TRUE(synchronize("forward").ok()) << run.why;
+      std::vector<double> host_y, host_mean, host_rstd, rounded;
+      ASSERT_TRUE(copy_to_host(y.get(), dtype, 0, static_cast<int64_t>(host.size()), &host_y).ok());
+      ASSERT_TRUE(copy_to_host(mean.get(), stats_dtype(dtype), 0, slices, &host_mean).ok());
+      ASSERT_TRUE(copy_to_host(rstd.get(), stats_dtype(dtype), 0, slices, &host_rstd).ok());
+      ASSERT_TRUE(copy_to_host(x.get(), dtype, 0, static_cast<int64_t>(host.size()), &rounded).ok());
+      int64_t finite = 0;
+      for (double v : host_y) finite += !std::isnan(v);
+      EXPECT_EQ(finite, 0) << run.why << " " << dtype_name(dtype) << " [" << plan.describe() << "]: y not NaN";
+      for (int64_t s = 0; s < slices; ++s) {
+        EXPECT_EQ(host_mean[s], rounded[s * len]) << run.why << " " << dtype_name(dtype) << " slice " << s;
+        EXPECT_TRUE(std::isinf(host_rstd[s]) && host_rstd[s] > 0)
+            << run.why << " " << dtype_name(dtype) << " [" << plan.describe() << "] slice " << s << " rstd " << host_rstd[s];
+      }
+    }
+  }
 }
 
 // The planner's steady plans (chunks of at most 64 KiB, about 192 KiB of them per SM, two or more

@@ -1,0 +1,30 @@
+"""Collects the Python tests this machine can run: without PyTorch, or without inorm importable
+(scripts/test.sh builds it into build/python), only the torch-free ones, and one line says why."""
+import importlib.util
+
+TORCH_FREE = {"test_packaging.py"}
+
+
+def _missing():
+    if importlib.util.find_spec("torch") is None:
+        return "PyTorch is not installed"
+    try:
+        import inorm  # noqa: F401
+    except ImportError as error:
+        return f"inorm is not importable ({error}); scripts/test.sh builds it where PyTorch and nvcc are"
+    return None
+
+
+MISSING = _missing()
+
+
+def pytest_ignore_collect(collection_path, config):
+    name = collection_path.name
+    if MISSING and name.startswith("test_") and name.endswith(".py") and name not in TORCH_FREE:
+        return True
+    return None
+
+
+def pytest_terminal_summary(terminalreporter):
+    if MISSING:
+        terminalreporter.write_line(f"SKIPPED every test that needs PyTorch and inorm: {MISSING}")

@@ -1,0 +1,156 @@
+"""Every device torch.nn runs on: inorm's kernels on CUDA, PyTorch's own implementation elsewhere
+(the same bits as torch.nn on CPU), meta tensors for shapes, and the errors torch.nn raises for
+tensors on different devices. The CPU and meta tests need no GPU."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's Python tests need it")
+
+import inorm  # noqa: E402
+from helpers import module_classes, requires_gpu  # noqa: E402
+
+CPU_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+
+
+def cpu_pair(rank, dtype, **kwargs):
+    torch_cls, inorm_cls = module_classes(rank)
+    param_dtype = torch.float64 if dtype == torch.float64 else torch.float32  # torch.nn's rule on CPU
+    reference = torch_cls(4, **kwargs).to(param_dtype)
+    ours = inorm_cls(4, **kwargs).to(param_dtype)
+    if reference.weight is not None:
+        with torch.no_grad():
+            reference.weight.uniform_(0.5, 1.5)
+            reference.bias.uniform_(-0.5, 0.5)
+    ours.load_state_dict(reference.state_dict())
+    return reference, ours
+
+
+@pytest.mark.parametrize("dtype", CPU_DTYPES, ids=str)
+@pytest.mark.parametrize("rank", [3, 4, 5])
+@pytest.mark.parametrize("affine,track_running_stats", [(False, False), (True, False), (False, True), (True, True)])
+def test_cpu_is_torch_nn_bit_for_bit(dtype, rank, affine, track_running_stats):
+    # Output, every gradient and the running stats after two steps, then eval: identical bits, since
+    # both run ATen's batch norm over the same view (offset data: 3 + 2 * randn).
+    reference, ours = cpu_pair(rank, dtype, affine=affine, track_running_stats=track_running_stats)
+    generator = torch.Generator().manual_seed(rank)
+    shape = [3, 4] + [5, 7, 3][: rank - 2]
+    for _ in range(2):
+        x = (3 + 2 * torch.randn(shape, generator=generator)).to(dtype)
+        x_ref, x_ours = x.clone().requires_grad_(), x.clone().requires_grad_()
+        y_ref, y_ours = reference(x_ref), ours(x_ours)
+        grad = torch.randn(shape, generator=generator).to(dtype)
+        y_ref.backward(grad)
+        y_ours.backward(grad)
+        assert torch.equal(y_ours, y_ref)
+        assert torch.equal(x_ours.grad, x_ref.grad)
+        for p_ours, p_ref in zip(ours.parameters(), reference.parameters()):
+            assert torch.equal(p_ours.grad, p_ref.grad)
+        for b_ours, b_ref in zip(ours.buffers(), reference.buffers()):
+            assert torch.equal(b_ours, b_ref)
+    reference.eval()
+    ours.eval()
+    x = (3 + 2 * torch.randn(shape, generator=generator)).to(dtype).requires_grad_()
+    y_ours = ours(x)
+    assert torch.equal(y_ours, reference(x))
+    grad = torch.randn(shape, generator=generator).to(dtype)
+    (dx_ours,) = torch.autograd.grad(y_ours, x, grad)
+    (dx_ref,) = torch.autograd.grad(reference(x), x, grad)
+    assert torch.equal(dx_ours, dx_ref)
+
+
+def cpu_op_samples():
+    samples = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for affine in (False, True):
+            for running, use_input_stats in ((False, True), (True, True), (True, False)):
+                x = (1 + torch.randn(3, 4, 9, 11)).to(dtype).requires_grad_(dtype == torch.float32)
+                weight = torch.rand(4, requires_grad=True) if affine else None
+                bias = torch.rand(4, requires_grad=True) if affine else None
+                stats = (torch.rand(4), torch.rand(4) + 0.5) if running else (None, None)
+                samples.append((x, weight, bias, *stats, use_input_stats, 0.1, 1e-5))
+    return samples
+
+
+@pytest.mark.parametrize("op_name", ["instance_norm", "instance_norm_forward"])
+def test_cpu_opcheck(op_name):
+    op = getattr(torch.ops.inorm, op_name).default
+    for args in cpu_op_samples():
+        torch.library.opcheck(op, args)
+
+
+def test_cpu_backward_op_matches_autograd_of_torch():
+    x = (1 + torch.randn(2, 3, 6, 5, dtype=torch.float64)).requires_grad_()
+    weight = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    bias = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    grad = torch.randn_like(x)
+    expected = torch.autograd.grad(torch.nn.functional.instance_norm(x, weight=weight, bias=bias), (x, weight, bias), grad)
+    _, mean, rstd, _, _ = torch.ops.inorm.instance_norm_forward(x, weight, bias, None, None, True, 0.1, 1e-5)
+    actual = torch.ops.inorm.instance_norm_backward(grad, x, weight, mean, rstd, None, None, True, 1e-5,
+                                                    [True, True, True])
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, rtol=1e-12, atol=1e-12)
+
+
+def test_gradcheck_on_cpu():
+    x = (1 + torch.randn(2, 3, 4, 5, dtype=torch.float64)).requires_grad_()
+    weight = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    bias = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda *a: inorm.instance_norm(a[0], weight=a[1], bias=a[2]), (x, weight, bias))
+
+
+def test_double_backward_raises_rather_than_returning_zeros():
+    x = torch.randn(2, 3, 4, 5, dtype=torch.float64, requires_grad=True)
+    (dx,) = torch.autograd.grad(inorm.instance_norm(x).pow(2).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        dx.sum().backward()
+
+
+def test_meta_tensors_give_shapes():
+    norm = inorm.InstanceNorm3d(4, affine=True, track_running_stats=True).to("meta")
+    y = norm(torch.empty(2, 4, 3, 5, 7, device="meta"))
+    assert y.device.type == "meta" and y.shape == (2, 4, 3, 5, 7)
+
+
+def errors_of(call_torch, call_inorm):
+    def raised(call):
+        try:
+            call()
+        except Exception as error:  # noqa: BLE001 - the type is what is compared
+            return type(error)
+        return None
+    return raised(call_torch), raised(call_inorm)
+
+
+def test_cpu_input_with_meta_parameters_raises_as_torch_does():
+    reference, ours = (cls(4, affine=True).to("meta") for cls in module_classes(4))
+    x = torch.rand(2, 4, 8, 8)
+    expected, actual = errors_of(lambda: reference(x), lambda: ours(x))
+    assert expected is RuntimeError and actual is RuntimeError
+
+
+@requires_gpu
+@pytest.mark.parametrize("param_device,input_device", [("meta", "cuda"), ("cpu", "cuda"), ("cuda", "cpu")])
+def test_mixed_devices_raise_as_torch_does(param_device, input_device):
+    reference, ours = (cls(4, affine=True, track_running_stats=True).to(param_device) for cls in module_classes(4))
+    x = torch.rand(2, 4, 8, 8, device=input_device)
+    expected, actual = errors_of(lambda: reference(x), lambda: ours(x))
+    assert expected is not None, "torch.nn accepted the input"
+    assert actual is expected
+
+
+@requires_gpu
+def test_running_stats_on_another_device_raise():
+    running_mean, running_var = torch.zeros(4), torch.ones(4)  # CPU, input on CUDA
+    with pytest.raises(RuntimeError, match="same device"):
+        inorm.instance_norm(torch.rand(2, 4, 8, 8, device="cuda"), running_mean, running_var)
+
+
+@requires_gpu
+def test_a_model_moves_between_devices():
+    norm = inorm.InstanceNorm2d(4, affine=True, track_running_stats=True)
+    x = 1 + torch.randn(2, 4, 16, 16)
+    y_cpu = norm(x)
+    norm.cuda()
+    y_cuda = norm(x.cuda())
+    torch.testing.assert_close(y_cuda.cpu(), y_cpu, rtol=1e-5, atol=1e-5)
+    norm.cpu()
+    assert norm.running_mean.device.type == "cpu"
