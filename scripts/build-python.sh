@@ -15,7 +15,11 @@ if ! command -v nvcc >/dev/null && [ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvc
   exit 3
 fi
 export MAX_JOBS=${MAX_JOBS:-$(nproc)} TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
-python3 setup.py --quiet build --build-base "$build/python-build" --build-lib "$build/python" 2>&1 |
-  grep -v -e "SetuptoolsDeprecationWarning" -e "^!!" -e "^ *\*\*\*" || true
-test -f "$build"/python/inorm/_C*.so || { echo "build-python: the extension did not build"; exit 1; }
-echo "build-python: inorm built into $build/python"
+mkdir -p "$build"
+log="$build/python-build.log"
+if ! python3 setup.py build --build-base "$build/python-build" --build-lib "$build/python" >"$log" 2>&1; then
+  tail -n 40 "$log"
+  echo "build-python: the build failed (the whole log: $log)"
+  exit 1
+fi
+echo "build-python: inorm built into $build/python (log: $log)"

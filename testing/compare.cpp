@@ -2,16 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace inorm::testing {
 
 Tolerance output_tolerance(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return {1e-5, 1e-5};
-    case DType::kFloat64: return {1e-10, 1e-10};
-    case DType::kFloat16: return {2e-3, 2e-3};
-    case DType::kBFloat16: return {1e-2, 1e-2};
+    case DType::kFloat32: return {1e-5, 1e-5, std::ldexp(1.0, -149)};
+    case DType::kFloat64: return {1e-10, 1e-10, std::numeric_limits<double>::denorm_min()};
+    case DType::kFloat16: return {2e-3, 2e-3, std::ldexp(1.0, -24)};
+    case DType::kBFloat16: return {1e-2, 1e-2, std::ldexp(1.0, -133)};
   }
   return {0, 0};
 }
@@ -42,7 +43,7 @@ Comparison compare_scaled(const std::vector<double>& got, const std::vector<doub
     if (ok && !got_nan) {
       const double error = std::fabs(got[i] - want[i]);
       result.max_abs_error = std::max(result.max_abs_error, error);
-      ok = error <= tolerance.atol * scale[i / group] + tolerance.rtol * std::fabs(want[i]);
+      ok = error <= tolerance.atol * scale[i / group] + tolerance.rtol * std::fabs(want[i]) + tolerance.underflow;
     }
     if (!ok) {
       if (result.mismatches == 0) {

@@ -9,14 +9,16 @@
 
 namespace inorm::testing {
 
-// |got - want| <= atol + rtol * |want|; NaN matches only NaN.
+// |got - want| <= atol + rtol * |want| + underflow; NaN matches only NaN.
 struct Tolerance {
   double atol;
   double rtol;
+  double underflow = 0;  // the rounding step of the output's subnormals, which no relative bound covers
 };
 // Outputs rounded to `dtype`, computed in its stats type:
 //   float32 1e-5, float64 1e-10, float16 2e-3 (half an ulp is 4.9e-4 relative),
-//   bfloat16 1e-2 (half an ulp is 3.9e-3 relative).
+//   bfloat16 1e-2 (half an ulp is 3.9e-3 relative); underflow: the dtype's smallest subnormal
+//   (float16 2^-24 = 6e-8: a float16 output of 7e-7 is rounded 4% of its value).
 Tolerance output_tolerance(DType dtype);
 
 struct Comparison {
@@ -30,8 +32,8 @@ struct Comparison {
 };
 Comparison compare(const std::vector<double>& got, const std::vector<double>& want, Tolerance tolerance);
 // The same with the absolute part measured against the size of the terms that made each value:
-// |got - want| <= atol * scale[i / group] + rtol * |want| (one scale per `group` values, e.g. a
-// slice). NaN matches only NaN.
+// |got - want| <= atol * scale[i / group] + rtol * |want| + underflow (one scale per `group`
+// values, e.g. a slice). NaN matches only NaN.
 Comparison compare_scaled(const std::vector<double>& got, const std::vector<double>& want,
                           const std::vector<double>& scale, int64_t group, Tolerance tolerance);
 

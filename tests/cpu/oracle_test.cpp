@@ -1,6 +1,7 @@
-// The float64 oracle against values computed by hand, and its backward against central differences
-// of its forward.
+// The float64 oracle against values computed by hand, its backward against central differences
+// of its forward, and the comparison the GPU tests make against it.
 #include "testing/oracle.h"
+#include "testing/compare.h"
 
 #include <gtest/gtest.h>
 
@@ -189,6 +190,25 @@ TEST(Oracle, BackwardMatchesCentralDifferencesOfTheForward) {
       EXPECT_NEAR(result.dbias[c], central(&bias, c), 1e-7) << "dbias[" << c << "]";
     }
   }
+}
+
+}  // namespace
+}  // namespace inorm::testing
+
+namespace inorm::testing {
+namespace {
+
+// A float16 dx of 7.2e-7 is a subnormal (steps of 2^-24 = 6e-8): rounded correctly it is 4% off,
+// far beyond float16's relative bound; the tolerance's underflow term allows that one step, and
+// not two (GpuBackward.EvalModeWithRunningStats drew such a value, seed 1917580342).
+TEST(Compare, AllowsTheOutputsSubnormalStep) {
+  const double want = 7.23107e-07;
+  const double step = std::ldexp(1.0, -24);
+  const double rounded = std::nearbyint(want / step) * step;
+  const Tolerance tolerance = output_tolerance(DType::kFloat16);
+  EXPECT_TRUE(compare_scaled({rounded}, {want}, {want}, 1, tolerance).ok());
+  EXPECT_FALSE(compare_scaled({rounded - 2 * step}, {want}, {want}, 1, tolerance).ok());
+  EXPECT_FALSE(compare({1.0 + 5e-3}, {1.0}, tolerance).ok());  // normal values keep their bound
 }
 
 }  // namespace
