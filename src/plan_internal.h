@@ -14,7 +14,8 @@ namespace inorm::detail {
 // sums (kernels/backward_op.cuh) take as many bytes.
 struct SplitPartial {
   double count;
-  double mean;
+  double mean;   // rounded mean
+  double resid;  // what its rounding missed: float64 input keeps the digits of 1e4 + randn
   double m2;
 };
 

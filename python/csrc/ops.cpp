@@ -21,6 +21,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -124,10 +125,6 @@ std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, con
   return param_type;
 }
 
-const void* data_or_null(const OptionalTensor& tensor) {
-  return tensor.has_value() ? tensor->data_ptr() : nullptr;
-}
-
 // The input's batch, channels and spatial extents in the library's terms. Contiguous NCHW depends
 // only on the product of the spatial extents: a 2-D input is S = 1, and more than 3 spatial dims
 // are flattened into one.
@@ -170,6 +167,48 @@ void plan_and_launch(const Params& params, const Tensor& like, PlanFn&& plan_fn,
   check_status(launch_fn(plan, params, workspace.defined() ? workspace.data_ptr() : nullptr, stream));
 }
 
+// Where the forward writes besides y: the instance statistics ([N, C], or undefined: not written)
+// and the running stats (contiguous [C]), updated with use_input_stats, read without.
+struct ForwardTargets {
+  Tensor mean;
+  Tensor rstd;
+  Tensor running_mean;
+  Tensor running_var;
+};
+
+// inorm's forward on the input's device and current stream; returns y (contiguous NCHW).
+Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                              const std::optional<at::ScalarType>& param_type, const ForwardTargets& targets,
+                              bool use_input_stats, double momentum, double eps) {
+  const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
+  const c10::cuda::CUDAGuard guard(input.device());
+  const Tensor x = contiguous_input(input);
+  Tensor output = at::empty_like(x, at::MemoryFormat::Contiguous);
+  const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
+  const Tensor bias_c = bias.has_value() ? bias->contiguous() : Tensor();
+  const auto pointer = [](const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; };
+
+  inorm::ForwardParams params;
+  params.x = x.data_ptr();
+  params.y = output.data_ptr();
+  params.dtype = dtype;
+  set_shape(x, &params);
+  params.eps = eps;
+  params.weight = pointer(weight_c);
+  params.bias = pointer(bias_c);
+  params.param_dtype = param_type.has_value() ? to_inorm_dtype(*param_type, "parameters") : inorm::DType::kFloat32;
+  params.use_input_stats = use_input_stats;
+  params.momentum = momentum;
+  params.mean = pointer(targets.mean);
+  params.rstd = pointer(targets.rstd);
+  params.running_mean = pointer(targets.running_mean);
+  params.running_var = pointer(targets.running_var);
+  plan_and_launch(
+      params, x, [](const inorm::ForwardParams& p, inorm::Plan* plan) { return inorm::plan_forward(p, plan); },
+      inorm::launch_forward);
+  return output;
+}
+
 // Returns (output, mean [N, C], rstd [N, C], new_running_mean, new_running_var). mean and rstd are
 // the instance statistics (empty when use_input_stats is false); the new running stats are empty
 // unless use_input_stats and running stats are given.
@@ -180,54 +219,25 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
   TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
   const std::optional<at::ScalarType> param_type =
       check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
-  const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
-
-  const c10::cuda::CUDAGuard guard(input.device());
-  const Tensor x = contiguous_input(input);
-  const int64_t batch = x.size(0);
-  const int64_t channels = x.size(1);
-  const auto stats_options = x.options().dtype(stats_scalar_type(x.scalar_type()));
-
-  Tensor output = at::empty_like(x, at::MemoryFormat::Contiguous);
-  const std::vector<int64_t> stats_shape = use_input_stats ? std::vector<int64_t>{batch, channels} : std::vector<int64_t>{0};
-  Tensor mean = at::empty(stats_shape, stats_options);
-  Tensor rstd = at::empty_like(mean);
+  const auto stats_options = input.options().dtype(stats_scalar_type(input.scalar_type()));
   const bool update_running = use_input_stats && running_mean.has_value();
-  // The library updates running stats in place; this functional op updates copies and returns them.
-  Tensor new_running_mean = update_running ? running_mean->clone(at::MemoryFormat::Contiguous) : at::empty({0}, stats_options);
-  Tensor new_running_var = update_running ? running_var->clone(at::MemoryFormat::Contiguous) : at::empty({0}, stats_options);
-  const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
-  const Tensor bias_c = bias.has_value() ? bias->contiguous() : Tensor();
-  const Tensor running_mean_c = running_mean.has_value() ? running_mean->contiguous() : Tensor();
-  const Tensor running_var_c = running_var.has_value() ? running_var->contiguous() : Tensor();
-
-  inorm::ForwardParams params;
-  params.x = x.data_ptr();
-  params.y = output.data_ptr();
-  params.dtype = dtype;
-  set_shape(x, &params);
-  params.eps = eps;
-  params.weight = weight.has_value() ? weight_c.data_ptr() : nullptr;
-  params.bias = bias.has_value() ? bias_c.data_ptr() : nullptr;
-  params.param_dtype = param_type.has_value() ? to_inorm_dtype(*param_type, "parameters") : inorm::DType::kFloat32;
-  params.use_input_stats = use_input_stats;
-  params.momentum = momentum;
+  ForwardTargets targets;
   if (use_input_stats) {
-    params.mean = mean.data_ptr();
-    params.rstd = rstd.data_ptr();
-    if (update_running) {
-      params.running_mean = new_running_mean.data_ptr();
-      params.running_var = new_running_var.data_ptr();
-    }
-  } else {
-    params.running_mean = const_cast<void*>(data_or_null(running_mean_c));
-    params.running_var = const_cast<void*>(data_or_null(running_var_c));
+    targets.mean = at::empty({input.size(0), input.size(1)}, stats_options);
+    targets.rstd = at::empty_like(targets.mean);
   }
-
-  plan_and_launch(
-      params, x, [](const inorm::ForwardParams& p, inorm::Plan* plan) { return inorm::plan_forward(p, plan); },
-      inorm::launch_forward);
-  return {output, mean, rstd, new_running_mean, new_running_var};
+  // This functional op updates copies of the running stats and returns them.
+  if (update_running) {
+    targets.running_mean = running_mean->clone(at::MemoryFormat::Contiguous);
+    targets.running_var = running_var->clone(at::MemoryFormat::Contiguous);
+  } else if (!use_input_stats) {
+    targets.running_mean = running_mean->contiguous();
+    targets.running_var = running_var->contiguous();
+  }
+  Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps);
+  const auto or_empty = [&](const Tensor& t, bool wanted) { return wanted ? t : at::empty({0}, stats_options); };
+  return {output, or_empty(targets.mean, use_input_stats), or_empty(targets.rstd, use_input_stats),
+          or_empty(targets.running_mean, update_running), or_empty(targets.running_var, update_running)};
 }
 
 // Returns (grad_input, grad_weight, grad_bias), each an empty [0] tensor where output_mask says it
@@ -461,10 +471,47 @@ ForwardResult instance_norm_forward_autograd(const Tensor& input, const Optional
   return {outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]};
 }
 
+// Whether the user-facing op may run inorm's kernels itself, updating the running stats in place:
+// plain CUDA tensors (no fake, functional or batched tensor, no tensor subclass, no dispatch mode
+// in effect, as under torch.compile's tracing), contiguous running stats, nothing for autograd to
+// record. It then makes no statistics outputs and no copies of the running stats (per-call host
+// time, and two copy kernels per call with running stats).
+bool runs_kernels_directly(const Tensor& input, std::initializer_list<const OptionalTensor*> others) {
+  const c10::DispatchKeySet wrappers({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+                                      c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+                                      c10::DispatchKey::FuncTorchGradWrapper, c10::DispatchKey::FuncTorchDynamicLayerFrontMode});
+  if (c10::impl::tls_local_dispatch_key_set().included_.has_any(wrappers)) return false;
+  const bool recording = at::GradMode::is_enabled();
+  const auto plain = [&](const Tensor& t) {
+    return t.is_cuda() && !t.key_set().has_any(wrappers) && !(recording && t.requires_grad()) &&
+           !(t.is_inference() && !c10::InferenceMode::is_enabled());
+  };
+  if (!plain(input)) return false;
+  for (const OptionalTensor* other : others) {
+    if (other->has_value() && !(plain(**other) && (*other)->is_contiguous())) return false;
+  }
+  return true;
+}
+
 // The user-facing op: the functional op, then the running stats written back in place.
 Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                      const OptionalTensor& running_mean, const OptionalTensor& running_var,
                      bool use_input_stats, double momentum, double eps) {
+  if (runs_kernels_directly(input, {&weight, &bias, &running_mean, &running_var})) {
+    const std::optional<at::ScalarType> param_type =
+        check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
+    ForwardTargets targets;
+    if (running_mean.has_value()) {
+      targets.running_mean = *running_mean;
+      targets.running_var = *running_var;
+    }
+    Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps);
+    if (use_input_stats && running_mean.has_value()) {  // written in place, as copy_ would: autograd sees it
+      running_mean->unsafeGetTensorImpl()->bump_version();
+      running_var->unsafeGetTensorImpl()->bump_version();
+    }
+    return output;
+  }
   auto [output, mean, rstd, new_running_mean, new_running_var] =
       forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
   if (use_input_stats && running_mean.has_value() && running_var.has_value()) {

@@ -33,6 +33,7 @@ struct GradSplitSums {
   double dy;
   double dy_d;
   double d;
+  double pad;
 };
 static_assert(sizeof(GradSplitSums) == sizeof(SplitPartial), "split_pipelined's workspace holds either");
 
@@ -123,7 +124,7 @@ struct BackwardOp {
   using SplitPartial = GradSplitSums;
 
   static __device__ __forceinline__ SplitPartial to_split(const Partial& part) {
-    return SplitPartial{static_cast<double>(part.dy), static_cast<double>(part.dy_d), static_cast<double>(part.d)};
+    return SplitPartial{static_cast<double>(part.dy), static_cast<double>(part.dy_d), static_cast<double>(part.d), 0.0};
   }
 
   // The sums of a slice's parts, in float64, one block-wide sum in a fixed order. Every thread of the
@@ -140,7 +141,7 @@ struct BackwardOp {
     }
     BlockAllSum<double, kThreads> all_sum{storage};
     const TripleSum<double> total = all_sum(local);
-    return SplitPartial{total.first, total.second, total.third};
+    return SplitPartial{total.first, total.second, total.third, 0.0};
   }
 
   static __device__ __forceinline__ Totals from_split(const SplitPartial& sums) {

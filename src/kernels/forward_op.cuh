@@ -153,13 +153,12 @@ struct ForwardOp {
     return affine.apply(v[0]);
   }
 
-  // The split path: (count, mean, M2) in float64 per part.
+  // The split path: (count, mean, resid, M2) in float64 per part.
   using SplitPartial = detail::SplitPartial;
 
   static __device__ __forceinline__ SplitPartial to_split(const Partial& stage) {
-    return SplitPartial{static_cast<double>(stage.count),
-                        static_cast<double>(stage.mean) + static_cast<double>(stage.resid),
-                        static_cast<double>(stage.m2)};
+    return SplitPartial{static_cast<double>(stage.count), static_cast<double>(stage.mean),
+                        static_cast<double>(stage.resid), static_cast<double>(stage.m2)};
   }
 
   // The slice's statistics from its parts' partials: the count-weighted mean of the parts' means
@@ -176,24 +175,27 @@ struct ForwardOp {
       typename SumM2::TempStorage sum_m2;
     } storage;
     __shared__ SplitPartial slice_stats;
-    // L2 loads: other CTAs of the same grid wrote the partials.
+    // L2 loads: other CTAs of the same grid wrote the partials. The slice's mean is base + offset,
+    // kept in two parts (base, part 0's rounded mean; offset, the weighted mean of the parts'
+    // differences from it).
     const double base = __ldcg(&partials[0].mean);
-    double2 local{0.0, 0.0};  // (count, count * (mean - base))
+    const auto deviation = [&](int i) { return (__ldcg(&partials[i].mean) - base) + __ldcg(&partials[i].resid); };
+    double2 local{0.0, 0.0};  // (count, count * deviation)
 #pragma unroll 1
     for (int i = threadIdx.x; i < parts; i += kThreads) {
       const double count = __ldcg(&partials[i].count);
       local.x += count;
-      local.y += count * (__ldcg(&partials[i].mean) - base);
+      local.y += count * deviation(i);
     }
     const double2 total =
         Sum(storage.sum).Reduce(local, [](double2 a, double2 b) { return double2{a.x + b.x, a.y + b.y}; });
-    if (threadIdx.x == 0) slice_stats = SplitPartial{total.x, base + total.y / total.x, 0.0};
+    if (threadIdx.x == 0) slice_stats = SplitPartial{total.x, base, total.y / total.x, 0.0};
     __syncthreads();
-    const double mean = slice_stats.mean;
+    const double offset = slice_stats.resid;
     double m2 = 0.0;
 #pragma unroll 1
     for (int i = threadIdx.x; i < parts; i += kThreads) {
-      const double d = __ldcg(&partials[i].mean) - mean;
+      const double d = deviation(i) - offset;
       m2 += __ldcg(&partials[i].m2) + __ldcg(&partials[i].count) * d * d;
     }
     m2 = SumM2(storage.sum_m2).Sum(m2);
@@ -204,7 +206,8 @@ struct ForwardOp {
 
   static __device__ __forceinline__ Totals from_split(const SplitPartial& stats) {
     const Acc mean_hi = static_cast<Acc>(stats.mean);
-    return Totals{mean_hi, static_cast<Acc>(stats.mean - static_cast<double>(mean_hi)), static_cast<Acc>(stats.m2)};
+    return Totals{mean_hi, static_cast<Acc>((stats.mean - static_cast<double>(mean_hi)) + stats.resid),
+                  static_cast<Acc>(stats.m2)};
   }
 };
 

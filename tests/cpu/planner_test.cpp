@@ -312,8 +312,9 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(few.smem_bytes, 65536 + 128);  // + 16 to mirror x's alignment, rounded to 128 (a region)
   EXPECT_EQ(few.grid, 396);
   EXPECT_EQ(few.pipeline_lead, 256 + 2 * 396);
-  // Partials (73,728 bytes), the slices' statistics (288, rounded to 512), counters (52, to 256).
-  EXPECT_EQ(few.workspace_bytes, 73728u + 512 + 256);
+  // Partials (12 x 256 of 32 bytes: 98,304), the slices' statistics (384, rounded to 512),
+  // counters (52, to 256).
+  EXPECT_EQ(few.workspace_bytes, 98304u + 512 + 256);
   EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=1048");
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitPipelined);

@@ -137,6 +137,29 @@ def test_running_stats_train_then_eval(momentum):
 
 
 @requires_gpu
+@pytest.mark.parametrize("use_input_stats", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_direct_launch_is_the_functional_op_bit_for_bit(use_input_stats, dtype):
+    # Where autograd records nothing, the user-facing op launches the kernels itself and updates the
+    # running stats in place (ops.cpp runs_kernels_directly): the same bits as the functional op,
+    # and the running stats' version moves as an in-place copy_ moves it.
+    x = make_input((4, 8, 33, 35), dtype, data="offset")
+    weight, bias = torch.rand(8, device="cuda") + 0.5, torch.rand(8, device="cuda")
+    running_mean, running_var = 1000 + torch.rand(8, device="cuda"), torch.rand(8, device="cuda") + 0.5
+    stats = running_mean.clone(), running_var.clone()
+    version = stats[0]._version
+    direct = torch.ops.inorm.instance_norm(x, weight, bias, *stats, use_input_stats, 0.1, 1e-5)
+    y, _, _, new_mean, new_var = torch.ops.inorm.instance_norm_forward(x, weight, bias, running_mean, running_var,
+                                                                       use_input_stats, 0.1, 1e-5)
+    assert torch.equal(direct, y)
+    if use_input_stats:
+        assert torch.equal(stats[0], new_mean) and torch.equal(stats[1], new_var)
+        assert stats[0]._version > version
+    else:
+        assert torch.equal(stats[0], running_mean) and stats[0]._version == version
+
+
+@requires_gpu
 @pytest.mark.parametrize("shape", [(4, 8, 32, 32), (2, 8, 6, 10, 12)], ids=["channels_last", "channels_last_3d"])
 def test_channels_last_input(shape):
     x = make_input(shape, torch.bfloat16, channels_last=True)
