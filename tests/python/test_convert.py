@@ -141,6 +141,12 @@ def test_converted_network_matches_the_original_on_gpu(network, compiled, full_f
     torch.testing.assert_close(y_converted, y_original, rtol=1e-4, atol=1e-4)
     y_original.square().mean().backward()
     y_converted.square().mean().backward()
+    largest = max(p.grad.abs().max().item() for p in original.parameters())
     for (name, p_conv), p_orig in zip(converted.named_parameters(), original.parameters()):
         scale = p_orig.grad.abs().max().item()
+        if scale < 1e-6 * largest:
+            # A convolution's bias right before an instance norm: the norm removes it, so its exact
+            # gradient is 0 and both sides hold rounding noise.
+            assert p_conv.grad.abs().max().item() < 1e-5 * largest, name
+            continue
         torch.testing.assert_close(p_conv.grad, p_orig.grad, rtol=1e-3, atol=1e-3 * scale, msg=name)
