@@ -9,10 +9,11 @@ namespace inorm::testing {
 
 Tolerance output_tolerance(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return {1e-5, 1e-5, std::ldexp(1.0, -149)};
-    case DType::kFloat64: return {1e-10, 1e-10, std::numeric_limits<double>::denorm_min()};
-    case DType::kFloat16: return {2e-3, 2e-3, std::ldexp(1.0, -24)};
-    case DType::kBFloat16: return {1e-2, 1e-2, std::ldexp(1.0, -133)};
+    case DType::kFloat32: return {1e-5, 1e-5, std::ldexp(1.0, -149), std::ldexp(2.0 - std::ldexp(1.0, -24), 127)};
+    case DType::kFloat64:
+      return {1e-10, 1e-10, std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::infinity()};
+    case DType::kFloat16: return {2e-3, 2e-3, std::ldexp(1.0, -24), 65520.0};
+    case DType::kBFloat16: return {1e-2, 1e-2, std::ldexp(1.0, -133), std::ldexp(2.0 - std::ldexp(1.0, -8), 127)};
   }
   return {0, 0};
 }
@@ -41,9 +42,14 @@ Comparison compare_scaled(const std::vector<double>& got, const std::vector<doub
     const bool want_nan = std::isnan(want[i]);
     bool ok = got_nan == want_nan;
     if (ok && !got_nan) {
-      const double error = std::fabs(got[i] - want[i]);
-      result.max_abs_error = std::max(result.max_abs_error, error);
-      ok = error <= tolerance.atol * scale[i / group] + tolerance.rtol * std::fabs(want[i]) + tolerance.underflow;
+      const double bound = tolerance.atol * scale[i / group] + tolerance.rtol * std::fabs(want[i]) + tolerance.underflow;
+      if (std::isinf(got[i]) && !std::isinf(want[i])) {  // rounded past the dtype's largest value
+        ok = std::signbit(got[i]) == std::signbit(want[i]) && std::fabs(want[i]) + bound >= tolerance.overflow;
+      } else {
+        const double error = got[i] == want[i] ? 0.0 : std::fabs(got[i] - want[i]);  // inf == inf
+        result.max_abs_error = std::max(result.max_abs_error, error);
+        ok = error <= bound;
+      }
     }
     if (!ok) {
       if (result.mismatches == 0) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -209,6 +210,20 @@ TEST(Compare, AllowsTheOutputsSubnormalStep) {
   EXPECT_TRUE(compare_scaled({rounded}, {want}, {want}, 1, tolerance).ok());
   EXPECT_FALSE(compare_scaled({rounded - 2 * step}, {want}, {want}, 1, tolerance).ok());
   EXPECT_FALSE(compare({1.0 + 5e-3}, {1.0}, tolerance).ok());  // normal values keep their bound
+}
+
+// A float16 dweight of 143080 is inf (float16's largest value is 65504): the kernel's inf matches
+// it, and not a want of the other sign or one well inside the range (GpuRandom drew such a case,
+// seed 191078601 case 290).
+TEST(Compare, AllowsOverflowToInfinity) {
+  const Tolerance tolerance = output_tolerance(DType::kFloat16);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(compare({inf}, {143080.0}, tolerance).ok());
+  EXPECT_TRUE(compare({-inf}, {-65519.0}, tolerance).ok());  // rounds to -65504, or past it within the bound
+  EXPECT_FALSE(compare({-inf}, {143080.0}, tolerance).ok());
+  EXPECT_FALSE(compare({inf}, {60000.0}, tolerance).ok());
+  EXPECT_TRUE(compare({inf}, {inf}, tolerance).ok());
+  EXPECT_FALSE(compare({inf}, {1e38}, output_tolerance(DType::kFloat32)).ok());
 }
 
 }  // namespace

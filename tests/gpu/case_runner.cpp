@@ -399,7 +399,7 @@ Outcome run_backward_case(const Case& c) {
     if (!cmp.ok()) failures.push_back("dx: " + cmp.describe());
   }
   const Tolerance grad_tolerance{output_tolerance(stats).atol, output_tolerance(c.param_dtype).rtol,
-                                 output_tolerance(c.param_dtype).underflow};
+                                 output_tolerance(c.param_dtype).underflow, output_tolerance(c.param_dtype).overflow};
   auto check_grad = [&](const char* what, const std::vector<unsigned char>& bits, const std::vector<double>& want_grad,
                         const std::vector<double>& scale) {
     if (bits.empty()) return;
