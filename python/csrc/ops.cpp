@@ -332,6 +332,7 @@ OptionalTensor repeated_running(const OptionalTensor& tensor, int64_t batch, con
   if (!tensor.has_value() || affine) return repeated(tensor, batch);
   return tensor->to(input.scalar_type()).repeat({batch});
 }
+
 ForwardResult instance_norm_forward_fallback(const Tensor& input, const OptionalTensor& weight,
                                              const OptionalTensor& bias, const OptionalTensor& running_mean,
                                              const OptionalTensor& running_var, bool use_input_stats,

@@ -78,8 +78,11 @@ def sleep_cycles_per_ms():
     return max(rates)
 
 
-def time_ms(function, iters, min_sample_ms, cycles_per_ms):
-    """Median milliseconds of GPU time per call over `iters` samples (CUDA events, after warm-up)."""
+def time_ms(function, iters, min_sample_ms, cycles_per_ms=None):
+    """Median milliseconds per call over `iters` samples (CUDA events, after warm-up), each sample
+    enough back-to-back calls to cover min_sample_ms. With cycles_per_ms each sample is queued
+    behind a GPU sleep that outlasts its queueing: GPU time alone. Without, each sample starts on an
+    idle GPU, and the host's time per call counts wherever it exceeds the kernel's."""
     for _ in range(3):
         function()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -91,10 +94,13 @@ def time_ms(function, iters, min_sample_ms, cycles_per_ms):
     queue_ms = (time.perf_counter() - queued) * 1e3
     end.synchronize()
     calls = max(1, int(min_sample_ms / max(start.elapsed_time(end), 1e-3)))
-    sleep_cycles = int(cycles_per_ms * (2 * calls * queue_ms + 0.5))  # outlasts the queueing of `calls`
+    sleep_cycles = int(cycles_per_ms * (2 * calls * queue_ms + 0.5)) if cycles_per_ms else 0  # outlasts the queueing
     samples = []
     for _ in range(iters):
-        torch.cuda._sleep(sleep_cycles)
+        if sleep_cycles:
+            torch.cuda._sleep(sleep_cycles)
+        else:
+            torch.cuda.synchronize()
         start.record()
         for _ in range(calls):
             function()
@@ -239,30 +245,6 @@ def host_us_per_call(function, calls=OVERHEAD_CALLS):
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def back_to_back_ms(function, iters):
-    """Median milliseconds per call of back-to-back calls (CUDA events, no sleep in front: the host's
-    time per call counts wherever it exceeds the kernel's)."""
-    for _ in range(3):
-        function()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    function()
-    end.record()
-    end.synchronize()
-    calls = max(10, int(2.0 / max(start.elapsed_time(end), 1e-3)))  # samples of at least 2 ms
-    samples = []
-    for _ in range(iters):
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(calls):
-            function()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / calls)
-    return statistics.median(samples)
-
-
 def run_overhead(cases, iters, kernel_times):
     x = torch.rand(OVERHEAD_SHAPE, device="cuda")
     copy_target = torch.empty_like(x)
@@ -291,7 +273,7 @@ def run_overhead(cases, iters, kernel_times):
         data = make_data(shape, dtype, case.get("data"))
         module = MODULES[len(shape)][1](shape[1], affine=case.get("affine", False), device="cuda", dtype=dtype)
         with torch.no_grad():
-            module_ms = back_to_back_ms(lambda: module(data), iters)
+            module_ms = time_ms(lambda: module(data), iters, min_sample_ms=2.0)
         kernel_ms = kernel_times.get(case["id"])
         suite.append({"id": case["id"], "shape": list(shape), "dtype": case["dtype"], "module_ms": module_ms,
                       "kernel_ms": kernel_ms, "module_x_kernel": module_ms / kernel_ms if kernel_ms else None})

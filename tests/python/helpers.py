@@ -76,6 +76,21 @@ def poison_next_allocation(like):
     return address
 
 
+def op_samples(device):
+    """Arguments for torch.ops.inorm.instance_norm(_forward) on `device`: every combination of
+    affine, running stats and mode, in float32 (x needs a gradient) and bfloat16, offset data."""
+    samples = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for affine in (False, True):
+            for running, use_input_stats in ((False, True), (True, True), (True, False)):
+                x = (1 + torch.randn(3, 4, 9, 11, device=device)).to(dtype).requires_grad_(dtype == torch.float32)
+                weight = torch.rand(4, device=device, requires_grad=True) if affine else None
+                bias = torch.rand(4, device=device, requires_grad=True) if affine else None
+                stats = (torch.rand(4, device=device), torch.rand(4, device=device) + 0.5) if running else (None, None)
+                samples.append((x, weight, bias, *stats, use_input_stats, 0.1, 1e-5))
+    return samples
+
+
 def module_classes(rank):
     """(torch.nn class, inorm class) of InstanceNorm for batched input of `rank` dimensions."""
     import inorm  # the test modules import it too; helpers stays importable before it is built

@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's Python tests need it")
 
 import inorm  # noqa: E402
-from helpers import module_classes, requires_gpu  # noqa: E402
+from helpers import module_classes, op_samples, requires_gpu  # noqa: E402
 
 CPU_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 
@@ -57,23 +57,10 @@ def test_cpu_is_torch_nn_bit_for_bit(dtype, rank, affine, track_running_stats):
     assert torch.equal(dx_ours, dx_ref)
 
 
-def cpu_op_samples():
-    samples = []
-    for dtype in (torch.float32, torch.bfloat16):
-        for affine in (False, True):
-            for running, use_input_stats in ((False, True), (True, True), (True, False)):
-                x = (1 + torch.randn(3, 4, 9, 11)).to(dtype).requires_grad_(dtype == torch.float32)
-                weight = torch.rand(4, requires_grad=True) if affine else None
-                bias = torch.rand(4, requires_grad=True) if affine else None
-                stats = (torch.rand(4), torch.rand(4) + 0.5) if running else (None, None)
-                samples.append((x, weight, bias, *stats, use_input_stats, 0.1, 1e-5))
-    return samples
-
-
 @pytest.mark.parametrize("op_name", ["instance_norm", "instance_norm_forward"])
 def test_cpu_opcheck(op_name):
     op = getattr(torch.ops.inorm, op_name).default
-    for args in cpu_op_samples():
+    for args in op_samples("cpu"):
         torch.library.opcheck(op, args)
 
 

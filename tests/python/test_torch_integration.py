@@ -5,29 +5,15 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's P
 import torch.nn.functional as F  # noqa: E402
 
 import inorm  # noqa: E402
-from helpers import TOLERANCES, make_input, make_pair, requires_gpu  # noqa: E402
+from helpers import TOLERANCES, make_input, make_pair, op_samples, requires_gpu  # noqa: E402
 
 pytestmark = requires_gpu
-
-
-def op_samples():
-    """(args) for torch.ops.inorm.*: every combination of affine, running stats and mode."""
-    samples = []
-    for dtype in (torch.float32, torch.bfloat16):
-        for affine in (False, True):
-            for running, use_input_stats in ((False, True), (True, True), (True, False)):
-                x = make_input((3, 4, 9, 11), dtype).requires_grad_(dtype == torch.float32)
-                weight = torch.rand(4, device="cuda", requires_grad=True) if affine else None
-                bias = torch.rand(4, device="cuda", requires_grad=True) if affine else None
-                stats = (torch.rand(4, device="cuda"), torch.rand(4, device="cuda") + 0.5) if running else (None, None)
-                samples.append((x, weight, bias, *stats, use_input_stats, 0.1, 1e-5))
-    return samples
 
 
 @pytest.mark.parametrize("op_name", ["instance_norm", "instance_norm_forward"])
 def test_opcheck(op_name):
     op = getattr(torch.ops.inorm, op_name).default
-    for args in op_samples():
+    for args in op_samples("cuda"):
         torch.library.opcheck(op, args)
 
 
