@@ -78,7 +78,7 @@ fi
 if part python; then
   # The package as scripts/test.sh builds it (build/python, nothing installed).
   step build-python 400 env INORM_BUILD_DIR="$build" scripts/build-python.sh
-  export PYTHONPATH="$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH="$(cd "$build/python" 2>/dev/null && pwd)${PYTHONPATH:+:$PYTHONPATH}"
   step pytest 480 python3 -m pytest tests/python -q -rs -p no:cacheprovider
   step torch-bench 300 python3 -m inorm.bench --out "$out"
   step train-bench 400 python3 -m inorm.bench --train --out "$out"
