@@ -150,7 +150,7 @@ Status plan_on_device(const Plan& signature, const PlanOptions& options, Plan* p
   int device = 0;
   Status status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
   if (!status.ok()) return status;
-  const detail::PlanKey key = detail::plan_key(device, signature, options);
+  const detail::PlanKey key{device, signature, options};
   if (cache.find(key, plan)) return Status::Ok();
   DeviceLimits limits;
   status = device_limits(device, &limits);

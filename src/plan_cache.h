@@ -13,27 +13,14 @@
 namespace inorm::detail {
 
 // What a plan depends on: the device, the signature of its params (plan_signature: pass, shape,
-// dtypes, flags, pointer alignment) and the options.
+// dtypes, flags and pointer alignment, which plan_slices reads alone) and the options.
 struct PlanKey {
   int device = 0;
-  Pass pass = Pass::kForward;
-  int inputs = 1;
-  DType dtype = DType::kFloat32;
-  DType param_dtype = DType::kFloat32;
-  int64_t num_slices = 0;
-  int64_t channels = 0;
-  int64_t slice_len = 0;
-  bool use_input_stats = true;
-  bool update_running_stats = false;
-  bool weight_grads = false;
-  bool writes_output = true;
-  bool vector_io = false;
-  bool coaligned = false;
+  Plan signature;
   PlanOptions options;
 
   bool operator==(const PlanKey& other) const;
 };
-PlanKey plan_key(int device, const Plan& signature, const PlanOptions& options);
 
 struct PlanKeyHash {
   std::size_t operator()(const PlanKey& key) const;

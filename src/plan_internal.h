@@ -90,8 +90,10 @@ int64_t largest_resident_slice(DType dtype, int inputs, const DeviceLimits& limi
 // A plan holding only what the params decide (pass, shape, dtype, flags, alignment facts).
 Plan plan_signature(const ForwardParams& params);
 Plan plan_signature(const BackwardParams& params);
-// Whether a plan made earlier can run params of signature `now`: the same pass, shape, dtype and
-// flags, and no vector access that their alignment forbids.
+// Whether two signatures are of the same pass, shape, dtypes and flags (their alignment aside).
+bool same_problem(const Plan& a, const Plan& b);
+// Whether a plan made earlier can run params of signature `now`: the same problem, and no vector
+// access that their alignment forbids.
 bool plan_matches(const Plan& plan, const Plan& now);
 
 // The planner below the params: the path and launch shape for a signature, on `limits`.

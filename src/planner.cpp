@@ -265,13 +265,15 @@ Plan plan_signature(const BackwardParams& params) {
   return plan;
 }
 
+bool same_problem(const Plan& a, const Plan& b) {
+  return a.pass == b.pass && a.inputs == b.inputs && a.dtype == b.dtype && a.param_dtype == b.param_dtype &&
+         a.num_slices == b.num_slices && a.channels == b.channels && a.slice_len == b.slice_len &&
+         a.use_input_stats == b.use_input_stats && a.update_running_stats == b.update_running_stats &&
+         a.weight_grads == b.weight_grads && a.writes_output == b.writes_output;
+}
+
 bool plan_matches(const Plan& plan, const Plan& now) {
-  return plan.pass == now.pass && plan.inputs == now.inputs && plan.dtype == now.dtype &&
-         plan.param_dtype == now.param_dtype && plan.num_slices == now.num_slices &&
-         plan.channels == now.channels && plan.slice_len == now.slice_len &&
-         plan.use_input_stats == now.use_input_stats && plan.update_running_stats == now.update_running_stats &&
-         plan.weight_grads == now.weight_grads && plan.writes_output == now.writes_output &&
-         (!plan.vector_io || now.vector_io) && (!plan.coaligned || now.coaligned);
+  return same_problem(plan, now) && (!plan.vector_io || now.vector_io) && (!plan.coaligned || now.coaligned);
 }
 
 }  // namespace detail

@@ -35,7 +35,7 @@ Plan plan_for(const Plan& signature) {
 TEST(PlanCache, ReturnsThePlanStoredUnderTheKey) {
   PlanCache cache(16);
   const Plan signature = signature_for(8, 1000);
-  const PlanKey key = plan_key(0, signature, {});
+  const PlanKey key{0, signature, {}};
   Plan found;
   EXPECT_FALSE(cache.find(key, &found));
   const Plan planned = plan_for(signature);
@@ -48,22 +48,22 @@ TEST(PlanCache, ReturnsThePlanStoredUnderTheKey) {
 // Each field of the key, changed alone, must miss: a plan reused for a different device, shape,
 // dtype, flag, alignment or option would launch the wrong kernel or the wrong grid.
 TEST(PlanCache, EveryFieldOfTheKeyCounts) {
-  const PlanKey base = plan_key(0, signature_for(8, 1000), {});
+  const PlanKey base{0, signature_for(8, 1000), {}};
   const std::vector<std::function<void(PlanKey&)>> changes = {
       [](PlanKey& k) { k.device = 1; },
-      [](PlanKey& k) { k.pass = Pass::kBackward; },
-      [](PlanKey& k) { k.inputs = 2; },
-      [](PlanKey& k) { k.dtype = DType::kFloat16; },
-      [](PlanKey& k) { k.param_dtype = DType::kFloat64; },
-      [](PlanKey& k) { k.num_slices = 9; },
-      [](PlanKey& k) { k.channels = 2; },
-      [](PlanKey& k) { k.slice_len = 1001; },
-      [](PlanKey& k) { k.use_input_stats = false; },
-      [](PlanKey& k) { k.update_running_stats = true; },
-      [](PlanKey& k) { k.weight_grads = true; },
-      [](PlanKey& k) { k.writes_output = false; },
-      [](PlanKey& k) { k.vector_io = !k.vector_io; },
-      [](PlanKey& k) { k.coaligned = !k.coaligned; },
+      [](PlanKey& k) { k.signature.pass = Pass::kBackward; },
+      [](PlanKey& k) { k.signature.inputs = 2; },
+      [](PlanKey& k) { k.signature.dtype = DType::kFloat16; },
+      [](PlanKey& k) { k.signature.param_dtype = DType::kFloat64; },
+      [](PlanKey& k) { k.signature.num_slices = 9; },
+      [](PlanKey& k) { k.signature.channels = 2; },
+      [](PlanKey& k) { k.signature.slice_len = 1001; },
+      [](PlanKey& k) { k.signature.use_input_stats = false; },
+      [](PlanKey& k) { k.signature.update_running_stats = true; },
+      [](PlanKey& k) { k.signature.weight_grads = true; },
+      [](PlanKey& k) { k.signature.writes_output = false; },
+      [](PlanKey& k) { k.signature.vector_io = !k.signature.vector_io; },
+      [](PlanKey& k) { k.signature.coaligned = !k.signature.coaligned; },
       [](PlanKey& k) { k.options.force_path = Path::kSplitPipelined; },
       [](PlanKey& k) { k.options.force_ctas_per_slice = 3; },
       [](PlanKey& k) { k.options.force_ctas_per_sm = 2; },
@@ -84,11 +84,11 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
 TEST(PlanCache, NeverHoldsMoreThanItsCapacity) {
   PlanCache cache(4);
   for (int64_t n = 1; n <= 10; ++n) {
-    cache.insert(plan_key(0, signature_for(n, 64), {}), Plan{});
+    cache.insert(PlanKey{0, signature_for(n, 64), {}}, Plan{});
     EXPECT_LE(cache.size(), 4u);
   }
   Plan found;
-  EXPECT_TRUE(cache.find(plan_key(0, signature_for(10, 64), {}), &found));  // the newest stays
+  EXPECT_TRUE(cache.find(PlanKey{0, signature_for(10, 64), {}}, &found));  // the newest stays
 }
 
 // Threads planning different shapes at once, each checking that what it finds is its own plan.
@@ -100,7 +100,7 @@ TEST(PlanCache, ConcurrentFindsAndInsertsAgree) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 2000; ++i) {
         const int64_t slices = 1 + (t * 7 + i) % 100;  // more keys than the capacity: drops happen too
-        const PlanKey key = plan_key(0, signature_for(slices, 64), {});
+        const PlanKey key = PlanKey{0, signature_for(slices, 64), {}};
         Plan plan;
         if (!cache.find(key, &plan)) {
           plan.num_slices = slices;
