@@ -91,6 +91,15 @@ def op_samples(device):
     return samples
 
 
+def raised(call):
+    """(type, message) of what `call` raises, or None."""
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return type(error), str(error)
+    return None
+
+
 def module_classes(rank):
     """(torch.nn class, inorm class) of InstanceNorm for batched input of `rank` dimensions."""
     import inorm  # the test modules import it too; helpers stays importable before it is built
@@ -100,10 +109,11 @@ def module_classes(rank):
             5: (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d)}[rank]
 
 
-def make_pair(torch_cls, inorm_cls, num_features, **kwargs):
-    """A torch.nn module and an inorm one with the same (random) affine parameters."""
-    reference = torch_cls(num_features, **kwargs).cuda()
-    ours = inorm_cls(num_features, **kwargs).cuda()
+def make_pair(torch_cls, inorm_cls, num_features, device="cuda", **kwargs):
+    """A torch.nn module and an inorm one on `device` with the same (random) affine parameters; the
+    other keyword arguments go to both constructors."""
+    reference = torch_cls(num_features, device=device, **kwargs)
+    ours = inorm_cls(num_features, device=device, **kwargs)
     with torch.no_grad():
         if reference.weight is not None:
             reference.weight.uniform_(0.5, 1.5)

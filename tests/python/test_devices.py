@@ -6,22 +6,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's Python tests need it")
 
 import inorm  # noqa: E402
-from helpers import module_classes, op_samples, requires_gpu  # noqa: E402
+from helpers import make_pair, module_classes, op_samples, raised, requires_gpu  # noqa: E402
 
 CPU_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
-
-
-def cpu_pair(rank, dtype, **kwargs):
-    torch_cls, inorm_cls = module_classes(rank)
-    param_dtype = torch.float64 if dtype == torch.float64 else torch.float32  # torch.nn's rule on CPU
-    reference = torch_cls(4, **kwargs).to(param_dtype)
-    ours = inorm_cls(4, **kwargs).to(param_dtype)
-    if reference.weight is not None:
-        with torch.no_grad():
-            reference.weight.uniform_(0.5, 1.5)
-            reference.bias.uniform_(-0.5, 0.5)
-    ours.load_state_dict(reference.state_dict())
-    return reference, ours
 
 
 @pytest.mark.parametrize("dtype", CPU_DTYPES, ids=str)
@@ -30,7 +17,9 @@ def cpu_pair(rank, dtype, **kwargs):
 def test_cpu_is_torch_nn_bit_for_bit(dtype, rank, affine, track_running_stats):
     # Output, every gradient and the running stats after two steps, then eval: identical bits, since
     # both run ATen's batch norm over the same view (offset data: 3 + 2 * randn).
-    reference, ours = cpu_pair(rank, dtype, affine=affine, track_running_stats=track_running_stats)
+    param_dtype = torch.float64 if dtype == torch.float64 else torch.float32  # torch.nn's rule on CPU
+    reference, ours = make_pair(*module_classes(rank), 4, device="cpu", dtype=param_dtype, affine=affine,
+                                track_running_stats=track_running_stats)
     generator = torch.Generator().manual_seed(rank)
     shape = [3, 4] + [5, 7, 3][: rank - 2]
     for _ in range(2):
@@ -97,21 +86,12 @@ def test_meta_tensors_give_shapes():
     assert y.device.type == "meta" and y.shape == (2, 4, 3, 5, 7)
 
 
-def errors_of(call_torch, call_inorm):
-    def raised(call):
-        try:
-            call()
-        except Exception as error:  # noqa: BLE001 - the type is what is compared
-            return type(error)
-        return None
-    return raised(call_torch), raised(call_inorm)
-
-
 def test_cpu_input_with_meta_parameters_raises_as_torch_does():
     reference, ours = (cls(4, affine=True).to("meta") for cls in module_classes(4))
     x = torch.rand(2, 4, 8, 8)
-    expected, actual = errors_of(lambda: reference(x), lambda: ours(x))
-    assert expected is RuntimeError and actual is RuntimeError
+    expected, actual = raised(lambda: reference(x)), raised(lambda: ours(x))
+    assert expected is not None and expected[0] is RuntimeError
+    assert actual is not None and actual[0] is RuntimeError
 
 
 @requires_gpu
@@ -119,9 +99,9 @@ def test_cpu_input_with_meta_parameters_raises_as_torch_does():
 def test_mixed_devices_raise_as_torch_does(param_device, input_device):
     reference, ours = (cls(4, affine=True, track_running_stats=True).to(param_device) for cls in module_classes(4))
     x = torch.rand(2, 4, 8, 8, device=input_device)
-    expected, actual = errors_of(lambda: reference(x), lambda: ours(x))
+    expected, actual = raised(lambda: reference(x)), raised(lambda: ours(x))
     assert expected is not None, "torch.nn accepted the input"
-    assert actual is expected
+    assert actual is not None and actual[0] is expected[0]
 
 
 @requires_gpu

@@ -8,20 +8,12 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed: inorm's P
 import torch.nn.functional as F  # noqa: E402
 
 import inorm  # noqa: E402
-from helpers import TOLERANCES, make_input, make_pair, requires_gpu  # noqa: E402
+from helpers import TOLERANCES, make_input, make_pair, raised, requires_gpu  # noqa: E402
 
 PAIRS = [(torch.nn.InstanceNorm1d, inorm.InstanceNorm1d, 3),
          (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d, 4),
          (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d, 5)]
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def raised(call):
-    try:
-        call()
-    except Exception as error:  # noqa: BLE001 - the type is what is compared
-        return type(error), str(error)
-    return None
 
 
 def assert_same_error(reference_call, inorm_call):
