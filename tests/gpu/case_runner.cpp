@@ -82,16 +82,6 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   }
 }
 
-// The case's dtype and shape (N, C, then 1 to 3 spatial extents) in either pass's params.
-template <typename Params>
-void set_shape(const Case& c, Params* p) {
-  p->dtype = c.dtype;
-  p->batch = c.shape[0];
-  p->channels = c.shape[1];
-  p->spatial_rank = static_cast<int>(c.shape.size()) - 2;
-  for (int i = 0; i < p->spatial_rank; ++i) p->spatial[i] = c.shape[2 + i];
-}
-
 // Random affine parameters and running statistics of the case, uploaded in its param dtype; the
 // host copies hold the rounded values the device sees.
 struct CaseParams {

@@ -64,6 +64,16 @@ struct Outcome {
   uint64_t seed = 0;
 };
 
+// The case's dtype and shape (N, C, then 1 to 3 spatial extents) in either pass's params.
+template <typename Params>
+void set_shape(const Case& c, Params* p) {
+  p->dtype = c.dtype;
+  p->batch = c.shape[0];
+  p->channels = c.shape[1];
+  p->spatial_rank = static_cast<int>(c.shape.size()) - 2;
+  for (int i = 0; i < p->spatial_rank; ++i) p->spatial[i] = c.shape[2 + i];
+}
+
 // Runs c.pass.
 Outcome run_case(const Case& c);
 

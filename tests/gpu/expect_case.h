@@ -79,6 +79,18 @@ struct ForcedPlan {
   Path path;
   int ctas_per_slice;
   Exchange exchange = Exchange::kAuto;
+
+  PlanOptions options() const {
+    PlanOptions o;
+    o.force_path = path;
+    o.force_ctas_per_slice = ctas_per_slice;
+    o.force_exchange = exchange;
+    return o;
+  }
+  std::string describe() const {
+    return std::string("forced to ") + path_name(path) + " ctas " + std::to_string(ctas_per_slice) + " exchange " +
+           exchange_name(exchange);
+  }
 };
 inline const std::vector<ForcedPlan>& forced_plans() {
   static const std::vector<ForcedPlan> plans = {
@@ -99,11 +111,9 @@ inline void expect_every_forced_plan_passes(Pass pass, const std::vector<Shape>&
     for (const Shape& s : shapes) {
       for (const ForcedPlan& f : forced_plans()) {
         Case c = forced_misaligned_case(pass, s.shape, dtype, f.path);
-        c.options.force_ctas_per_slice = f.ctas_per_slice;
-        c.options.force_exchange = f.exchange;
+        c.options = f.options();
         c.expect_exchange = f.exchange;
-        expect_passes(c, std::string(s.why) + " forced to " + path_name(f.path) + " ctas " +
-                             std::to_string(f.ctas_per_slice) + " exchange " + exchange_name(f.exchange));
+        expect_passes(c, std::string(s.why) + " " + f.describe());
       }
     }
   }

@@ -198,29 +198,25 @@ TEST(GpuForward, ConstantSlicesWithZeroEpsAreNan) {
   INORM_REQUIRE_GPU();
   struct Run {
     std::string why;
-    std::vector<int64_t> shape;
-    PlanOptions options;
+    Case c;  // its shape and options
+  };
+  const auto run_of = [](std::string why, std::vector<int64_t> shape, PlanOptions options) {
+    Run run{std::move(why), {}};
+    run.c.shape = std::move(shape);
+    run.c.options = options;
+    return run;
   };
   std::vector<Run> runs;
-  for (const Shape& s : one_shape_per_path()) runs.push_back({s.why, s.shape, {}});
-  runs.push_back({"group_registers, S=2", {3, 5, 2}, {}});
-  for (const ForcedPlan& f : forced_plans()) {
-    PlanOptions options;
-    options.force_path = f.path;
-    options.force_ctas_per_slice = f.ctas_per_slice;
-    options.force_exchange = f.exchange;
-    runs.push_back({std::string("forced ") + path_name(f.path) + " ctas " + std::to_string(f.ctas_per_slice), {2, 3, 4097}, options});
-  }
+  for (const Shape& s : one_shape_per_path()) runs.push_back(run_of(s.why, s.shape, {}));
+  runs.push_back(run_of("group_registers, S=2", {3, 5, 2}, {}));
+  for (const ForcedPlan& f : forced_plans()) runs.push_back(run_of(f.describe(), {2, 3, 4097}, f.options()));
   // Values whose sum over a slice rounds (0.1, 1000.3 and -7.77e-3 are not binary fractions), and 0.
   const double constants[] = {0.1, 1000.3, -7.77e-3, 0.0};
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
-    for (const Run& run : runs) {
+    for (Run& run : runs) {
+      run.c.dtype = dtype;
       ForwardParams p;
-      p.dtype = dtype;
-      p.batch = run.shape[0];
-      p.channels = run.shape[1];
-      p.spatial_rank = static_cast<int>(run.shape.size()) - 2;
-      for (int i = 0; i < p.spatial_rank; ++i) p.spatial[i] = run.shape[2 + i];
+      set_shape(run.c, &p);
       p.eps = 0.0;
       const int64_t slices = p.batch * p.channels;
       const int64_t len = detail::slice_len_of(p);
@@ -241,7 +237,7 @@ TEST(GpuForward, ConstantSlicesWithZeroEpsAreNan) {
       p.mean = mean.get();
       p.rstd = rstd.get();
       Plan plan;
-      ASSERT_TRUE(plan_forward(p, &plan, run.options).ok()) << run.why;
+      ASSERT_TRUE(plan_forward(p, &plan, run.c.options).ok()) << run.why;
       DeviceBuffer workspace;
       ASSERT_TRUE(workspace.allocate(plan.workspace_bytes).ok());
       ASSERT_TRUE(launch_forward(plan, p, workspace.get(), nullptr).ok()) << run.why;
