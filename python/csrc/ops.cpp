@@ -15,6 +15,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/autograd.h>
 #include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
@@ -49,6 +50,12 @@ inorm::DType to_inorm_dtype(at::ScalarType type, const char* what) {
 
 at::ScalarType stats_scalar_type(at::ScalarType input_type) {
   return input_type == at::kDouble ? at::kDouble : at::kFloat;
+}
+
+// The CUDA kernels allocate straight from the caching allocator, as ATen's own CUDA kernels do:
+// at::empty would pass through the dispatcher once more (host time on every call).
+Tensor empty_cuda(at::IntArrayRef sizes, at::ScalarType dtype, at::Device device) {
+  return at::detail::empty_cuda(sizes, dtype, device, std::nullopt);
 }
 
 void check_status(const inorm::Status& status) {
@@ -161,9 +168,9 @@ void plan_and_launch(const Params& params, const Tensor& like, PlanFn&& plan_fn,
   inorm::Plan plan;
   check_status(plan_fn(params, &plan));
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(like.device().index());
-  const Tensor workspace = plan.workspace_bytes > 0 ? at::empty({static_cast<int64_t>(plan.workspace_bytes)},
-                                                                 like.options().dtype(at::kByte))
-                                                    : Tensor();
+  const Tensor workspace =
+      plan.workspace_bytes > 0 ? empty_cuda({static_cast<int64_t>(plan.workspace_bytes)}, at::kByte, like.device())
+                               : Tensor();
   check_status(launch_fn(plan, params, workspace.defined() ? workspace.data_ptr() : nullptr, stream));
 }
 
@@ -183,7 +190,7 @@ Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight,
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
   const c10::cuda::CUDAGuard guard(input.device());
   const Tensor x = contiguous_input(input);
-  Tensor output = at::empty_like(x, at::MemoryFormat::Contiguous);
+  Tensor output = empty_cuda(x.sizes(), x.scalar_type(), x.device());
   const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
   const Tensor bias_c = bias.has_value() ? bias->contiguous() : Tensor();
   const auto pointer = [](const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; };
@@ -219,12 +226,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
   TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
   const std::optional<at::ScalarType> param_type =
       check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
-  const auto stats_options = input.options().dtype(stats_scalar_type(input.scalar_type()));
+  const at::ScalarType stats_type = stats_scalar_type(input.scalar_type());
   const bool update_running = use_input_stats && running_mean.has_value();
   ForwardTargets targets;
   if (use_input_stats) {
-    targets.mean = at::empty({input.size(0), input.size(1)}, stats_options);
-    targets.rstd = at::empty_like(targets.mean);
+    targets.mean = empty_cuda({input.size(0), input.size(1)}, stats_type, input.device());
+    targets.rstd = empty_cuda({input.size(0), input.size(1)}, stats_type, input.device());
   }
   // This functional op updates copies of the running stats and returns them.
   if (update_running) {
@@ -235,7 +242,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
     targets.running_var = running_var->contiguous();
   }
   Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps);
-  const auto or_empty = [&](const Tensor& t, bool wanted) { return wanted ? t : at::empty({0}, stats_options); };
+  const auto or_empty = [&](const Tensor& t, bool wanted) {
+    return wanted ? t : empty_cuda({0}, stats_type, input.device());
+  };
   return {output, or_empty(targets.mean, use_input_stats), or_empty(targets.rstd, use_input_stats),
           or_empty(targets.running_mean, update_running), or_empty(targets.running_var, update_running)};
 }
@@ -257,10 +266,10 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
   const c10::cuda::CUDAGuard guard(input.device());
   const Tensor x = contiguous_input(input);
   const Tensor dy = grad_output.contiguous();
-  const auto grad_options = x.options().dtype(param_type.value_or(at::kFloat));
-  Tensor grad_input = output_mask[0] ? at::empty_like(x, at::MemoryFormat::Contiguous) : at::empty({0}, x.options());
-  Tensor grad_weight = output_mask[1] ? at::empty({channels}, grad_options) : at::empty({0}, grad_options);
-  Tensor grad_bias = output_mask[2] ? at::empty({channels}, grad_options) : at::empty({0}, grad_options);
+  const at::ScalarType grad_type = param_type.value_or(at::kFloat);
+  Tensor grad_input = empty_cuda(output_mask[0] ? x.sizes() : at::IntArrayRef{0}, x.scalar_type(), x.device());
+  Tensor grad_weight = empty_cuda({output_mask[1] ? channels : 0}, grad_type, x.device());
+  Tensor grad_bias = empty_cuda({output_mask[2] ? channels : 0}, grad_type, x.device());
   const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
   const Tensor mean_c = use_input_stats ? mean->contiguous() : Tensor();
   const Tensor rstd_c = use_input_stats ? rstd->contiguous() : Tensor();

@@ -249,7 +249,7 @@ def run_overhead(cases, iters, kernel_times):
     x = torch.rand(OVERHEAD_SHAPE, device="cuda")
     copy_target = torch.empty_like(x)
     reference, ours = torch.nn.InstanceNorm2d(8).cuda(), inorm.InstanceNorm2d(8).cuda()
-    op = torch.ops.inorm.instance_norm_forward
+    functional_op, user_op = torch.ops.inorm.instance_norm_forward, torch.ops.inorm.instance_norm
     affine_ref = torch.nn.InstanceNorm2d(8, affine=True).cuda()
     affine_ours = inorm.InstanceNorm2d(8, affine=True).cuda()
     x_grad = x.clone().requires_grad_()
@@ -261,7 +261,9 @@ def run_overhead(cases, iters, kernel_times):
     calls = {"torch.nn.InstanceNorm2d (module)": lambda: reference(x),
              "inorm.InstanceNorm2d (module)": lambda: ours(x),
              "inorm.instance_norm (functional)": lambda: inorm.instance_norm(x),
-             "torch.ops.inorm.instance_norm_forward (op)": lambda: op(x, None, None, None, None, True, 0.1, 1e-5),
+             "torch.ops.inorm.instance_norm (op)": lambda: user_op(x, None, None, None, None, True, 0.1, 1e-5),
+             "torch.ops.inorm.instance_norm_forward (functional op: 5 outputs)":
+                 lambda: functional_op(x, None, None, None, None, True, 0.1, 1e-5),
              "Tensor.copy_": lambda: copy_target.copy_(x),
              "torch.nn training step (affine, forward + backward)": step(affine_ref),
              "inorm training step (affine, forward + backward)": step(affine_ours)}
@@ -285,9 +287,10 @@ def overhead_markdown(host, suite, header):
     lines = [header, "", f"Host time per call, {OVERHEAD_CALLS} back-to-back calls on "
              f"{'x'.join(map(str, OVERHEAD_SHAPE))} float32 (wall clock):", "", "| call | us per call |", "|---|---|"]
     lines += [f"| {r['call']} | {r['us_per_call']:.1f} |" for r in host]
-    lines += ["", "The public suite through inorm's module, called back to back (host time included), against "
-              "inorm-bench's kernel time:", "", "| case | shape | dtype | module ms | inorm-bench ms | x kernel |",
-              "|---|---|---|---|---|---|"]
+    if suite:
+        lines += ["", "The public suite through inorm's module, called back to back (host time included), against "
+                  "inorm-bench's kernel time:", "", "| case | shape | dtype | module ms | inorm-bench ms | x kernel |",
+                  "|---|---|---|---|---|---|"]
     for r in suite:
         kernel = f"{r['kernel_ms']:.4f}" if r["kernel_ms"] else "-"
         ratio = f"{r['module_x_kernel']:.3f}" if r["module_x_kernel"] else "-"
@@ -321,15 +324,18 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.suite is None:
         args.suite = default_suite("train.json" if args.train else "public.json")
-    if args.suite is None or not os.path.exists(args.suite):
+    # --overhead's host times need no suite: only its table of the suite through the module does.
+    if (args.suite is None and not args.overhead) or (args.suite is not None and not os.path.exists(args.suite)):
         parser.error(f"no suite file: {args.suite!r} (pass --suite PATH)")
     if args.iters < 20:
         parser.error("--iters must be at least 20")
     if not torch.cuda.is_available():
         print("inorm.bench: no CUDA device; nothing to measure", file=sys.stderr)
         return 2
-    with open(args.suite) as f:
-        cases = json.load(f)["cases"]
+    cases = []
+    if args.suite is not None:
+        with open(args.suite) as f:
+            cases = json.load(f)["cases"]
     if args.cases:
         wanted = args.cases.split(",")
         cases = [c for c in cases if c["id"] in wanted]
@@ -340,7 +346,7 @@ def main(argv=None):
             with open(args.kernel_times) as f:
                 kernel_times = {row["id"]: row["inorm_ms"] for row in json.load(f) if row.get("pass") == "forward"}
         header = (f"{torch.cuda.get_device_name()}, {datetime.date.today()}, inorm {inorm.__version__} at {commit()}, "
-                  f"torch {torch.__version__}, suite {os.path.basename(args.suite)}: per-call overhead")
+                  f"torch {torch.__version__}, suite {os.path.basename(args.suite or 'none')}: per-call overhead")
         host, suite = run_overhead(cases, args.iters, kernel_times)
         table = overhead_markdown(host, suite, header)
         print(table)

@@ -128,6 +128,26 @@ def test_running_stats_train_then_eval(momentum):
         torch.testing.assert_close(ours(x), reference(x), **TOLERANCES[torch.float32])
 
 
+class _Doubled(torch.nn.Module):
+    def forward(self, weight):
+        return 2 * weight
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_gpu)])
+def test_parametrized_weight_and_reassigned_buffer_are_the_ones_used(device):
+    # The module reads its tensors from nn.Module's dicts (host time per call): a parametrization
+    # moves the weight out of them, and a reassigned buffer replaces the entry; both must be what
+    # the call normalizes with, as in torch.nn.
+    reference, ours = make_pair(torch.nn.InstanceNorm2d, inorm.InstanceNorm2d, 4, device=device, affine=True,
+                                track_running_stats=True)
+    for module in (reference, ours):
+        torch.nn.utils.parametrize.register_parametrization(module, "weight", _Doubled())
+        module.running_mean = torch.full((4,), 0.25, device=device)
+        module.eval()
+    x = torch.rand(2, 4, 6, 7, generator=torch.Generator().manual_seed(3)).to(device)
+    torch.testing.assert_close(ours(x), reference(x), **TOLERANCES[torch.float32])
+
+
 @requires_gpu
 @pytest.mark.parametrize("use_input_stats", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
