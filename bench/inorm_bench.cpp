@@ -137,8 +137,8 @@ Status verify_forward_samples(const ForwardParams& p, int64_t slice_len, const s
   row->verified = true;
   for (int64_t slice : sample_slices(p.batch * p.channels)) {
     std::vector<double> x, y;
-    BENCH_TRY(testing::copy_to_host(p.x, p.dtype, slice * slice_len, slice_len, &x));
-    BENCH_TRY(testing::copy_to_host(p.y, p.dtype, slice * slice_len, slice_len, &y));
+    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, p.channels, slice_len, slice, &x));
+    BENCH_TRY(testing::copy_slice_to_host(p.y, p.dtype, p.layout, p.channels, slice_len, slice, &y));
     const testing::SliceStats stats = testing::slice_statistics(x.data(), slice_len, p.eps);
     const int64_t channel = slice % p.channels;
     const double w = weight.empty() ? 1.0 : weight[channel];
@@ -155,9 +155,9 @@ Status verify_backward_samples(const BackwardParams& p, int64_t slice_len, const
   row->verified = true;
   for (int64_t slice : sample_slices(p.batch * p.channels)) {
     std::vector<double> x, dy, dx;
-    BENCH_TRY(testing::copy_to_host(p.x, p.dtype, slice * slice_len, slice_len, &x));
-    BENCH_TRY(testing::copy_to_host(p.dy, p.dtype, slice * slice_len, slice_len, &dy));
-    BENCH_TRY(testing::copy_to_host(p.dx, p.dtype, slice * slice_len, slice_len, &dx));
+    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, p.channels, slice_len, slice, &x));
+    BENCH_TRY(testing::copy_slice_to_host(p.dy, p.dtype, p.layout, p.channels, slice_len, slice, &dy));
+    BENCH_TRY(testing::copy_slice_to_host(p.dx, p.dtype, p.layout, p.channels, slice_len, slice, &dx));
     const std::vector<double> w = {weight.empty() ? 1.0 : weight[slice % p.channels]};
     testing::BackwardProblem problem;
     problem.batch = 1;
@@ -297,13 +297,6 @@ Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t
   const Row base = base_row(c, options);
   ForwardParams p;
   fill_shape(c, &p);
-  if (p.layout != Layout::kContiguous) {
-    Row row = base;
-    row.path = "unsupported";
-    row.note = validate_forward(p).message();  // names the layout that is not implemented
-    rows->push_back(row);
-    return Status::Ok();
-  }
   Inputs in;
   BENCH_TRY(make_inputs(c, p.channels, &in));
   p.x = in.x.get();
@@ -325,13 +318,6 @@ Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_
   const Row base = base_row(c, options);
   BackwardParams p;
   fill_shape(c, &p);
-  if (p.layout != Layout::kContiguous) {
-    Row row = base;
-    row.path = "unsupported";
-    row.note = validate_backward(p).message();
-    rows->push_back(row);
-    return Status::Ok();
-  }
   Inputs in;
   BENCH_TRY(make_inputs(c, p.channels, &in));
   const int64_t slices = p.batch * p.channels;

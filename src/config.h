@@ -149,6 +149,17 @@ inline constexpr int kEvalThreads = 256;
 // Workspace segments start on this boundary.
 inline constexpr std::size_t kWorkspaceAlign = 256;
 
+// kChannelsLast: a tile holds at least this many bytes of its inputs and this many spatial rows, so
+// that its per-channel partials (32 bytes each, written once and read once) stay a few percent of
+// the traffic; a CTA's threads are [rows a pass x channels of the tile], at most kChannelsLastThreads.
+inline constexpr int kChannelsLastThreads = 256;
+inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
+inline constexpr int64_t kChannelsLastMinTileRows = 256;
+inline constexpr int kChannelsLastFinishThreads = 128;
+inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
+// Bytes of a slice's elementwise coefficients in the workspace (the largest op's, float64).
+inline constexpr std::size_t kSliceCoefficientBytes = 64;
+
 // Plans kept by plan_forward / plan_backward for the current device (plan_cache.h): far more
 // shapes than a network runs, few enough that dropping them all when full costs nothing noticeable.
 inline constexpr std::size_t kPlanCacheCapacity = 4096;

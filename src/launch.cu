@@ -185,6 +185,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   args.register_len = plan.register_len;
   args.parts_per_slice = plan.parts_per_slice;
   args.coaligned = plan.coaligned;
+  args.channels_last = plan.layout == Layout::kChannelsLast;
   if (detail::reduces_channels(plan)) {
     args.slice_term0 = ws + layout.slice_term0;
     args.slice_term1 = ws + layout.slice_term1;
@@ -195,6 +196,12 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.next_item = reinterpret_cast<unsigned*>(ws + layout.split_counters);
     args.slice_arrivals = args.next_item + 1;
     args.pipeline_lead = plan.pipeline_lead;
+  }
+  if (plan.path == Path::kChannelsLast) {
+    args.split_partials = ws + layout.split_partials;
+    args.slice_coefficients = ws + layout.slice_coefficients;
+    args.channel_block = plan.channel_block;
+    args.tile_rows = plan.tile_rows;
   }
   if (plan.path == Path::kSharedResident) {
     args.ctas_per_slice = plan.ctas_per_slice;
@@ -214,6 +221,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     case Path::kGroupRegisters: status = detail::launch_group(plan, args, stream); break;
     case Path::kSharedResident: status = detail::launch_shared(plan, args, stream); break;
     case Path::kSplitPipelined: status = detail::launch_split(plan, args, stream); break;
+    case Path::kChannelsLast: status = detail::launch_channels_last(plan, args, stream); break;
     default:
       return Status(StatusCode::kInvalidArgument,
                     std::string("inorm: cannot launch path ") + path_name(plan.path));

@@ -24,9 +24,10 @@ struct WorkspaceLayout {
   std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
   std::size_t slice_arrivals = 0;  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]
   std::size_t slice_counter = 0;   // kSharedResident, shared_slices_in_order: unsigned long long
-  std::size_t split_partials = 0;  // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]
+  std::size_t split_partials = 0;  // kSplitPipelined, kChannelsLast: SplitPartial[num_slices * parts_per_slice]
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
+  std::size_t slice_coefficients = 0;  // kChannelsLast: kSliceCoefficientBytes [num_slices], the elementwise pass's
   // stats type [num_slices] each: the two terms per slice that the channel reduction sums over the
   // batch: per-instance mean and unbiased variance for the running stats (forward), sum(dy * xhat)
   // and sum(dy) for dweight and dbias (backward).

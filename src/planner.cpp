@@ -55,6 +55,7 @@ const char* path_name(Path path) {
     case Path::kGroupRegisters: return "group_registers";
     case Path::kSharedResident: return "shared_resident";
     case Path::kSplitPipelined: return "split_pipelined";
+    case Path::kChannelsLast: return "channels_last";
   }
   return "unknown";
 }
@@ -111,6 +112,10 @@ std::string Plan::describe() const {
     case Path::kSplitPipelined:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead
           << (coaligned ? "" : " scalar-stores");
+      break;
+    case Path::kChannelsLast:
+      out << " channels=" << channel_block << " threads=" << threads << " tile_rows=" << tile_rows
+          << " tiles=" << parts_per_slice << " grid=" << grid;
       break;
     default:
       break;
@@ -176,35 +181,29 @@ bool shared_takes_slices_early(const Plan& plan) {
 WorkspaceLayout workspace_layout(const Plan& plan) {
   WorkspaceLayout layout;
   std::size_t offset = 0;
+  const auto reserve = [&offset](std::size_t bytes) {  // a segment's start; the next one is aligned
+    const std::size_t start = offset;
+    offset = align_up(offset + bytes, kWorkspaceAlign);
+    return start;
+  };
+  const auto slices = static_cast<std::size_t>(plan.num_slices);
   if (plan.path == Path::kSharedResident && plan.exchange == Exchange::kGlobal) {
-    layout.chunk_partials = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.ctas_per_slice *
-                                   chunk_stats_bytes(plan.dtype),
-                      kWorkspaceAlign);
-    layout.slice_arrivals = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), kWorkspaceAlign);
+    layout.chunk_partials = reserve(slices * plan.ctas_per_slice * chunk_stats_bytes(plan.dtype));
+    layout.slice_arrivals = reserve(slices * sizeof(unsigned));
   }
-  if (shared_slices_in_order(plan)) {
-    layout.slice_counter = offset;
-    offset = align_up(offset + sizeof(unsigned long long), kWorkspaceAlign);
+  if (shared_slices_in_order(plan)) layout.slice_counter = reserve(sizeof(unsigned long long));
+  if (plan.path == Path::kSplitPipelined || plan.path == Path::kChannelsLast) {  // a partial per part or tile
+    layout.split_partials = reserve(slices * plan.parts_per_slice * sizeof(SplitPartial));
   }
+  if (plan.path == Path::kChannelsLast) layout.slice_coefficients = reserve(slices * kSliceCoefficientBytes);
   if (plan.path == Path::kSplitPipelined) {
-    layout.split_partials = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * plan.parts_per_slice *
-                                   sizeof(SplitPartial),
-                      kWorkspaceAlign);
-    layout.split_slice_stats = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices) * sizeof(SplitPartial), kWorkspaceAlign);
-    layout.split_counters = offset;
-    offset = align_up(offset + static_cast<std::size_t>(plan.num_slices + 1) * sizeof(unsigned), kWorkspaceAlign);
+    layout.split_slice_stats = reserve(slices * sizeof(SplitPartial));
+    layout.split_counters = reserve((slices + 1) * sizeof(unsigned));
   }
   if (reduces_channels(plan)) {
-    const std::size_t stats_bytes =
-        static_cast<std::size_t>(plan.num_slices) * dtype_size(stats_dtype(plan.dtype));
-    layout.slice_term0 = offset;
-    offset = align_up(offset + stats_bytes, kWorkspaceAlign);
-    layout.slice_term1 = offset;
-    offset = align_up(offset + stats_bytes, kWorkspaceAlign);
+    const std::size_t stats_bytes = slices * dtype_size(stats_dtype(plan.dtype));
+    layout.slice_term0 = reserve(stats_bytes);
+    layout.slice_term1 = reserve(stats_bytes);
   }
   layout.total = offset;
   return layout;
@@ -232,6 +231,7 @@ Plan signature_of(const Params& params, Pass pass, int inputs, std::initializer_
   plan.inputs = inputs;
   plan.dtype = params.dtype;
   plan.param_dtype = params.param_dtype;
+  plan.layout = params.layout;
   plan.num_slices = params.batch * params.channels;
   plan.channels = params.channels;
   plan.slice_len = slice_len_of(params);
@@ -267,6 +267,7 @@ Plan plan_signature(const BackwardParams& params) {
 
 bool same_problem(const Plan& a, const Plan& b) {
   return a.pass == b.pass && a.inputs == b.inputs && a.dtype == b.dtype && a.param_dtype == b.param_dtype &&
+         a.layout == b.layout &&
          a.num_slices == b.num_slices && a.channels == b.channels && a.slice_len == b.slice_len &&
          a.use_input_stats == b.use_input_stats && a.update_running_stats == b.update_running_stats &&
          a.weight_grads == b.weight_grads && a.writes_output == b.writes_output;
@@ -350,9 +351,6 @@ Status validate_shape(const Params& p, bool has_params, int64_t* numel) {
   }
   if (has_params && !known_dtype(p.param_dtype)) {
     return invalid("unknown param_dtype " + std::to_string(static_cast<int>(p.param_dtype)));
-  }
-  if (p.layout == Layout::kChannelsLast) {
-    return unsupported("unsupported layout: channels_last is not implemented yet (pass a contiguous NCHW tensor)");
   }
   return Status::Ok();
 }
@@ -676,6 +674,35 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
   return Status::Ok();
 }
 
+// Tiles of [tile_rows spatial positions x channel_block channels]: the channels split into equal
+// blocks of at most kChannelsLastThreads, as many rows a pass as the threads hold, and tiles of at
+// least kChannelsLastTileBytes of input (and kChannelsLastMinTileRows rows), whole passes each.
+Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* plan) {
+  *plan = base;
+  plan->path = Path::kChannelsLast;
+  const int64_t blocks = ceil_div(base.channels, detail::kChannelsLastThreads);
+  const int64_t channel_block = ceil_div(base.channels, blocks);
+  const int64_t rows_a_pass = detail::kChannelsLastThreads / channel_block;
+  const int64_t row_bytes = channel_block * static_cast<int64_t>(dtype_size(base.dtype)) * base.inputs;
+  int64_t tile_rows = std::max(ceil_div(detail::kChannelsLastTileBytes, row_bytes), detail::kChannelsLastMinTileRows);
+  tile_rows = std::min(tile_rows, base.slice_len);
+  tile_rows = ceil_div(tile_rows, rows_a_pass) * rows_a_pass;
+  const int64_t tiles = ceil_div(base.slice_len, tile_rows);
+  if (tiles > std::numeric_limits<int32_t>::max() || base.num_slices > std::numeric_limits<int64_t>::max() / tiles) {
+    return unsupported("channels_last: " + std::to_string(tiles) + " tiles a slice are more than the plan counts");
+  }
+  plan->channel_block = static_cast<int>(channel_block);
+  plan->threads = static_cast<int>(rows_a_pass * channel_block);
+  plan->tile_rows = tile_rows;
+  plan->parts_per_slice = static_cast<int>(tiles);
+  // The kernels stride over the (sample, channel block, tile) items: a grid of what fits at once,
+  // a few times over, caps the launch for any tensor size.
+  const int64_t items = base.num_slices / base.channels * blocks * tiles;
+  const int64_t resident = static_cast<int64_t>(limits.sm_count) * (limits.max_threads_per_sm / plan->threads);
+  plan->grid = std::min(items, 8 * resident);
+  return Status::Ok();
+}
+
 }  // namespace
 
 namespace detail {
@@ -698,8 +725,8 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
     plan->path = Path::kEmpty;
     return Status::Ok();
   }
-  // The forward with running stats is elementwise; the backward's weight gradients are reductions
-  // even then, so it runs on the slice engine in either mode.
+  // The forward with running stats is elementwise (in either layout); the backward's weight
+  // gradients are reductions even then, so it runs on the slice engine in either mode.
   if (base.pass == Pass::kForward && !base.use_input_stats) {
     if (path != Path::kAuto && path != Path::kElementwiseEval) {
       return invalid(std::string("forced path ") + path_name(path) +
@@ -716,6 +743,17 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
     return Status::Ok();
   }
 
+  if (base.layout == Layout::kChannelsLast) {
+    if (path != Path::kAuto && path != Path::kChannelsLast) {
+      return invalid(std::string("forced path ") + path_name(path) + " reads slices contiguous in memory; "
+                     "channels_last input runs channels_last");
+    }
+    const Status status = plan_channels_last(base, limits, plan);
+    if (!status.ok()) return status;
+    plan->workspace_bytes = workspace_layout(*plan).total;
+    return Status::Ok();
+  }
+  if (path == Path::kChannelsLast) return invalid("forced path channels_last needs channels_last input");
   const int group_config = choose_group_config(base);
   const bool fits_shared = base.slice_len <= largest_resident_slice(base.dtype, base.inputs, limits);
   // Every slice too large for the chip, one or many, of any length, goes to split_pipelined: it beat

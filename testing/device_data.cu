@@ -195,6 +195,22 @@ Status copy_to_host(const void* data, DType dtype, int64_t offset, int64_t count
   return Status::Ok();
 }
 
+Status copy_slice_to_host(const void* data, DType dtype, Layout layout, int64_t channels, int64_t slice_len,
+                          int64_t slice, std::vector<double>* out) {
+  if (layout == Layout::kContiguous) return copy_to_host(data, dtype, slice * slice_len, slice_len, out);
+  const std::size_t elem = dtype_size(dtype);
+  const int64_t first = (slice / channels * slice_len) * channels + slice % channels;
+  std::vector<unsigned char> raw(static_cast<std::size_t>(slice_len) * elem);
+  const Status status = cuda_check(cudaMemcpy2D(raw.data(), elem, static_cast<const unsigned char*>(data) + first * elem,
+                                                static_cast<std::size_t>(channels) * elem, elem,
+                                                static_cast<std::size_t>(slice_len), cudaMemcpyDeviceToHost),
+                                   "cudaMemcpy2D(D2H, one channels_last slice)");
+  if (!status.ok()) return status;
+  out->resize(static_cast<std::size_t>(slice_len));
+  for (int64_t i = 0; i < slice_len; ++i) (*out)[i] = element_to_double(raw.data() + i * elem, dtype);
+  return Status::Ok();
+}
+
 Status copy_from_host(const std::vector<double>& values, DType dtype, void* data) {
   const std::size_t elem = dtype_size(dtype);
   std::vector<unsigned char> raw(values.size() * elem);

@@ -17,7 +17,9 @@ namespace inorm {
 
 enum class DType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2, kFloat64 = 3 };
 
-// kContiguous is NCHW (N, C, spatial...) with unit stride in the last dimension.
+// kContiguous is NCHW (N, C, spatial...) with unit stride in the last dimension; kChannelsLast is
+// NHWC / NDHWC (N, spatial..., C), PyTorch's channels_last and channels_last_3d: a slice's elements
+// are C apart. Every tensor the size of x (x, y, dy, dx) has the layout.
 enum class Layout : int { kContiguous = 0, kChannelsLast = 1 };
 
 // Bytes per element; 0 for a value outside the enum.
@@ -142,6 +144,8 @@ enum class Path : int {
   kSharedResident,    // one or more CTAs of a persistent grid hold a slice in shared memory
   kSplitPipelined,    // slices too large for the chip: one persistent grid runs the parts' statistics a
                       // fixed lead ahead of their normalization, which reads x again
+  kChannelsLast,      // channels_last: tiles of [spatial rows x channels], each tile's statistics per
+                      // channel, combined per slice, then the elementwise pass, which reads x again
 };
 const char* path_name(Path path);
 
@@ -169,6 +173,7 @@ struct Plan {
   // What the plan was made for; launch_forward / launch_backward check the params against it.
   DType dtype = DType::kFloat32;
   DType param_dtype = DType::kFloat32;
+  Layout layout = Layout::kContiguous;
   int64_t num_slices = 0;  // N * C
   int64_t channels = 0;
   int64_t slice_len = 0;   // S, product of the spatial extents
@@ -192,7 +197,9 @@ struct Plan {
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
                              // (of each input)
   int64_t register_len = 0;  // kSharedResident: of each chunk, the elements held in registers (its end)
-  int parts_per_slice = 0;   // kSplitPipelined
+  int parts_per_slice = 0;   // kSplitPipelined; kChannelsLast: tiles per slice
+  int channel_block = 0;     // kChannelsLast: channels of a tile (threads = rows a pass x channel_block)
+  int64_t tile_rows = 0;     // kChannelsLast: spatial positions of a tile
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 

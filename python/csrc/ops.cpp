@@ -9,8 +9,10 @@
 //   inorm::instance_norm          the user-facing op: running stats are mutable arguments (Tensor(a!)),
 //                                 written in place; CompositeImplicitAutograd over the functional op.
 //
-// CUDA tensors run inorm's kernels; every other device (CPU, ...) runs ATen's own instance norm (batch
-// norm over the [1, N * C, S] view, as at::instance_norm does), so the results are torch.nn's there.
+// CUDA tensors run inorm's kernels, in NCHW or channels_last (the outputs keep the input's memory
+// format); every other device (CPU, ...) runs ATen's own instance norm (batch norm over the
+// [1, N * C, S] view, as at::instance_norm does), so the values are torch.nn's there, and the
+// outputs are given the same memory format as on CUDA.
 #include <Python.h>
 
 #include <ATen/ATen.h>
@@ -54,8 +56,9 @@ at::ScalarType stats_scalar_type(at::ScalarType input_type) {
 
 // The CUDA kernels allocate straight from the caching allocator, as ATen's own CUDA kernels do:
 // at::empty would pass through the dispatcher once more (host time on every call).
-Tensor empty_cuda(at::IntArrayRef sizes, at::ScalarType dtype, at::Device device) {
-  return at::detail::empty_cuda(sizes, dtype, device, std::nullopt);
+Tensor empty_cuda(at::IntArrayRef sizes, at::ScalarType dtype, at::Device device,
+                  at::MemoryFormat format = at::MemoryFormat::Contiguous) {
+  return at::detail::empty_cuda(sizes, dtype, device, format);
 }
 
 void check_status(const inorm::Status& status) {
@@ -149,15 +152,27 @@ void set_shape(const Tensor& x, Params* params) {
   }
 }
 
-// The kernels read contiguous NCHW; other layouts (channels_last among them) are copied first,
-// which costs one extra read and write: say so once rather than lose the speed silently.
-Tensor contiguous_input(const Tensor& input) {
-  if (!input.is_contiguous()) {
-    TORCH_WARN_ONCE("inorm: input is not contiguous (e.g. channels_last); it is copied to a "
-                    "contiguous NCHW tensor first, and the output is contiguous NCHW as in PyTorch. "
-                    "Native channels_last support is not implemented yet.");
+// The memory format the kernels run `input` in, and its outputs have: channels_last (4-D) or
+// channels_last_3d (5-D) where the input is dense in it and not also contiguous NCHW, else NCHW.
+at::MemoryFormat kernel_format(const Tensor& input) {
+  if (input.is_contiguous()) return at::MemoryFormat::Contiguous;
+  if (input.dim() == 4 && input.is_contiguous(at::MemoryFormat::ChannelsLast)) return at::MemoryFormat::ChannelsLast;
+  if (input.dim() == 5 && input.is_contiguous(at::MemoryFormat::ChannelsLast3d)) return at::MemoryFormat::ChannelsLast3d;
+  return at::MemoryFormat::Contiguous;
+}
+
+inorm::Layout layout_of(at::MemoryFormat format) {
+  return format == at::MemoryFormat::Contiguous ? inorm::Layout::kContiguous : inorm::Layout::kChannelsLast;
+}
+
+// The kernels read NCHW or channels_last; any other strides (a transposed or sliced view) are copied
+// to NCHW first, one extra read and write: said once rather than lost silently.
+Tensor input_in(const Tensor& input, at::MemoryFormat format) {
+  if (format == at::MemoryFormat::Contiguous && !input.is_contiguous()) {
+    TORCH_WARN_ONCE("inorm: input is neither contiguous nor channels_last; it is copied to a contiguous "
+                    "NCHW tensor first, and the output is contiguous NCHW.");
   }
-  return input.contiguous();
+  return input.contiguous(format);
 }
 
 // Plans for the current device (a cached plan after the first call of a shape) and launches on the
@@ -189,8 +204,9 @@ Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight,
                               bool use_input_stats, double momentum, double eps) {
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
   const c10::cuda::CUDAGuard guard(input.device());
-  const Tensor x = contiguous_input(input);
-  Tensor output = empty_cuda(x.sizes(), x.scalar_type(), x.device());
+  const at::MemoryFormat format = kernel_format(input);
+  const Tensor x = input_in(input, format);
+  Tensor output = empty_cuda(x.sizes(), x.scalar_type(), x.device(), format);
   const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
   const Tensor bias_c = bias.has_value() ? bias->contiguous() : Tensor();
   const auto pointer = [](const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; };
@@ -199,6 +215,7 @@ Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight,
   params.x = x.data_ptr();
   params.y = output.data_ptr();
   params.dtype = dtype;
+  params.layout = layout_of(format);
   set_shape(x, &params);
   params.eps = eps;
   params.weight = pointer(weight_c);
@@ -264,10 +281,12 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
   const int64_t channels = input.size(1);
 
   const c10::cuda::CUDAGuard guard(input.device());
-  const Tensor x = contiguous_input(input);
-  const Tensor dy = grad_output.contiguous();
+  const at::MemoryFormat format = kernel_format(input);  // dy and dx follow x
+  const Tensor x = input_in(input, format);
+  const Tensor dy = grad_output.contiguous(format);
   const at::ScalarType grad_type = param_type.value_or(at::kFloat);
-  Tensor grad_input = empty_cuda(output_mask[0] ? x.sizes() : at::IntArrayRef{0}, x.scalar_type(), x.device());
+  Tensor grad_input = output_mask[0] ? empty_cuda(x.sizes(), x.scalar_type(), x.device(), format)
+                                     : empty_cuda({0}, x.scalar_type(), x.device());
   Tensor grad_weight = empty_cuda({output_mask[1] ? channels : 0}, grad_type, x.device());
   Tensor grad_bias = empty_cuda({output_mask[2] ? channels : 0}, grad_type, x.device());
   const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
@@ -281,6 +300,7 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
   params.dy = dy.data_ptr();
   params.dx = output_mask[0] ? grad_input.data_ptr() : nullptr;
   params.dtype = dtype;
+  params.layout = layout_of(format);
   set_shape(x, &params);
   params.eps = eps;
   params.weight = weight.has_value() ? weight_c.data_ptr() : nullptr;
@@ -370,7 +390,8 @@ ForwardResult instance_norm_forward_fallback(const Tensor& input, const Optional
   };
   Tensor new_running_mean = batch_mean(instance_running_mean, running_mean);
   Tensor new_running_var = batch_mean(instance_running_var, running_var);
-  return {output.view(input.sizes()), mean, rstd, new_running_mean, new_running_var};
+  // The output in the memory format the CUDA kernels give it (channels_last in, channels_last out).
+  return {output.view(input.sizes()).contiguous(kernel_format(input)), mean, rstd, new_running_mean, new_running_var};
 }
 
 BackwardResult instance_norm_backward_fallback(const Tensor& grad_output, const Tensor& input,
@@ -404,7 +425,7 @@ BackwardResult instance_norm_backward_fallback(const Tensor& grad_output, const 
   const auto over_batch = [&](const Tensor& grad, bool wanted) {
     return wanted ? grad.view({batch, channels}).sum(0).to(grad_options.dtype()) : at::empty({0}, grad_options);
   };
-  return {output_mask[0] ? grad_input.view(input.sizes()) : at::empty({0}, input.options()),
+  return {output_mask[0] ? grad_input.view(input.sizes()).contiguous(kernel_format(input)) : at::empty({0}, input.options()),
           over_batch(grad_weight, output_mask[1]), over_batch(grad_bias, output_mask[2])};
 }
 

@@ -8,6 +8,18 @@ def _stats_dtype(input_dtype):
     return torch.float64 if input_dtype == torch.float64 else torch.float32
 
 
+def _output_format(input):
+    # The memory format the kernels run the input in and give their outputs (ops.cpp kernel_format):
+    # channels_last where the input is dense in it and not also contiguous NCHW, else NCHW.
+    if input.is_contiguous():
+        return torch.contiguous_format
+    if input.dim() == 4 and input.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    if input.dim() == 5 and input.is_contiguous(memory_format=torch.channels_last_3d):
+        return torch.channels_last_3d
+    return torch.contiguous_format
+
+
 def _check_devices(input, **tensors):
     # As the real kernels do: a parameter on another device (meta among them) is an error, not a
     # result computed from whatever the fake kernel returns.
@@ -22,7 +34,7 @@ def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, 
     torch._check(input.dim() >= 2, lambda: f"inorm: input must have at least 2 dimensions (N, C, ...), got {input.dim()}")
     _check_devices(input, weight=weight, bias=bias, running_mean=running_mean, running_var=running_var)
     stats_dtype = _stats_dtype(input.dtype)
-    output = torch.empty_like(input, memory_format=torch.contiguous_format)
+    output = torch.empty_like(input, memory_format=_output_format(input))
     stats_shape = (input.shape[0], input.shape[1]) if use_input_stats else (0,)
     mean = input.new_empty(stats_shape, dtype=stats_dtype)
     rstd = input.new_empty(stats_shape, dtype=stats_dtype)
@@ -43,7 +55,7 @@ def _instance_norm_backward_fake(grad_output, input, weight, mean, rstd, running
                    running_var=running_var)
     channels = input.shape[1]
     grad_dtype = next((t.dtype for t in (weight, running_mean) if t is not None), torch.float32)
-    grad_input = (torch.empty_like(input, memory_format=torch.contiguous_format) if output_mask[0]
+    grad_input = (torch.empty_like(input, memory_format=_output_format(input)) if output_mask[0]
                   else input.new_empty((0,)))
     grad_weight = input.new_empty((channels,) if output_mask[1] else (0,), dtype=grad_dtype)
     grad_bias = input.new_empty((channels,) if output_mask[2] else (0,), dtype=grad_dtype)

@@ -39,6 +39,10 @@ struct KernelArgs {
   int64_t register_len; // kSharedResident: of each chunk, the elements held in registers (its end)
   int parts_per_slice;  // kSplitPipelined
   bool coaligned;       // every tensor read or written per element is aligned like x modulo 16
+  bool channels_last;   // Layout::kChannelsLast: slice (n, c)'s element s is at (n * S + s) * C + c
+  int channel_block;    // kChannelsLast
+  int64_t tile_rows;    // kChannelsLast
+  void* slice_coefficients;  // kChannelsLast: kSliceCoefficientBytes [num_slices]
   void* split_partials; // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]
   void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch

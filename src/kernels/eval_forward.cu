@@ -1,6 +1,7 @@
 // kElementwiseEval: use_input_stats == false, y = (x - running_mean[c]) * rsqrt(running_var[c] + eps)
-// * weight[c] + bias[c]. Any S, including 1. A grid-stride loop over the flat tensor that tracks
-// (position in slice, channel) incrementally, so no 64-bit division runs per element.
+// * weight[c] + bias[c]. Any S, including 1, either layout. A grid-stride loop over the flat tensor
+// that tracks (position in the run of one channel, channel) incrementally, so no 64-bit division
+// runs per element.
 #include "config.h"
 #include "kernels/common.cuh"
 #include "kernels/launchers.h"
@@ -15,7 +16,7 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
   const int64_t start = static_cast<int64_t>(blockIdx.x) * kEvalThreads + threadIdx.x;
   if (start >= numel) return;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kEvalThreads;
-  const int64_t len = args.slice_len;
+  const int64_t len = args.channels_last ? 1 : args.slice_len;  // elements of one channel in a row
   const int64_t channels = args.channels;
   const int64_t step_offset = stride % len;
   const int64_t step_channel = (stride / len) % channels;

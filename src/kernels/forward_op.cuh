@@ -113,8 +113,11 @@ struct ForwardOp {
   using Coefficients = SliceAffine<Acc>;
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
+    const int64_t first = args.channels_last
+                              ? (slice / args.channels) * args.slice_len * args.channels + slice % args.channels
+                              : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
-    return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + slice * args.slice_len))};
+    return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first))};
   }
 
   // Corrected two-pass statistics of the `count` elements: their mean, then the deviations from it

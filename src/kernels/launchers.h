@@ -18,6 +18,7 @@ Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t strea
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 // The channel reduction after the main kernel: the running-stat update (forward) or dweight and
 // dbias (backward) from the per-slice terms in args.slice_term0/1.
 struct ChannelOutputs {

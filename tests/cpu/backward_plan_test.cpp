@@ -142,8 +142,25 @@ TEST(ValidateBackward, SharedChecks) {
   p.channels = int64_t{1} << 30;
   expect_invalid(p, "overflows 64-bit byte offsets");
   p = valid_params();
+  p.layout = static_cast<Layout>(7);
+  expect_invalid(p, "unknown layout 7");
+}
+
+// channels_last runs its own family in either mode: x and dy are both held per tile, so a tile of
+// 64 channels of float32 is 64 KiB / (64 * 4 * 2) = 128 rows, raised to the 256-row minimum.
+TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
+  BackwardParams p = problem(DType::kFloat32, {2, 64, 128, 128});
   p.layout = Layout::kChannelsLast;
-  expect_invalid(p, "channels_last", StatusCode::kUnsupported);
+  Plan plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kChannelsLast);
+  EXPECT_EQ(plan.tile_rows, 256);
+  EXPECT_EQ(plan.parts_per_slice, 64);
+  p.use_input_stats = false;  // eval: the weight gradients are still sums over each slice
+  p.mean = p.rstd = nullptr;
+  p.running_mean = fake_pointer(kAligned * 300);
+  p.running_var = fake_pointer(kAligned * 301);
+  plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kChannelsLast);
 }
 
 // The seed holds 2 MiB a slice on chip in the backward (1 MiB of x, 1 MiB of dy): the narrowest

@@ -549,6 +549,56 @@ TEST(Planner, EmptyAndEval) {
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
+// channels_last: the channels in equal blocks of at most 256, as many rows a pass as 256 threads
+// hold, tiles of at least 64 KiB of x (and 256 rows), whole passes each.
+TEST(Planner, ChannelsLastTiles) {
+  struct Expect {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int channel_block, threads;
+    int64_t tile_rows, tiles;
+  };
+  const Expect cases[] = {
+      {"cl-bf16: a row of 64 channels is 128 bytes, so 512 rows", DType::kBFloat16, {64, 64, 128, 128}, 64, 256, 512, 32},
+      {"three channels: 85 rows a pass, 5462 rows raised to whole passes", DType::kFloat32, {32, 3, 256, 256}, 3, 255,
+       5525, 12},
+      {"one channel: a column of 256 threads, the whole slice in whole passes", DType::kFloat32, {2, 1, 100, 100}, 1,
+       256, 10240, 1},
+      {"129 channels: one row a pass, the 256-row minimum", DType::kFloat32, {8, 129, 57, 61}, 129, 129, 256, 14},
+      {"600 channels: three blocks of 200", DType::kFloat16, {2, 600, 30, 30}, 200, 200, 256, 4},
+      {"a slice shorter than a tile: one tile of it, in whole passes", DType::kFloat32, {4, 8, 5, 7}, 8, 256, 64, 1},
+  };
+  for (const Expect& e : cases) {
+    ForwardParams p = problem(e.dtype, e.shape);
+    p.layout = Layout::kChannelsLast;
+    const Plan plan = plan_of(p);
+    EXPECT_EQ(plan.path, Path::kChannelsLast) << e.why;
+    EXPECT_EQ(plan.channel_block, e.channel_block) << e.why;
+    EXPECT_EQ(plan.threads, e.threads) << e.why;
+    EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
+    EXPECT_EQ(plan.parts_per_slice, e.tiles) << e.why;
+    EXPECT_EQ(plan.workspace_bytes,
+              detail::workspace_layout(plan).total) << e.why;  // partials and coefficients
+    EXPECT_GE(plan.workspace_bytes, static_cast<std::size_t>(plan.num_slices) * (e.tiles * 32 + 64)) << e.why;
+  }
+  // With running stats, elementwise whatever the layout; the NCHW families are refused.
+  ForwardParams p = problem(DType::kFloat32, {2, 3, 8, 8});
+  p.layout = Layout::kChannelsLast;
+  Plan plan;
+  PlanOptions options;
+  options.force_path = Path::kSplitPipelined;
+  EXPECT_EQ(plan_forward(p, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+  p.layout = Layout::kContiguous;
+  options.force_path = Path::kChannelsLast;
+  EXPECT_EQ(plan_forward(p, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+  p.layout = Layout::kChannelsLast;
+  p.use_input_stats = false;
+  p.running_mean = reinterpret_cast<void*>(kAligned * 2);
+  p.running_var = reinterpret_cast<void*>(kAligned * 3);
+  EXPECT_EQ(plan_of(p).path, Path::kElementwiseEval);
+}
+
 TEST(Planner, RunningStatsNeedWorkspace) {
   ForwardParams p = problem(DType::kFloat32, {4, 6, 32, 32});
   p.running_mean = reinterpret_cast<void*>(kAligned * 2);

@@ -188,10 +188,10 @@ TEST(Validate, SizeOverflow) {
   expect_invalid(p, "overflows");
 }
 
-TEST(Validate, ChannelsLastIsUnsupportedForNow) {
+TEST(Validate, LayoutIsOneOfTheTwo) {
   ForwardParams p = valid_params();
   p.layout = Layout::kChannelsLast;
-  expect_invalid(p, "channels_last", StatusCode::kUnsupported);
+  EXPECT_TRUE(validate_forward(p).ok());
   p.layout = static_cast<Layout>(9);
   expect_invalid(p, "unknown layout 9");
 }

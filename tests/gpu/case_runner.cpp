@@ -34,6 +34,24 @@ void check_stats(const char* what, const std::vector<double>& got, const std::ve
   if (bad > 0) failures->push_back(std::string(what) + ": " + std::to_string(bad) + " mismatches;" + first.str());
 }
 
+// The element offset of element s of slice (n, c) in the case's layout.
+int64_t element_offset(const Case& c, int64_t slice, int64_t s, int64_t slice_len) {
+  const int64_t channels = c.shape[1];
+  if (c.layout == Layout::kContiguous) return slice * slice_len + s;
+  return (slice / channels * slice_len + s) * channels + slice % channels;
+}
+
+// A tensor's values in memory order, reordered to NCHW: the oracle's order.
+std::vector<double> to_nchw(std::vector<double> values, const Case& c, int64_t slice_len) {
+  if (c.layout == Layout::kContiguous) return values;
+  std::vector<double> nchw(values.size());
+  const int64_t slices = c.shape[0] * c.shape[1];
+  for (int64_t slice = 0; slice < slices; ++slice) {
+    for (int64_t s = 0; s < slice_len; ++s) nchw[slice * slice_len + s] = values[element_offset(c, slice, s, slice_len)];
+  }
+  return nchw;
+}
+
 int64_t count_poison(const std::vector<unsigned char>& raw, DType dtype) {
   const std::size_t elem = dtype_size(dtype);
   int64_t count = 0;
@@ -123,6 +141,7 @@ std::string describe(const Case& c) {
   std::ostringstream out;
   for (std::size_t i = 0; i < c.shape.size(); ++i) out << (i ? "x" : "") << c.shape[i];
   out << " " << dtype_name(c.dtype) << " data=" << describe(c.data);
+  if (c.layout == Layout::kChannelsLast) out << " channels_last";
   if (c.affine) out << " affine(" << dtype_name(c.param_dtype) << ")";
   if (c.x_offset || c.y_offset) out << " offsets=" << c.x_offset << "," << c.y_offset;
   return out.str();
@@ -161,7 +180,7 @@ Outcome run_forward_case(const Case& c) {
   if (c.nan_slice >= 0) {
     INORM_CHECK(copy_from_host({NAN}, c.dtype,
                                static_cast<unsigned char*>(const_cast<void*>(p.x)) +
-                                   (c.nan_slice * slice_len + slice_len / 2) * elem));
+                                   element_offset(c, c.nan_slice, slice_len / 2, slice_len) * elem));
   }
   if (c.in_place) {
     p.y = const_cast<void*>(p.x);
@@ -191,6 +210,7 @@ Outcome run_forward_case(const Case& c) {
 
   std::vector<double> host_x;
   INORM_CHECK(copy_to_host(p.x, c.dtype, 0, numel, &host_x));
+  host_x = to_nchw(std::move(host_x), c, slice_len);
 
   Plan plan;
   INORM_CHECK(plan_forward(p, &plan, c.options));
@@ -233,7 +253,8 @@ Outcome run_forward_case(const Case& c) {
   problem.updates = launches;
   const ReferenceResult want = instance_norm_reference(problem);
 
-  const Comparison y_cmp = compare(raw_to_double(first_bits, c.dtype), want.y, output_tolerance(c.dtype));
+  const Comparison y_cmp =
+      compare(to_nchw(raw_to_double(first_bits, c.dtype), c, slice_len), want.y, output_tolerance(c.dtype));
   if (!y_cmp.ok()) failures.push_back("y: " + y_cmp.describe());
 
   if (p.mean != nullptr) {
@@ -288,7 +309,7 @@ Outcome run_backward_case(const Case& c) {
   if (c.nan_slice >= 0) {
     INORM_CHECK(copy_from_host({NAN}, c.dtype,
                                static_cast<unsigned char*>(const_cast<void*>(p.x)) +
-                                   (c.nan_slice * slice_len + slice_len / 2) * elem));
+                                   element_offset(c, c.nan_slice, slice_len / 2, slice_len) * elem));
   }
   INORM_CHECK(dy_buffer.allocate((numel + c.y_offset) * elem));
   INORM_CHECK(fill_random(dy_buffer.get(), c.dtype, numel + c.y_offset, c.dy_data, outcome.seed + 1));
@@ -314,6 +335,8 @@ Outcome run_backward_case(const Case& c) {
   std::vector<double> host_x, host_dy;
   INORM_CHECK(copy_to_host(p.x, c.dtype, 0, numel, &host_x));
   INORM_CHECK(copy_to_host(p.dy, c.dtype, 0, numel, &host_dy));
+  host_x = to_nchw(std::move(host_x), c, slice_len);
+  host_dy = to_nchw(std::move(host_dy), c, slice_len);
   if (p.use_input_stats) {  // what the forward returns: the exact statistics in the stats type
     std::vector<double> host_mean(slices), host_rstd(slices);
     for (int64_t s = 0; s < slices; ++s) {
@@ -384,8 +407,8 @@ Outcome run_backward_case(const Case& c) {
     if (count_poison(first_dx, c.dtype) != 0) {
       failures.push_back("dx: " + std::to_string(count_poison(first_dx, c.dtype)) + " elements never written");
     }
-    const Comparison cmp = compare_scaled(raw_to_double(first_dx, c.dtype), want.dx, want.dx_scale, slice_len,
-                                          output_tolerance(c.dtype));
+    const Comparison cmp = compare_scaled(to_nchw(raw_to_double(first_dx, c.dtype), c, slice_len), want.dx,
+                                          want.dx_scale, slice_len, output_tolerance(c.dtype));
     if (!cmp.ok()) failures.push_back("dx: " + cmp.describe());
   }
   const Tolerance grad_tolerance{output_tolerance(stats).atol, output_tolerance(c.param_dtype).rtol,

@@ -27,6 +27,7 @@ struct Case {
   Pass pass = Pass::kForward;
   std::vector<int64_t> shape;  // N, C, then 1 to 3 spatial extents
   DType dtype = DType::kFloat32;
+  Layout layout = Layout::kContiguous;  // of x, y, dy and dx alike
   DataSpec data;               // x: U[0,1) unless set
   bool affine = false;
   bool weight_only = false;    // weight without bias
@@ -68,6 +69,7 @@ struct Outcome {
 template <typename Params>
 void set_shape(const Case& c, Params* p) {
   p->dtype = c.dtype;
+  p->layout = c.layout;
   p->batch = c.shape[0];
   p->channels = c.shape[1];
   p->spatial_rank = static_cast<int>(c.shape.size()) - 2;

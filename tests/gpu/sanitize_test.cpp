@@ -32,6 +32,7 @@ struct Reach {
   int64_t max_groups = 0;
   Running running = Running::kNone;
   int64_t offset = 0;
+  Layout layout = Layout::kContiguous;
 };
 
 void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt) {
@@ -41,6 +42,7 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   c.dtype = r.dtype;
   c.affine = true;  // dweight and dbias in the backward: the channel reduction runs
   c.running = r.running;
+  c.layout = r.layout;
   c.x_offset = c.y_offset = r.offset;
   c.options.force_path = r.path;
   c.options.force_ctas_per_slice = r.ctas_per_slice;
@@ -75,6 +77,12 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
        Exchange::kAuto, 0, Running::kNone, 1},
       {"split_pipelined, three parts a slice", {1, 2, 40000}, DType::kFloat32, Path::kSplitPipelined},
       {"split_pipelined, float64", {1, 2, 9000}, DType::kFloat64, Path::kSplitPipelined},
+      {"channels_last, 3 channels (the CTA's last thread idle), two tiles (misaligned)", {2, 3, 5600}, DType::kFloat32,
+       Path::kChannelsLast, 0, 0, Exchange::kAuto, 0, Running::kNone, 1, Layout::kChannelsLast},
+      {"channels_last, float64, 600 channels in three blocks", {1, 600, 30}, DType::kFloat64, Path::kChannelsLast, 0, 0,
+       Exchange::kAuto, 0, Running::kNone, 0, Layout::kChannelsLast},
+      {"channels_last in eval mode", {2, 5, 40}, DType::kBFloat16, Path::kAuto, 0, 0, Exchange::kAuto, 0,
+       Running::kEval, 0, Layout::kChannelsLast},
   };
   if (pass == Pass::kForward) {
     reaches.push_back({"running-stat update (channel reduction)", {3, 2, 4097}, DType::kFloat32, Path::kAuto, 0, 0,

@@ -78,12 +78,15 @@ def poison_next_allocation(like):
 
 def op_samples(device):
     """Arguments for torch.ops.inorm.instance_norm(_forward) on `device`: every combination of
-    affine, running stats and mode, in float32 (x needs a gradient) and bfloat16, offset data."""
+    affine, running stats and mode, in float32 (x needs a gradient) and bfloat16, offset data; the
+    bfloat16 input channels_last (its outputs keep that memory format)."""
     samples = []
     for dtype in (torch.float32, torch.bfloat16):
         for affine in (False, True):
             for running, use_input_stats in ((False, True), (True, True), (True, False)):
                 x = (1 + torch.randn(3, 4, 9, 11, device=device)).to(dtype).requires_grad_(dtype == torch.float32)
+                if dtype == torch.bfloat16:
+                    x = x.to(memory_format=torch.channels_last)
                 weight = torch.rand(4, device=device, requires_grad=True) if affine else None
                 bias = torch.rand(4, device=device, requires_grad=True) if affine else None
                 stats = (torch.rand(4, device=device), torch.rand(4, device=device) + 0.5) if running else (None, None)

@@ -97,6 +97,8 @@ def backward_samples():
             samples.append((dy, x, weight, mean, rstd, None, None, True, 1e-5, mask))
             samples.append((dy, x, weight, None, None, *running, False, 1e-5, mask))
         samples.append((dy, x, None, mean, rstd, None, None, True, 1e-5, [True, False, True]))
+        x_cl, dy_cl = x.to(memory_format=torch.channels_last), dy.to(memory_format=torch.channels_last)
+        samples.append((dy_cl, x_cl, weight, mean, rstd, None, None, True, 1e-5, [True, True, True]))
     return samples
 
 
@@ -155,10 +157,12 @@ def test_compiled_training_step_matches_eager(exact_convolutions):
         torch.testing.assert_close(p_ours, p_ref, atol=1e-4, rtol=1e-4, msg=name)
 
 
-@pytest.mark.parametrize("shape", [(8, 16, 96, 96), (4, 8, 512, 512)], ids=["small_slices", "shared_slices"])
-def test_cuda_graph_of_forward_and_backward(shape):
+@pytest.mark.parametrize("shape,channels_last", [((8, 16, 96, 96), False), ((4, 8, 512, 512), False),
+                                                 ((4, 24, 40, 36), True)],
+                         ids=["small_slices", "shared_slices", "channels_last"])
+def test_cuda_graph_of_forward_and_backward(shape, channels_last):
     norm = inorm.InstanceNorm2d(shape[1], affine=True).cuda()
-    static_x = make_input(shape, torch.float32).requires_grad_()
+    static_x = make_input(shape, torch.float32, channels_last=channels_last).requires_grad_()
     static_dy = torch.randn(shape, device="cuda")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -178,6 +182,22 @@ def test_cuda_graph_of_forward_and_backward(shape):
                                    static_dy)
         for got, expected in zip(static_grads, want):
             torch.testing.assert_close(got, expected, atol=1e-3, rtol=1e-4)
+
+
+def test_channels_last_training_step_under_compile():
+    """channels_last in, channels_last out, forward and backward, through torch.compile(fullgraph)."""
+    torch._dynamo.reset()
+    reference, ours = make_pair(torch.nn.InstanceNorm2d, inorm.InstanceNorm2d, 8, affine=True)
+    compiled = torch.compile(ours, fullgraph=True)
+    x = make_input((4, 8, 24, 20), torch.float32, channels_last=True).requires_grad_()
+    dy = torch.randn(x.shape, device="cuda").to(memory_format=torch.channels_last)
+    y = compiled(x)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    got = torch.autograd.grad(y, [x, ours.weight, ours.bias], dy)
+    want = torch.autograd.grad(reference(x), [x, reference.weight, reference.bias], dy)
+    assert got[0].is_contiguous(memory_format=torch.channels_last)
+    for name, g, w in zip(("dx", "dweight", "dbias"), got, want):
+        torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4, msg=name)
 
 
 def test_training_step_peak_memory_no_higher_than_torch():

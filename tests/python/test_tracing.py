@@ -15,7 +15,8 @@ def test_fake_kernel_shapes(dtype, use_input_stats):
     running = (torch.zeros(3, device="meta"), torch.ones(3, device="meta"))
     out, mean, rstd, new_mean, new_var = torch.ops.inorm.instance_norm_forward(x, None, None, *running, use_input_stats, 0.1, 1e-5)
     stats_dtype = torch.float64 if dtype == torch.float64 else torch.float32
-    assert out.shape == x.shape and out.dtype == dtype and out.is_contiguous()  # NCHW out, as torch.nn
+    assert out.shape == x.shape and out.dtype == dtype
+    assert out.is_contiguous(memory_format=torch.channels_last)  # the input's memory format, as the kernels give
     assert mean.shape == rstd.shape == ((2, 3) if use_input_stats else (0,))
     assert mean.dtype == rstd.dtype == stats_dtype
     assert new_mean.shape == new_var.shape == ((3,) if use_input_stats else (0,))
@@ -25,11 +26,14 @@ def test_fake_kernel_shapes(dtype, use_input_stats):
 @pytest.mark.parametrize("mask", [(True, True, True), (True, False, False), (False, True, True)], ids=str)
 def test_backward_fake_kernel_shapes(dtype, mask):
     x = torch.empty(2, 3, 5, 7, device="meta", dtype=dtype)
+    if mask[1]:  # channels_last x: dx in its memory format
+        x = x.to(memory_format=torch.channels_last)
     weight = torch.empty(3, device="meta", dtype=dtype)
     stats = torch.empty(2, 3, device="meta", dtype=torch.float64 if dtype == torch.float64 else torch.float32)
     dx, dweight, dbias = torch.ops.inorm.instance_norm_backward(x, x, weight, stats, stats, None, None, True, 1e-5,
                                                                 list(mask))
     assert dx.shape == (x.shape if mask[0] else (0,)) and dx.dtype == dtype
+    assert not mask[0] or dx.stride() == x.stride()
     assert dweight.shape == ((3,) if mask[1] else (0,)) and dweight.dtype == dtype
     assert dbias.shape == ((3,) if mask[2] else (0,)) and dbias.dtype == dtype
 

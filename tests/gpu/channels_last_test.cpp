@@ -1,0 +1,147 @@
+// GPU tests of channels_last input (NHWC / NDHWC: a slice's elements are C apart), both passes:
+// every dtype x shapes with odd C and odd spatial extents, offset data, a NaN slice, misaligned
+// views, in place, running stats and eval mode, bitwise repeats and the tile boundaries, every
+// output checked in full against the float64 oracle (run_case reorders to NCHW for it).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "case_runner.h"
+#include "expect_case.h"
+
+namespace inorm::testing {
+namespace {
+
+Case channels_last_case(Pass pass, std::vector<int64_t> shape, DType dtype) {
+  Case c;
+  c.pass = pass;
+  c.layout = Layout::kChannelsLast;
+  c.shape = std::move(shape);
+  c.dtype = dtype;
+  c.param_dtype = dtype;  // like a torch module of that dtype
+  c.affine = true;
+  if (pass == Pass::kForward) c.running = Running::kUpdate;
+  const bool empty = c.shape[0] == 0;
+  c.expect_path = empty ? Path::kEmpty : Path::kChannelsLast;
+  return c;
+}
+
+const std::vector<Shape>& channels_last_shapes() {
+  static const std::vector<Shape> shapes = {
+      {"C=1: one column of 256 threads a tile", {3, 1, 37, 41}},
+      {"C=3: 85 rows a pass, the CTA's last thread idle", {4, 3, 64, 64}},
+      {"C=5, S=2: the smallest slice with statistics", {3, 5, 1, 2}},
+      {"C=129: one row a pass, odd spatial extents", {2, 129, 17, 19}},
+      {"C=600: three channel blocks of 200", {2, 600, 9, 11}},
+      {"C=64, 128x128: 64 tiles a slice (cl-bf16's plan, smaller)", {2, 64, 128, 128}},
+      {"2x32x17x19x23: channels_last_3d with odd extents", {2, 32, 17, 19, 23}},
+      {"4x8x1000: one spatial dimension", {4, 8, 1000}},
+      {"N=0: an empty batch", {0, 3, 8, 8}},
+  };
+  return shapes;
+}
+
+TEST(GpuChannelsLast, ForwardEveryDtype) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (const Shape& s : channels_last_shapes()) {
+      expect_passes(channels_last_case(Pass::kForward, s.shape, dtype), s.why);
+    }
+  }
+}
+
+TEST(GpuChannelsLast, BackwardEveryDtype) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (const Shape& s : channels_last_shapes()) {
+      expect_passes(channels_last_case(Pass::kBackward, s.shape, dtype), s.why);
+    }
+  }
+}
+
+// Eval mode: the forward is elementwise (the channel is the index modulo C); the backward still
+// sums each slice for dweight and dbias. Also a weight without bias, and the gradients one at a time.
+TEST(GpuChannelsLast, EvalModeAndPartialOutputs) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    for (const Shape& s : channels_last_shapes()) {
+      for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+        Case c = channels_last_case(pass, s.shape, dtype);
+        c.running = Running::kEval;
+        c.expect_path = c.shape[0] == 0                          ? Path::kEmpty
+                        : pass == Pass::kForward ? Path::kElementwiseEval
+                                                 : Path::kChannelsLast;
+        expect_passes(c, std::string(s.why) + ", eval");
+      }
+      Case weight_only = channels_last_case(Pass::kForward, s.shape, dtype);
+      weight_only.weight_only = true;
+      expect_passes(weight_only, std::string(s.why) + ", weight without bias");
+      Case no_dx = channels_last_case(Pass::kBackward, s.shape, dtype);
+      no_dx.want_dx = false;
+      expect_passes(no_dx, std::string(s.why) + ", dweight and dbias only");
+      Case dx_only = channels_last_case(Pass::kBackward, s.shape, dtype);
+      dx_only.want_weight_grads = false;
+      expect_passes(dx_only, std::string(s.why) + ", dx only");
+    }
+  }
+}
+
+// Far from zero: the statistics keep their digits through the tiles' float64 partials.
+TEST(GpuChannelsLast, OffsetDataKeepsItsDigits) {
+  INORM_REQUIRE_GPU();
+  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+    for (DType dtype : kAllDtypes) {
+      for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+        for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 64, 128, 128}, {3, 5, 33, 31}}) {
+          Case c = channels_last_case(pass, shape, dtype);
+          ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+          expect_passes(c, data);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuChannelsLast, NanStaysInItsSlice) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      Case c = channels_last_case(pass, {2, 7, 40, 40}, dtype);
+      c.nan_slice = 9;  // sample 1, channel 2
+      expect_passes(c, "NaN in slice 9");
+    }
+  }
+}
+
+// Views that start one element past 16 bytes, in place (y is x; dx is dy), and three runs with the
+// same bits.
+TEST(GpuChannelsLast, MisalignedInPlaceAndRepeated) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 64, 128, 128}, {4, 3, 64, 64}}) {
+        Case c = channels_last_case(pass, shape, dtype);
+        c.x_offset = 1;
+        c.y_offset = 1;
+        expect_passes(c, "misaligned views");
+        expect_passes_in_place_and_repeated(c, "misaligned views");
+      }
+    }
+  }
+}
+
+// A float32 tile of 64 channels is 256 rows in either pass (64 KiB of x; x and dy hold 512 bytes a
+// row, raised to the 256-row minimum): a slice of one row less, exactly one tile, one row more.
+TEST(GpuChannelsLast, TileBoundaries) {
+  INORM_REQUIRE_GPU();
+  for (int64_t len : {255, 256, 257, 511, 512, 513}) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      expect_passes(channels_last_case(pass, {3, 64, len}, DType::kFloat32), "S=" + std::to_string(len));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inorm::testing
