@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One full run on a GPU machine, in three parts that INORM_ONLY picks one at a time (default: all):
 #   cpp       build with all cores, GPU and CPU tests, the suites forward (public.json) and backward
-#             (train.json), the variant sweeps of both passes
+#             (train.json), layouts.json both passes, the variant sweeps of both passes
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck on the smallest plan of
 #             every family and exchange (GpuSanitize.*), and the synccheck reproducer
 #   python    the package built into the build directory (scripts/build-python.sh), pytest,
@@ -48,6 +48,10 @@ if part cpp || part bench; then
     --json "$out/suite.json" --markdown "$out/suite.md"
   step bench-backward 180 "$build/inorm-bench" --backward --suite bench/suites/train.json \
     --json "$out/backward.json" --markdown "$out/backward.md"
+  step bench-layouts 180 "$build/inorm-bench" --suite bench/suites/layouts.json \
+    --json "$out/layouts.json" --markdown "$out/layouts.md"
+  step bench-layouts-backward 180 "$build/inorm-bench" --backward --suite bench/suites/layouts.json \
+    --json "$out/layouts-backward.json" --markdown "$out/layouts-backward.md"
   step bench-variants 150 "$build/inorm-bench" --suite bench/suites/variants.json \
     --variants "${INORM_VARIANTS:-g0c2,g0c3,g0c3-global,g0c6,pipelined}" --json "$out/variants.json" --markdown "$out/variants.md"
   step bench-backward-variants 150 "$build/inorm-bench" --backward --suite bench/suites/variants-backward.json \

@@ -3,7 +3,8 @@
 // Usage: fill ForwardParams (BackwardParams), call plan_forward (plan_backward; host only, cheap),
 // give the plan a workspace of plan.workspace_bytes on the device, then launch_forward
 // (launch_backward) on a stream. forward() and backward() do all three. Both passes run on one
-// slice engine: each slice stays on chip between its reductions and its elementwise pass.
+// slice engine: each slice stays on chip between its reductions and its elementwise pass, except
+// slices larger than the chip and channels_last input, which are read twice.
 // Every failure is a Status with a message; nothing in the library exits or aborts.
 #pragma once
 
