@@ -19,7 +19,9 @@ def instance_norm(
     kernels on a CUDA device, PyTorch's own implementation on every other device.
 
     With use_input_stats and running stats given, the running stats are updated in place
-    (mean and unbiased variance averaged over the batch, weighted by momentum)."""
+    (mean and unbiased variance averaged over the batch, weighted by momentum). channels_last and
+    channels_last_3d input runs without a copy and gives output in the same memory format (torch's
+    instance norm returns contiguous NCHW); input with other strides is copied to NCHW first."""
     if use_input_stats:
         _verify_spatial_size(input.size())
     return _instance_norm_op(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
