@@ -31,6 +31,7 @@
 #include "inorm/inorm.h"
 #include "testing/compare.h"
 #include "testing/device_data.h"
+#include "testing/params_shape.h"
 #include "testing/oracle.h"
 
 #ifndef INORM_GIT_COMMIT
@@ -242,12 +243,7 @@ Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const 
 
 template <typename Params>
 void fill_shape(const BenchCase& c, Params* p) {
-  p->dtype = c.dtype;
-  p->layout = c.layout;
-  p->batch = c.shape[0];
-  p->channels = c.shape[1];
-  p->spatial_rank = static_cast<int>(c.shape.size()) - 2;
-  for (int i = 0; i < p->spatial_rank; ++i) p->spatial[i] = c.shape[2 + i];
+  testing::set_params_shape(c.shape, c.dtype, c.layout, p);
 }
 
 Row base_row(const BenchCase& c, const Options& options) {

@@ -11,6 +11,7 @@
 
 #include "inorm/inorm.h"
 #include "testing/device_data.h"
+#include "testing/params_shape.h"
 
 // First line of every GPU test: skips it, with the reason, where no CUDA device is usable.
 #define INORM_REQUIRE_GPU()                                              \
@@ -68,12 +69,7 @@ struct Outcome {
 // The case's dtype and shape (N, C, then 1 to 3 spatial extents) in either pass's params.
 template <typename Params>
 void set_shape(const Case& c, Params* p) {
-  p->dtype = c.dtype;
-  p->layout = c.layout;
-  p->batch = c.shape[0];
-  p->channels = c.shape[1];
-  p->spatial_rank = static_cast<int>(c.shape.size()) - 2;
-  for (int i = 0; i < p->spatial_rank; ++i) p->spatial[i] = c.shape[2 + i];
+  set_params_shape(c.shape, c.dtype, c.layout, p);
 }
 
 // Runs c.pass.
