@@ -149,12 +149,13 @@ inline constexpr int kEvalThreads = 256;
 // Workspace segments start on this boundary.
 inline constexpr std::size_t kWorkspaceAlign = 256;
 
-// kChannelsLast: a tile holds at least this many bytes of its inputs and this many spatial rows, so
-// that its per-channel partials (32 bytes each, written once and read once) stay a few percent of
-// the traffic; a CTA's threads are [rows a pass x channels of the tile], at most kChannelsLastThreads.
+// kChannelsLast: both passes stage a tile of every input in shared memory, at most this many bytes
+// (three CTAs an SM), so each element is read once from HBM for the reduction. Measured on the
+// H200 (dev/VARIANTS.md 40): 32 KiB tiles, and persistent CTAs with two buffers of 32, 48 or 64
+// KiB, all lost. A CTA's threads are [rows a pass x channels of the tile], at most
+// kChannelsLastThreads.
 inline constexpr int kChannelsLastThreads = 256;
 inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
-inline constexpr int64_t kChannelsLastMinTileRows = 256;
 inline constexpr int kChannelsLastFinishThreads = 128;
 inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
 // Bytes of a slice's elementwise coefficients in the workspace (the largest op's, float64).

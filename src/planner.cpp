@@ -115,7 +115,8 @@ std::string Plan::describe() const {
       break;
     case Path::kChannelsLast:
       out << " channels=" << channel_block << " threads=" << threads << " tile_rows=" << tile_rows
-          << " tiles=" << parts_per_slice << " grid=" << grid;
+          << " tiles=" << parts_per_slice << " grid=" << grid
+          << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
       break;
     default:
       break;
@@ -239,7 +240,9 @@ Plan signature_of(const Params& params, Pass pass, int inputs, std::initializer_
   const std::size_t elem = dtype_size(params.dtype);
   const auto x_addr = reinterpret_cast<std::uintptr_t>(params.x);
   // Every slice starts 16-byte aligned in every tensor, or at least in the same place modulo 16.
-  plan.vector_io = x_addr % 16 == 0 && (plan.slice_len * elem) % 16 == 0;
+  // (channels_last: every row of C channels).
+  const int64_t run = params.layout == Layout::kChannelsLast ? plan.channels : plan.slice_len;
+  plan.vector_io = x_addr % 16 == 0 && (run * static_cast<int64_t>(elem)) % 16 == 0;
   plan.coaligned = true;
   for (const void* other : others) {
     if (other == nullptr) continue;
@@ -675,18 +678,24 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
 }
 
 // Tiles of [tile_rows spatial positions x channel_block channels]: the channels split into equal
-// blocks of at most kChannelsLastThreads, as many rows a pass as the threads hold, and tiles of at
-// least kChannelsLastTileBytes of input (and kChannelsLastMinTileRows rows), whole passes each.
+// blocks of at most kChannelsLastThreads (whole 16-byte vectors where the rows are aligned), as many
+// rows a pass as the threads hold, and as many whole passes as kChannelsLastTileBytes of shared
+// memory holds of every input (the reduce kernel stages a tile there).
 Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* plan) {
   *plan = base;
   plan->path = Path::kChannelsLast;
+  const auto elem = static_cast<int64_t>(dtype_size(base.dtype));
+  // 16-byte accesses of whole runs of channels where every row of every tensor starts aligned
+  // (signature_of: C * elem is a multiple of 16), so every block must be a multiple of a vector.
+  const int64_t vector = base.vector_io ? 16 / elem : 1;
   const int64_t blocks = ceil_div(base.channels, detail::kChannelsLastThreads);
-  const int64_t channel_block = ceil_div(base.channels, blocks);
+  const int64_t channel_block = ceil_div(ceil_div(base.channels, blocks), vector) * vector;
   const int64_t rows_a_pass = detail::kChannelsLastThreads / channel_block;
-  const int64_t row_bytes = channel_block * static_cast<int64_t>(dtype_size(base.dtype)) * base.inputs;
-  int64_t tile_rows = std::max(ceil_div(detail::kChannelsLastTileBytes, row_bytes), detail::kChannelsLastMinTileRows);
-  tile_rows = std::min(tile_rows, base.slice_len);
-  tile_rows = ceil_div(tile_rows, rows_a_pass) * rows_a_pass;
+  const int64_t row_bytes = channel_block * elem * base.inputs;
+  // The most whole passes whose inputs fit the tile's shared memory, at least one, and no more
+  // than the slice needs.
+  int64_t tile_rows = std::max<int64_t>(detail::kChannelsLastTileBytes / row_bytes / rows_a_pass, 1) * rows_a_pass;
+  tile_rows = std::min(tile_rows, ceil_div(base.slice_len, rows_a_pass) * rows_a_pass);
   const int64_t tiles = ceil_div(base.slice_len, tile_rows);
   if (tiles > std::numeric_limits<int32_t>::max() || base.num_slices > std::numeric_limits<int64_t>::max() / tiles) {
     return unsupported("channels_last: " + std::to_string(tiles) + " tiles a slice are more than the plan counts");
@@ -695,11 +704,14 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   plan->threads = static_cast<int>(rows_a_pass * channel_block);
   plan->tile_rows = tile_rows;
   plan->parts_per_slice = static_cast<int>(tiles);
+  plan->smem_bytes = static_cast<int>(detail::channels_last_smem_bytes(*plan));
   // The kernels stride over the (sample, channel block, tile) items: a grid of what fits at once,
   // a few times over, caps the launch for any tensor size.
   const int64_t items = base.num_slices / base.channels * blocks * tiles;
-  const int64_t resident = static_cast<int64_t>(limits.sm_count) * (limits.max_threads_per_sm / plan->threads);
-  plan->grid = std::min(items, 8 * resident);
+  const int64_t ctas_per_sm = std::max<int64_t>(
+      std::min<int64_t>(limits.max_threads_per_sm / plan->threads, detail::ctas_fitting_on_sm(limits, plan->smem_bytes)),
+      1);
+  plan->grid = std::min(items, 8 * static_cast<int64_t>(limits.sm_count) * ctas_per_sm);
   return Status::Ok();
 }
 

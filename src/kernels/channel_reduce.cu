@@ -18,6 +18,7 @@ template <typename Acc>
 __global__ void __launch_bounds__(kChannelReduceThreads)
     channel_reduce_kernel(const Acc* term0, const Acc* term1, int64_t batch, int64_t channels, DType param_dtype,
                           ChannelOutputs outputs) {
+  begin_dependent_kernel();
   using Reduce = cub::BlockReduce<PairSum<double>, kChannelReduceThreads>;
   __shared__ typename Reduce::TempStorage reduce_storage;
   const int64_t channel = blockIdx.x;
@@ -46,16 +47,15 @@ Status launch_channel_reduce(const Plan& plan, const KernelArgs& args, const Cha
                              cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>(plan.channels);
   const int64_t batch = plan.channels > 0 ? plan.num_slices / plan.channels : 0;
-  if (stats_dtype(plan.dtype) == DType::kFloat64) {
-    channel_reduce_kernel<double><<<grid, kChannelReduceThreads, 0, stream>>>(
-        static_cast<const double*>(args.slice_term0), static_cast<const double*>(args.slice_term1), batch,
-        plan.channels, plan.param_dtype, outputs);
-  } else {
-    channel_reduce_kernel<float><<<grid, kChannelReduceThreads, 0, stream>>>(
-        static_cast<const float*>(args.slice_term0), static_cast<const float*>(args.slice_term1), batch,
-        plan.channels, plan.param_dtype, outputs);
-  }
-  return cuda_status(cudaGetLastError(), "channel reduction launch");
+  // A programmatic dependent of the slice kernel before it: its CTAs wait for the per-slice terms.
+  const auto launch = [&](auto tag) {
+    using Acc = decltype(tag);
+    return launch_dependent("channel reduction launch", &channel_reduce_kernel<Acc>, grid, kChannelReduceThreads, 0,
+                            stream, static_cast<const Acc*>(args.slice_term0),
+                            static_cast<const Acc*>(args.slice_term1), batch, plan.channels, plan.param_dtype,
+                            outputs);
+  };
+  return stats_dtype(plan.dtype) == DType::kFloat64 ? launch(double{}) : launch(float{});
 }
 
 }  // namespace inorm::detail

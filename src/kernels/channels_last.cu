@@ -1,18 +1,27 @@
 // channels_last tensors (NHWC / NDHWC), where a slice's elements are C apart. A template over the
 // op (kernels/forward_op.cuh, kernels/backward_op.cuh), in three kernels over tiles of
 // [tile_rows spatial positions x channel_block channels]:
-//   reduce  each tile reduces every channel's column with the op's reduce (the threads of a column
-//           sum through shared memory in a fixed order) and writes one float64 partial per
-//           (slice, tile);
+//   reduce  each tile is staged in shared memory, then every channel's column is reduced from
+//           there with the op's reduce (the threads of a column sum through shared memory in a
+//           fixed order), one float64 partial per (slice, tile);
 //   finish  a CTA per slice combines its tiles' partials (the op's combine_split, as the split
 //           path does) and keeps the slice's elementwise coefficients in the workspace;
 //   apply   each tile again: every output element from its inputs and its channel's coefficients.
-// The inputs are read twice, as on the split path; L2 holds a tile between the passes only where
-// the tensor is small. A tile's row is a contiguous run of channel_block values and a warp's
-// threads take consecutive ones, so the accesses are coalesced for any C.
+// How a tile moves (TileLoad): where it holds every channel (C <= kChannelsLastThreads) it is one
+// contiguous run of each tensor, staged by a bulk copy in both passes (kBulk), as shared_resident
+// stages its chunks; wider C is split in channel blocks whose rows are runs C apart, moved by the
+// threads in 16-byte runs of channels where every row is aligned (kVector), else element by
+// element (kScalar), the elementwise pass straight from global memory. The inputs are read twice
+// from HBM, as on the split path; the second and third kernels are programmatic dependents of the
+// one before (launch_dependent).
 #include <algorithm>
+#include <type_traits>
+
+#include <cuda/barrier>
+#include <cuda/ptx>
 
 #include "config.h"
+#include "kernels/chunk.cuh"
 #include "kernels/common.cuh"
 #include "kernels/launchers.h"
 #include "plan_internal.h"
@@ -20,7 +29,8 @@
 namespace inorm::detail {
 namespace {
 
-// Where a thread works in each tile: rows `row`, `row + rows`, ... of channel `column` of the block.
+// Where a thread works in the reduction of a tile: rows `row`, `row + rows`, ... of channel
+// `column` of the block.
 struct TileThread {
   int channel_block;
   int rows;  // rows a pass: blockDim.x / channel_block
@@ -31,76 +41,166 @@ struct TileThread {
         row(static_cast<int>(threadIdx.x) / block), column(static_cast<int>(threadIdx.x) % block) {}
 };
 
-// One item of the kernels' grid-stride loop: (sample, channel block, tile), and this thread's slice
-// (its channel; channel 0 of the sample where the block's last columns are past C).
-struct TileItem {
+// One item of the kernels' grid-stride loop: a tile, rows [begin, begin + rows) of channels
+// [first_channel, first_channel + width) of one sample.
+struct Tile {
   int64_t sample;
-  int64_t channel;
-  bool active;  // channel < C
-  int64_t begin;     // the tile's first row
-  int64_t rows;      // rows in the tile
-  int64_t tile;
-  int64_t slice;
-  int64_t own_rows;  // this thread's rows in the tile
-  int64_t offset;    // its first element
+  int64_t first_channel;
+  int width;
+  int64_t index;  // of the tile in its slices
+  int64_t begin;
+  int64_t rows;
+  int64_t offset;  // of its first element in every tensor
 };
-__device__ __forceinline__ TileItem tile_item(const KernelArgs& args, const TileThread& t, int64_t item,
-                                              int64_t blocks) {
+__device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, int64_t blocks) {
   const int64_t tiles = args.parts_per_slice;
-  TileItem it;
-  it.tile = item % tiles;
-  it.sample = item / tiles / blocks;
-  it.channel = (item / tiles % blocks) * t.channel_block + t.column;
-  it.active = it.channel < args.channels;
-  it.begin = it.tile * args.tile_rows;
-  it.rows = min(args.tile_rows, args.slice_len - it.begin);
-  it.slice = it.sample * args.channels + (it.active ? it.channel : 0);
-  it.own_rows = it.active && t.row < it.rows ? (it.rows - t.row + t.rows - 1) / t.rows : 0;
-  it.offset = (it.sample * args.slice_len + it.begin + t.row) * args.channels + it.channel;
-  return it;
+  Tile tile;
+  tile.index = item % tiles;
+  tile.sample = item / tiles / blocks;
+  tile.first_channel = (item / tiles % blocks) * args.channel_block;
+  tile.width = static_cast<int>(min(static_cast<int64_t>(args.channel_block), args.channels - tile.first_channel));
+  tile.begin = tile.index * args.tile_rows;
+  tile.rows = min(args.tile_rows, args.slice_len - tile.begin);
+  tile.offset = (tile.sample * args.slice_len + tile.begin) * args.channels + tile.first_channel;
+  return tile;
 }
 
-// Rows a thread loads before it uses any (32 bytes of each input): a column's elements are C apart,
-// so each load is one element, and only many in flight keep the memory busy.
-template <typename T>
-inline constexpr int kRowBatch = 64 / static_cast<int>(sizeof(T));
+// Items of the grid-stride loop: samples x channel blocks x tiles.
+__device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t* blocks) {
+  *blocks = (args.channels + args.channel_block - 1) / args.channel_block;
+  return args.num_slices / args.channels * *blocks * args.parts_per_slice;
+}
 
-// Loads kRows rows of a thread's column from every input (`step` elements apart), through the
-// read-only cache where the kernel writes none of the inputs.
-template <int kRows, bool kReadOnly, typename T, int kInputs>
-__device__ __forceinline__ void load_rows(const T* const (&inputs)[kInputs], int64_t at, int64_t step,
-                                          AccOf<T> (&v)[kRows][kInputs]) {
-#pragma unroll
-  for (int b = 0; b < kRows; ++b) {
+// How a tile moves between global and shared memory (the file's head says when each is used).
+enum class TileLoad { kBulk, kVector, kScalar };
+
+// What a thread moves at once on the channel-block paths: a 16-byte run of channels, or one element.
+template <typename T, TileLoad kLoad>
+using UnitOf = std::conditional_t<kLoad == TileLoad::kVector, Pack<T>, T>;
+template <typename T, TileLoad kLoad>
+inline constexpr int kUnitElems = kLoad == TileLoad::kVector ? kVecOf<T> : 1;
+// Units of every input a thread loads before it stores any, `kBytes` in all: enough in flight.
+template <typename T, TileLoad kLoad, int kInputs, int kBytes>
+inline constexpr int kUnitBatch =
+    std::min(16, std::max(1, kBytes / static_cast<int>(sizeof(UnitOf<T, kLoad>) * kInputs)));
+// The staging loads 128 bytes a thread at three CTAs an SM; the elementwise pass straight from
+// global memory, whose threads also hold a coefficient set per channel of their run, 64 at two
+// (its register bound).
+inline constexpr int kStageBatchBytes = 128;
+inline constexpr int kApplyBatchBytes = 64;
+inline constexpr int kApplyCtasPerSm = 2;
+
+template <typename T, TileLoad kLoad>
+__device__ __forceinline__ UnitOf<T, kLoad> load_unit(const T* p) {
+  if constexpr (kLoad == TileLoad::kVector) {
+    return load_pack_l2(p);
+  } else {
+    return *p;
+  }
+}
+template <typename T, TileLoad kLoad>
+__device__ __forceinline__ void store_unit(T* p, const UnitOf<T, kLoad>& unit) {
+  if constexpr (kLoad == TileLoad::kVector) {
+    store_pack_l2(p, unit);
+  } else {
+    *p = unit;
+  }
+}
+template <typename T>
+__device__ __forceinline__ T& element_of(Pack<T>& unit, int e) {
+  return unit.v[e];
+}
+template <typename T>
+__device__ __forceinline__ T& element_of(T& unit, int) {
+  return unit;
+}
+
+// A tile staged in shared memory: element (r, c) of input i at staged[i][r * channel_block + c]
+// (channel_block = C on the bulk path, where each buffer mirrors its source's alignment modulo 16
+// and `range` is the layout of its run: Chunk's, chunk.cuh).
+template <typename T, int kInputs>
+struct StagedTile {
+  const T* staged[kInputs];
+  RaggedRange<T> range;
+};
+
+// Stages every input's tile: on the bulk path one bulk copy of each run (start_chunk_loads), waited
+// for; else the CTA's threads taking consecutive units of the rows, then a barrier. Every thread of
+// the CTA calls it; the buffer is free (every thread is past its last read of it).
+template <TileLoad kLoad, typename T, int kInputs>
+__device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const (&from)[kInputs], unsigned char* smem,
+                                                             Barrier& loaded, const Tile& tile, const KernelArgs& args) {
+  StagedTile<T, kInputs> result;
+  if constexpr (kLoad == TileLoad::kBulk) {
+    const int64_t len = tile.rows * args.channels;
+    const int64_t region = shared_region_bytes(args.tile_rows * args.channels * static_cast<int64_t>(sizeof(T)));
+    T* bufs[kInputs];
+    RaggedRange<T> ranges[kInputs];
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) {
-      const T* p = inputs[i] + at + b * step;
-      v[b][i] = Traits<T>::to_acc(kReadOnly ? __ldg(p) : *p);
+      ranges[i] = RaggedRange<T>(from[i], len);
+      bufs[i] = reinterpret_cast<T*>(smem + i * region) + ranges[i].misalign;
+      result.staged[i] = bufs[i];
     }
+    result.range = ranges[0];
+    loaded.wait(start_chunk_loads<T, kInputs>(loaded, bufs, from, ranges));
+  } else {
+    using Unit = UnitOf<T, kLoad>;
+    constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kStageBatchBytes>;
+    T* to[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) {
+      to[i] = reinterpret_cast<T*>(smem) + i * args.tile_rows * args.channel_block;
+      result.staged[i] = to[i];
+    }
+    const int units_a_row = tile.width / kUnitElems<T, kLoad>;
+    const int units = static_cast<int>(tile.rows) * units_a_row;
+    for (int first = static_cast<int>(threadIdx.x); first < units; first += kBatch * static_cast<int>(blockDim.x)) {
+      Unit v[kBatch][kInputs];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int u = first + b * static_cast<int>(blockDim.x);
+        if (u >= units) break;
+        const int64_t at =
+            static_cast<int64_t>(u / units_a_row) * args.channels + (u % units_a_row) * kUnitElems<T, kLoad>;
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + at);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int u = first + b * static_cast<int>(blockDim.x);
+        if (u >= units) break;
+        const int at = (u / units_a_row) * args.channel_block + (u % units_a_row) * kUnitElems<T, kLoad>;
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + at) = v[b][i];
+      }
+    }
+    __syncthreads();
+  }
+  return result;
+}
+
+// The bulk path's barrier, initialized by thread 0 for every thread of the CTA; the caller
+// synchronizes before its first use.
+__device__ __forceinline__ void init_tile_barrier(Barrier& loaded) {
+  if (threadIdx.x == 0) {
+    init(&loaded, blockDim.x);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
   }
 }
 
-// A thread's elements of one tile, for the op's reduce: its rows of its channel, in every input.
 template <typename T, int kInputs>
-struct ColumnElements {
-  using Acc = AccOf<T>;
-  const T* inputs[kInputs];
-  int64_t step;   // rows a pass * C
-  int64_t count;  // the thread's rows
+struct TileColumn {
+  const T* inputs[kInputs];  // the thread's first element in each staged tile
+  int step;                  // rows a pass * channel_block
+  int count;                 // the thread's rows
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
-    constexpr int kBatch = kRowBatch<T>;
-    int64_t k = 0;
-    for (; k + kBatch <= count; k += kBatch) {
-      Acc v[kBatch][kInputs];
-      load_rows<kBatch, true>(inputs, k * step, step, v);
+    for (int k = 0; k < count; ++k) {
+      AccOf<T> v[kInputs];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) f(v[b]);
-    }
-    for (; k < count; ++k) {
-      Acc v[1][kInputs];
-      load_rows<1, true>(inputs, k * step, step, v);
-      f(v[0]);
+      for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(inputs[i][k * step]);
+      f(v);
     }
   }
 };
@@ -135,16 +235,17 @@ struct ColumnSum {
   }
 };
 
-// Items of the grid-stride loop: samples x channel blocks x tiles.
-__device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t* blocks) {
-  *blocks = (args.channels + args.channel_block - 1) / args.channel_block;
-  return args.num_slices / args.channels * *blocks * args.parts_per_slice;
-}
-
-template <typename Op>
+template <typename Op, TileLoad kLoad>
 __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
   using T = typename Op::Elem;
+  constexpr int kInputs = Op::kInputs;
+  extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ Barrier loaded;
   __shared__ alignas(16) unsigned char scratch[kChannelsLastThreads * ColumnSum::kCellBytes];
+  if constexpr (kLoad == TileLoad::kBulk) init_tile_barrier(loaded);
+  __syncthreads();
   const TileThread t(args.channel_block);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
@@ -152,20 +253,28 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   int64_t blocks = 0;
   const int64_t items = channels_last_items(args, &blocks);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const TileItem it = tile_item(args, t, item, blocks);
-    ColumnElements<T, Op::kInputs> elements;
+    const Tile tile = tile_of(args, item, blocks);
+    const T* from[kInputs];
 #pragma unroll
-    for (int i = 0; i < Op::kInputs; ++i) elements.inputs[i] = inputs[i] + it.offset;
-    elements.step = static_cast<int64_t>(t.rows) * args.channels;
-    elements.count = it.own_rows;
-    const typename Op::Context ctx = Op::context(args, it.slice);
-    const typename Op::Partial part = Op::reduce(ctx, elements, it.rows, all_sum);
-    if (it.active && t.row == 0) partials[it.slice * args.parts_per_slice + it.tile] = Op::to_split(part);
+    for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
+    const StagedTile<T, kInputs> staged = stage_tile<kLoad>(from, smem, loaded, tile, args);
+    const bool active = t.column < tile.width;
+    const int64_t slice = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
+    TileColumn<T, kInputs> column;
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) column.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column;
+    column.step = t.rows * args.channel_block;
+    column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
+    const typename Op::Context ctx = Op::context(args, slice);
+    const typename Op::Partial part = Op::reduce(ctx, column, tile.rows, all_sum);
+    if (active && t.row == 0) partials[slice * args.parts_per_slice + tile.index] = Op::to_split(part);
+    __syncthreads();  // every thread is past its last read of the staged tile
   }
 }
 
 template <typename Op>
 __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_finish_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
   using Coefficients = typename Op::Coefficients;
   static_assert(sizeof(Coefficients) <= kSliceCoefficientBytes, "the workspace holds a slice's coefficients");
   const auto* partials = static_cast<const typename Op::SplitPartial*>(args.split_partials);
@@ -181,68 +290,185 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
   }
 }
 
-template <typename Op>
-__global__ void __launch_bounds__(kChannelsLastThreads) channels_last_apply_kernel(const KernelArgs args) {
+// The elementwise pass of a staged tile of whole rows (the bulk path): every element of the run
+// from its inputs and its channel's coefficients (`coefficients`: the sample's first slice's), with
+// 16-byte stores (L2 only) where every tensor is aligned alike modulo 16 (`coaligned`). The CTA's
+// threads are a multiple of C, so a thread's channels are the same in every vector (or element) it
+// takes: it loads their coefficients once. A thread stores only elements it read: dst may be an
+// input.
+template <typename Op, typename T, int kInputs>
+__device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& tile, int64_t len, T* dst,
+                                                  bool coaligned, const unsigned char* coefficients,
+                                                  int64_t channels) {
+  using Acc = typename Op::Acc;
+  using Coefficients = typename Op::Coefficients;
+  const auto coefficients_of = [&](int64_t j) {  // element j's channel's; written by the finish kernel
+    return *reinterpret_cast<const Coefficients*>(coefficients + (j % channels) * kSliceCoefficientBytes);
+  };
+  const auto output = [&](const Coefficients& c, int64_t j) {
+    Acc v[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(tile.staged[i][j]);
+    return Traits<T>::from_acc(Op::apply(c, v));
+  };
+  const int64_t threads = blockDim.x;
+  if (coaligned) {
+    constexpr int kVec = kVecOf<T>;
+    const RaggedRange<T>& range = tile.range;
+    Coefficients c[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) c[e] = coefficients_of(range.head + threadIdx.x * kVec + e);
+    for (int64_t b = threadIdx.x; b < range.body_vecs; b += threads) {
+      Pack<T> packs[kInputs];
+#pragma unroll
+      for (int i = 0; i < kInputs; ++i) packs[i] = reinterpret_cast<const Pack<T>*>(tile.staged[i] + range.head)[b];
+      Pack<T> out;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        Acc v[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
+        out.v[e] = Traits<T>::from_acc(Op::apply(c[e], v));
+      }
+      store_pack_l2(dst + range.head + b * kVec, out);
+    }
+    if (threadIdx.x < range.ragged()) {
+      const int64_t j = range.ragged_index(threadIdx.x);
+      dst[j] = output(coefficients_of(j), j);
+    }
+  } else {
+    const Coefficients c = coefficients_of(threadIdx.x);
+    for (int64_t j = threadIdx.x; j < len; j += threads) dst[j] = output(c, j);
+  }
+}
+
+template <typename Op, TileLoad kLoad>
+__global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channels_last_apply_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
-  const TileThread t(args.channel_block);
+  constexpr int kInputs = Op::kInputs;
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
   T* const out = static_cast<T*>(args.out);
   const auto* coefficients = static_cast<const unsigned char*>(args.slice_coefficients);
-  const int64_t step = static_cast<int64_t>(t.rows) * args.channels;
   int64_t blocks = 0;
   const int64_t items = channels_last_items(args, &blocks);
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const TileItem it = tile_item(args, t, item, blocks);
-    if (it.own_rows == 0) continue;
-    // Written by the finish kernel, earlier on the stream.
-    const Coefficients c = *reinterpret_cast<const Coefficients*>(coefficients + it.slice * kSliceCoefficientBytes);
-    const T* const at[2] = {inputs[0] + it.offset, inputs[1] + it.offset};
-    const T* const (&from)[Op::kInputs] = reinterpret_cast<const T* const (&)[Op::kInputs]>(at);
-    constexpr int kBatch = kRowBatch<T>;
-    int64_t k = 0;
-    // A batch is loaded before any of it is stored: out may be an input (each element is its own).
-    for (; k + kBatch <= it.own_rows; k += kBatch) {
-      Acc v[kBatch][Op::kInputs];
-      load_rows<kBatch, false>(from, k * step, step, v);
+  if constexpr (kLoad == TileLoad::kBulk) {
+    extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+    __shared__ Barrier loaded;
+    init_tile_barrier(loaded);
+    __syncthreads();
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+      const Tile tile = tile_of(args, item, blocks);
+      const T* from[kInputs];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) out[it.offset + (k + b) * step] = Traits<T>::from_acc(Op::apply(c, v[b]));
+      for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
+      const StagedTile<T, kInputs> staged = stage_tile<kLoad>(from, smem, loaded, tile, args);
+      apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
+                            coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels);
+      __syncthreads();  // every thread is past its last read of the staged tile
     }
-    for (; k < it.own_rows; ++k) {
-      Acc v[1][Op::kInputs];
-      load_rows<1, false>(from, k * step, step, v);
-      out[it.offset + k * step] = Traits<T>::from_acc(Op::apply(c, v[0]));
+  } else {
+    // Straight from global memory: a thread takes one unit of the block's row, the
+    // same in every row it takes.
+    using Unit = UnitOf<T, kLoad>;
+    constexpr int kElems = kUnitElems<T, kLoad>;
+    constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kApplyBatchBytes>;
+    const int units_a_row = args.channel_block / kElems;
+    const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;
+    const int row = static_cast<int>(threadIdx.x) / units_a_row;
+    const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+      const Tile tile = tile_of(args, item, blocks);
+      if (unit * kElems >= tile.width || row >= tile.rows) continue;
+      const int64_t first_slice = tile.sample * args.channels + tile.first_channel + unit * kElems;
+      Coefficients c[kElems];  // written by the finish kernel
+#pragma unroll
+      for (int e = 0; e < kElems; ++e) {
+        c[e] = *reinterpret_cast<const Coefficients*>(coefficients + (first_slice + e) * kSliceCoefficientBytes);
+      }
+      const int64_t first = tile.offset + static_cast<int64_t>(row) * args.channels + unit * kElems;
+      const int64_t step_elems = static_cast<int64_t>(rows_a_pass) * args.channels;
+      const int64_t own_rows = (tile.rows - row + rows_a_pass - 1) / rows_a_pass;
+      // A batch is loaded before any of it is stored: out may be an input (each element is its own).
+      for (int64_t k = 0; k < own_rows; k += kBatch) {
+        Unit v[kBatch][kInputs];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          if (k + b >= own_rows) break;
+#pragma unroll
+          for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(inputs[i] + first + (k + b) * step_elems);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          if (k + b >= own_rows) break;
+          Unit result;
+#pragma unroll
+          for (int e = 0; e < kElems; ++e) {
+            Acc element[kInputs];
+#pragma unroll
+            for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(element_of(v[b][i], e));
+            element_of(result, e) = Traits<T>::from_acc(Op::apply(c[e], element));
+          }
+          store_unit<T, kLoad>(out + first + (k + b) * step_elems, result);
+        }
+      }
     }
   }
+}
+
+// The plan's TileLoad (the file's head says which is which).
+TileLoad tile_load_of(const Plan& plan) {
+  if (channels_last_whole_rows(plan)) return TileLoad::kBulk;
+  return plan.vector_io ? TileLoad::kVector : TileLoad::kScalar;
 }
 
 }  // namespace
 
 Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
-  // A plan edited by hand must still tile every slice with whole passes of its threads.
+  // A plan edited by hand must still tile every slice with whole passes of its threads, stage a
+  // tile of every input in its shared memory, and move 16-byte runs only where rows and blocks
+  // hold whole ones.
   const int64_t block = plan.channel_block;
   const int64_t rows = block > 0 ? plan.threads / block : 0;
-  if (block < 1 || block > kChannelsLastThreads || plan.threads > kChannelsLastThreads || rows < 1 ||
-      rows * block != plan.threads || plan.tile_rows < rows || plan.tile_rows % rows != 0 ||
+  const int64_t vector = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
+  if (block < 1 || block > kChannelsLastThreads || block > plan.channels || plan.threads > kChannelsLastThreads ||
+      rows < 1 || rows * block != plan.threads || plan.tile_rows < rows || plan.tile_rows % rows != 0 ||
       plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < plan.slice_len ||
-      static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= plan.slice_len || plan.grid < 1) {
+      static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= plan.slice_len || plan.grid < 1 ||
+      plan.smem_bytes < channels_last_smem_bytes(plan) || block % vector != 0 || plan.channels % vector != 0) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
   return dispatch_op(plan, [&](auto op) -> Status {
     using Op = decltype(op);
-    const auto threads = static_cast<unsigned>(plan.threads);
-    const auto grid = static_cast<unsigned>(plan.grid);
-    channels_last_reduce_kernel<Op><<<grid, threads, 0, stream>>>(args);
-    Status status = cuda_status(cudaGetLastError(), "channels_last reduce launch");
-    if (!status.ok()) return status;
-    const auto finish_grid = static_cast<unsigned>(std::min<int64_t>(plan.num_slices, kChannelsLastFinishGrid));
-    channels_last_finish_kernel<Op><<<finish_grid, kChannelsLastFinishThreads, 0, stream>>>(args);
-    status = cuda_status(cudaGetLastError(), "channels_last finish launch");
-    if (!status.ok() || args.out == nullptr) return status;  // the backward without dx: weight gradients only
-    channels_last_apply_kernel<Op><<<grid, threads, 0, stream>>>(args);
-    return cuda_status(cudaGetLastError(), "channels_last apply launch");
+    const auto launch = [&](auto load_tag) -> Status {
+      constexpr TileLoad kLoad = decltype(load_tag)::value;
+      const auto threads = static_cast<unsigned>(plan.threads);
+      const auto smem = static_cast<std::size_t>(plan.smem_bytes);
+      // Only the bulk path stages the elementwise pass's tiles.
+      const std::size_t apply_smem = kLoad == TileLoad::kBulk ? smem : 0;
+      const auto grid = static_cast<unsigned>(plan.grid);
+      void (*const reduce)(KernelArgs) = &channels_last_reduce_kernel<Op, kLoad>;
+      void (*const apply)(KernelArgs) = &channels_last_apply_kernel<Op, kLoad>;
+      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
+      if (status.ok()) status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
+      if (status.ok()) status = launch_dependent("channels_last reduce launch", reduce, grid, threads, smem, stream, args);
+      if (!status.ok()) return status;
+      const auto finish_grid = static_cast<unsigned>(std::min<int64_t>(plan.num_slices, kChannelsLastFinishGrid));
+      status = launch_dependent("channels_last finish launch", &channels_last_finish_kernel<Op>, finish_grid,
+                                kChannelsLastFinishThreads, 0, stream, args);
+      if (!status.ok() || args.out == nullptr) return status;  // the backward without dx: weight gradients only
+      return launch_dependent("channels_last apply launch", apply, grid, threads, apply_smem, stream, args);
+    };
+    switch (tile_load_of(plan)) {
+      case TileLoad::kBulk: return launch(std::integral_constant<TileLoad, TileLoad::kBulk>{});
+      case TileLoad::kVector: return launch(std::integral_constant<TileLoad, TileLoad::kVector>{});
+      case TileLoad::kScalar: break;
+    }
+    return launch(std::integral_constant<TileLoad, TileLoad::kScalar>{});
   });
 }
 

@@ -58,6 +58,16 @@ struct KernelArgs {
   bool take_slices_early;  // the counter is read before normalizing (planner.cpp shared_takes_slices_early)
 };
 
+// Programmatic dependent launch (Hopper; launchers.h launch_dependent): a kernel so launched may be
+// scheduled while the kernel before it on the stream drains, hiding its launch latency. It waits
+// here, before any global memory access, for that kernel to finish and its writes to be visible (a
+// no-op where it was launched plainly), then lets the kernel after it be scheduled as soon as every
+// CTA of this one has started. Every inorm kernel opens with it.
+__device__ __forceinline__ void begin_dependent_kernel() {
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+}
+
 template <typename T>
 struct Traits;
 template <>

@@ -11,6 +11,7 @@ namespace {
 
 template <typename T>
 __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
   using Acc = AccOf<T>;
   const int64_t numel = args.num_slices * args.slice_len;
   const int64_t start = static_cast<int64_t>(blockIdx.x) * kEvalThreads + threadIdx.x;
@@ -45,8 +46,8 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
 
 Status launch_eval(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
-    eval_forward_kernel<decltype(tag)><<<static_cast<unsigned>(plan.grid), kEvalThreads, 0, stream>>>(args);
-    return cuda_status(cudaGetLastError(), "elementwise_eval launch");
+    return launch_dependent("elementwise_eval launch", &eval_forward_kernel<decltype(tag)>,
+                            static_cast<unsigned>(plan.grid), kEvalThreads, 0, stream, args);
   });
 }
 

@@ -48,6 +48,7 @@ struct GroupSlice {
 
 template <typename Op, int kGroup, int kItems, bool kVector>
 __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   constexpr int kInputs = Op::kInputs;
@@ -144,8 +145,8 @@ Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t strea
       const GroupConfig& config = kGroupConfigs[i];
       if (config.group == plan.group_size && config.items == plan.items_per_lane &&
           config.vector == plan.vector_io && table[i] != nullptr) {
-        table[i]<<<static_cast<unsigned>(plan.grid), kGroupCtaThreads, 0, stream>>>(args);
-        return cuda_status(cudaGetLastError(), "group_registers launch");
+        return launch_dependent("group_registers launch", table[i], static_cast<unsigned>(plan.grid),
+                                kGroupCtaThreads, 0, stream, args);
       }
     }
     return Status(StatusCode::kInvalidArgument,

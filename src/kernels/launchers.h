@@ -5,7 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <string>
+#include <utility>
 
 #include "inorm/inorm.h"
 #include "kernels/backward_op.cuh"
@@ -49,6 +51,25 @@ inline Status cuda_status(cudaError_t error, const char* what) {
   return Status(StatusCode::kCudaError, std::string("inorm: ") + what + ": " +
                                             cudaGetErrorName(error) + " (" +
                                             cudaGetErrorString(error) + ")");
+}
+
+// Launches `kernel` on `stream` as a programmatic dependent of the kernel before it (common.cuh
+// begin_dependent_kernel): the launch latency of a pass's second and third kernel, and of a pass
+// after another on the stream, overlaps the previous kernel's last CTAs.
+template <typename... Params, typename... Args>
+Status launch_dependent(const char* what, void (*kernel)(Params...), unsigned grid, unsigned threads,
+                        std::size_t smem_bytes, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cuda_status(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
 }
 
 // Calls f(T{}) with T the element type of `dtype`.

@@ -162,6 +162,7 @@ __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, 
 template <typename Op, int kThreads, bool kCluster, int kRegisterVecs>
 __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterCtasPerSm : kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   using Partial = typename Op::Partial;

@@ -53,6 +53,7 @@ __device__ __forceinline__ PipelinedItem pipelined_item(int64_t item, int64_t pa
 
 template <typename Op>
 __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipelined_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   using SplitSums = typename Op::SplitPartial;

@@ -146,15 +146,16 @@ TEST(ValidateBackward, SharedChecks) {
   expect_invalid(p, "unknown layout 7");
 }
 
-// channels_last runs its own family in either mode: x and dy are both held per tile, so a tile of
-// 64 channels of float32 is 64 KiB / (64 * 4 * 2) = 128 rows, raised to the 256-row minimum.
+// channels_last runs its own family in either mode: x and dy are both staged per tile, so a tile of
+// 64 channels of float32 is 64 KiB / (64 * 4 * 2) = 128 rows.
 TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
   BackwardParams p = problem(DType::kFloat32, {2, 64, 128, 128});
   p.layout = Layout::kChannelsLast;
   Plan plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kChannelsLast);
-  EXPECT_EQ(plan.tile_rows, 256);
-  EXPECT_EQ(plan.parts_per_slice, 64);
+  EXPECT_EQ(plan.tile_rows, 128);
+  EXPECT_EQ(plan.parts_per_slice, 128);
+  EXPECT_EQ(plan.smem_bytes, 2 * (32 * 1024 + 128));  // a region of 128 rows per input, 16 bytes of slack
   p.use_input_stats = false;  // eval: the weight gradients are still sums over each slice
   p.mean = p.rstd = nullptr;
   p.running_mean = fake_pointer(kAligned * 300);

@@ -549,8 +549,9 @@ TEST(Planner, EmptyAndEval) {
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-// channels_last: the channels in equal blocks of at most 256, as many rows a pass as 256 threads
-// hold, tiles of at least 64 KiB of x (and 256 rows), whole passes each.
+// channels_last: the channels in equal blocks of at most 256 (whole 16-byte vectors where every row
+// starts aligned), as many rows a pass as 256 threads hold, and as many whole passes as 64 KiB of
+// shared memory holds (both passes stage each tile there).
 TEST(Planner, ChannelsLastTiles) {
   struct Expect {
     const char* why;
@@ -558,16 +559,23 @@ TEST(Planner, ChannelsLastTiles) {
     std::initializer_list<int64_t> shape;
     int channel_block, threads;
     int64_t tile_rows, tiles;
+    bool vector;
   };
   const Expect cases[] = {
-      {"cl-bf16: a row of 64 channels is 128 bytes, so 512 rows", DType::kBFloat16, {64, 64, 128, 128}, 64, 256, 512, 32},
-      {"three channels: 85 rows a pass, 5462 rows raised to whole passes", DType::kFloat32, {32, 3, 256, 256}, 3, 255,
-       5525, 12},
+      {"cl-bf16: a row of 64 channels is 128 bytes, so 512 rows", DType::kBFloat16, {64, 64, 128, 128}, 64, 256, 512, 32,
+       true},
+      {"three channels: rows of 12 bytes, no vectors; 85 rows a pass, 64 passes", DType::kFloat32, {32, 3, 256, 256}, 3,
+       255, 5440, 13, false},
       {"one channel: a column of 256 threads, the whole slice in whole passes", DType::kFloat32, {2, 1, 100, 100}, 1,
-       256, 10240, 1},
-      {"129 channels: one row a pass, the 256-row minimum", DType::kFloat32, {8, 129, 57, 61}, 129, 129, 256, 14},
-      {"600 channels: three blocks of 200", DType::kFloat16, {2, 600, 30, 30}, 200, 200, 256, 4},
-      {"a slice shorter than a tile: one tile of it, in whole passes", DType::kFloat32, {4, 8, 5, 7}, 8, 256, 64, 1},
+       256, 10240, 1, false},
+      {"129 channels: one row a pass, 127 rows of 516 bytes", DType::kFloat32, {8, 129, 57, 61}, 129, 129, 127, 28,
+       false},
+      {"600 channels: three blocks of 200, 163 rows of 400 bytes", DType::kFloat16, {2, 600, 30, 30}, 200, 200, 163, 6,
+       true},
+      {"520 channels: blocks of 174 raised to whole vectors, 176 (the last 168)", DType::kBFloat16,
+       {2, 520, 10, 10}, 176, 176, 100, 1, true},
+      {"a slice shorter than a tile: one tile of it, in whole passes", DType::kFloat32, {4, 8, 5, 7}, 8, 256, 64, 1,
+       true},
   };
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
@@ -578,10 +586,23 @@ TEST(Planner, ChannelsLastTiles) {
     EXPECT_EQ(plan.threads, e.threads) << e.why;
     EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
     EXPECT_EQ(plan.parts_per_slice, e.tiles) << e.why;
+    EXPECT_EQ(plan.vector_io, e.vector) << e.why;
+    // Whole rows (C <= 256) are one run, staged by a bulk copy into a buffer that mirrors its
+    // alignment (16 bytes of slack, 128-byte regions); channel blocks' rows are packed.
+    const int64_t tile_bytes = e.tile_rows * e.channel_block * static_cast<int64_t>(dtype_size(e.dtype));
+    const bool whole_rows = e.channel_block == e.shape.begin()[1];
+    EXPECT_EQ(plan.smem_bytes, whole_rows ? (tile_bytes + 16 + 127) / 128 * 128 : tile_bytes) << e.why;
+    EXPECT_LE(tile_bytes, 64 * 1024) << e.why;
     EXPECT_EQ(plan.workspace_bytes,
               detail::workspace_layout(plan).total) << e.why;  // partials and coefficients
     EXPECT_GE(plan.workspace_bytes, static_cast<std::size_t>(plan.num_slices) * (e.tiles * 32 + 64)) << e.why;
   }
+  // A misaligned x (an element past a 16-byte boundary) moves element by element.
+  ForwardParams misaligned = problem(DType::kBFloat16, {64, 64, 128, 128});
+  misaligned.layout = Layout::kChannelsLast;
+  misaligned.x = reinterpret_cast<void*>(kAligned + 2);
+  EXPECT_FALSE(plan_of(misaligned).vector_io);
+  EXPECT_EQ(plan_of(misaligned).channel_block, 64);
   // With running stats, elementwise whatever the layout; the NCHW families are refused.
   ForwardParams p = problem(DType::kFloat32, {2, 3, 8, 8});
   p.layout = Layout::kChannelsLast;

@@ -73,6 +73,7 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
     plan->grid = std::min<int64_t>(plan->grid, c.max_groups * plan->ctas_per_slice);
     plan->workspace_bytes = detail::workspace_layout(*plan).total;
   }
+  if (c.max_groups > 0 && plan->path == Path::kChannelsLast) plan->grid = std::min<int64_t>(plan->grid, c.max_groups);
   outcome->plan = plan->describe();
   std::vector<std::string>& failures = outcome->failures;
   const std::string chose = "planner chose " + outcome->plan;

@@ -50,7 +50,8 @@ struct Case {
   bool want_dx = true;
   bool want_weight_grads = true;
   PlanOptions options;
-  int64_t max_groups = 0;      // > 0: the plan's grid cut to this many groups (more rounds of slices)
+  int64_t max_groups = 0;      // > 0: the plan's grid cut to this many groups (more rounds of slices;
+                               // kChannelsLast: CTAs, each taking more tiles)
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
   int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
   int expect_ctas_per_sm = 0;      // when set, the plan must put this many CTAs on each SM

@@ -1,7 +1,8 @@
-// GPU tests of channels_last input (NHWC / NDHWC: a slice's elements are C apart), both passes:
-// every dtype x shapes with odd C and odd spatial extents, offset data, a NaN slice, misaligned
-// views, in place, running stats and eval mode, bitwise repeats and the tile boundaries, every
-// output checked in full against the float64 oracle (run_case reorders to NCHW for it).
+// GPU tests of channels_last input (NHWC / NDHWC: a slice's elements are C apart), both passes,
+// every way a tile moves (kernels/channels_last.cu): every dtype x shapes with odd C and odd
+// spatial extents, offset data, a NaN slice, misaligned views, in place, running stats and eval
+// mode, bitwise repeats and the tile boundaries, every output checked in full against the float64
+// oracle (run_case reorders to NCHW for it).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -34,7 +35,9 @@ const std::vector<Shape>& channels_last_shapes() {
       {"C=3: 85 rows a pass, the CTA's last thread idle", {4, 3, 64, 64}},
       {"C=5, S=2: the smallest slice with statistics", {3, 5, 1, 2}},
       {"C=129: one row a pass, odd spatial extents", {2, 129, 17, 19}},
+      {"C=261: two blocks of 131 whose rows are never 16-byte aligned, element by element", {2, 261, 5, 7}},
       {"C=600: three channel blocks of 200", {2, 600, 9, 11}},
+      {"C=520: blocks raised to whole 16-byte runs, 176 (the last 168) in 16-bit and float32", {2, 520, 7, 5}},
       {"C=64, 128x128: 64 tiles a slice (cl-bf16's plan, smaller)", {2, 64, 128, 128}},
       {"2x32x17x19x23: channels_last_3d with odd extents", {2, 32, 17, 19, 23}},
       {"4x8x1000: one spatial dimension", {4, 8, 1000}},
@@ -115,30 +118,51 @@ TEST(GpuChannelsLast, NanStaysInItsSlice) {
   }
 }
 
-// Views that start one element past 16 bytes, in place (y is x; dx is dy), and three runs with the
-// same bits.
+// Views that start one element past 16 bytes (whole rows: ragged ends of the bulk copies; channel
+// blocks, C = 600: element by element where aligned views move 16-byte runs), in place (y is x; dx
+// is dy) either way, and three runs with the same bits.
 TEST(GpuChannelsLast, MisalignedInPlaceAndRepeated) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 64, 128, 128}, {4, 3, 64, 64}}) {
-        Case c = channels_last_case(pass, shape, dtype);
-        c.x_offset = 1;
-        c.y_offset = 1;
-        expect_passes(c, "misaligned views");
-        expect_passes_in_place_and_repeated(c, "misaligned views");
+      for (const std::vector<int64_t>& shape :
+           {std::vector<int64_t>{2, 64, 128, 128}, {4, 3, 64, 64}, {2, 600, 9, 11}}) {
+        for (int64_t offset : {0, 1}) {
+          Case c = channels_last_case(pass, shape, dtype);
+          c.x_offset = offset;
+          c.y_offset = offset;
+          const std::string why = offset == 0 ? "aligned views" : "misaligned views";
+          if (offset == 1) expect_passes(c, why);
+          expect_passes_in_place_and_repeated(c, why);
+        }
       }
     }
   }
 }
 
-// A float32 tile of 64 channels is 256 rows in either pass (64 KiB of x; x and dy hold 512 bytes a
-// row, raised to the 256-row minimum): a slice of one row less, exactly one tile, one row more.
+// A float32 tile of 64 channels is 256 rows in the forward (64 KiB of x) and 128 in the backward
+// (x and dy): slices of one row less, exactly one or two tiles, one row more.
 TEST(GpuChannelsLast, TileBoundaries) {
   INORM_REQUIRE_GPU();
   for (int64_t len : {255, 256, 257, 511, 512, 513}) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
       expect_passes(channels_last_case(pass, {3, 64, len}, DType::kFloat32), "S=" + std::to_string(len));
+    }
+  }
+}
+
+// Two CTAs taking every tile in turn (the staging buffer and its barrier reused across tiles,
+// slices and samples), on the bulk path and on the channel-block path, either pass.
+TEST(GpuChannelsLast, TwoCtasTakeEveryTile) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 64, 1000}, {2, 600, 9, 11}}) {
+        Case c = channels_last_case(pass, shape, dtype);
+        c.max_groups = 2;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        expect_passes(c, "2 CTAs");
+      }
     }
   }
 }
