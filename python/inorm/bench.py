@@ -62,6 +62,19 @@ def make_data(shape, dtype, spec):
     return (float(offset or 0) + torch.randn(shape, device="cuda", dtype=torch.float32)).to(dtype)
 
 
+def case_input(case, shape, dtype):
+    """The case's input: its data spec, in its layout ("nhwc": channels_last, or channels_last_3d)."""
+    x = make_data(shape, dtype, case.get("data"))
+    if case.get("layout", "nchw") == "nhwc":
+        x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    return x
+
+
+def shape_label(row):
+    """A row's shape as the tables print it, with " nhwc" for channels_last input."""
+    return "x".join(map(str, row["shape"])) + (" nhwc" if row.get("layout") == "nhwc" else "")
+
+
 def sleep_cycles_per_ms():
     """GPU sleep cycles per millisecond at the busy clock: the highest rate of a few timed sleeps
     after a warm-up sleep. An idle GPU runs a slower clock: a rate measured cold made later sleeps
@@ -113,9 +126,7 @@ def time_ms(function, iters, min_sample_ms, cycles_per_ms=None):
 def run_case(case, iters, min_sample_ms, cycles_per_ms):
     shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
     torch_cls, inorm_cls = MODULES[len(shape)]
-    x = torch.rand(shape, device="cuda", dtype=torch.float32).to(dtype)
-    if case.get("layout", "nchw") == "nhwc":
-        x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    x = case_input(case, shape, dtype)
     reference = torch_cls(shape[1], affine=case.get("affine", False), device="cuda", dtype=dtype)
     ours = inorm_cls(shape[1], affine=case.get("affine", False), device="cuda", dtype=dtype)
     ours.load_state_dict(reference.state_dict())
@@ -147,9 +158,7 @@ def run_train_case(case, iters, min_sample_ms, cycles_per_ms):
     modules on the same tensors; ratios to 2.5 copies of x."""
     shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
     torch_cls, inorm_cls = MODULES[len(shape)]
-    x = make_data(shape, dtype, case.get("data"))
-    if case.get("layout", "nchw") == "nhwc":
-        x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    x = case_input(case, shape, dtype)
     x.requires_grad_()
     dy = torch.randn(shape, device="cuda", dtype=torch.float32).to(dtype)
     reference = torch_cls(shape[1], affine=True, device="cuda", dtype=dtype)
@@ -193,7 +202,7 @@ def markdown(rows, header, floor="copy"):
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cells = [f"{r[f'{name}_ms']:.3f} ({r[f'{name}_x_{RATIO_KEYS[floor]}']:.2f})" for name in IMPLEMENTATIONS]
-        lines.append(f"| {r['id']} | {'x'.join(map(str, r['shape']))}{' nhwc' if r['layout'] == 'nhwc' else ''} | "
+        lines.append(f"| {r['id']} | {shape_label(r)} | "
                      f"{r['dtype']} | {r['copy_ms']:.3f} | {' | '.join(cells)} | "
                      f"{'yes' if r['verified'] else 'NO (max err %.2e)' % r['max_abs_error']} |")
     return "\n".join(lines) + "\n"
@@ -272,12 +281,13 @@ def run_overhead(cases, iters, kernel_times):
     suite = []
     for case in cases:
         shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
-        data = make_data(shape, dtype, case.get("data"))
+        data = case_input(case, shape, dtype)
         module = MODULES[len(shape)][1](shape[1], affine=case.get("affine", False), device="cuda", dtype=dtype)
         with torch.no_grad():
             module_ms = time_ms(lambda: module(data), iters, min_sample_ms=2.0)
         kernel_ms = kernel_times.get(case["id"])
-        suite.append({"id": case["id"], "shape": list(shape), "dtype": case["dtype"], "module_ms": module_ms,
+        suite.append({"id": case["id"], "shape": list(shape), "dtype": case["dtype"],
+                      "layout": case.get("layout", "nchw"), "module_ms": module_ms,
                       "kernel_ms": kernel_ms, "module_x_kernel": module_ms / kernel_ms if kernel_ms else None})
         del data
     return host, suite
@@ -294,7 +304,7 @@ def overhead_markdown(host, suite, header):
     for r in suite:
         kernel = f"{r['kernel_ms']:.4f}" if r["kernel_ms"] else "-"
         ratio = f"{r['module_x_kernel']:.3f}" if r["module_x_kernel"] else "-"
-        lines.append(f"| {r['id']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | {r['module_ms']:.4f} | "
+        lines.append(f"| {r['id']} | {shape_label(r)} | {r['dtype']} | {r['module_ms']:.4f} | "
                      f"{kernel} | {ratio} |")
     return "\n".join(lines) + "\n"
 
