@@ -680,7 +680,8 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
 // Tiles of [tile_rows spatial positions x channel_block channels]: the channels split into equal
 // blocks of at most kChannelsLastThreads (whole 16-byte vectors where the rows are aligned), as many
 // rows a pass as the threads hold, and as many whole passes as kChannelsLastTileBytes of shared
-// memory holds of every input (the reduce kernel stages a tile there).
+// memory holds of every input (the kernels stage a tile there: both passes where a tile holds every
+// channel, the reduction alone on channel blocks).
 Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* plan) {
   *plan = base;
   plan->path = Path::kChannelsLast;
