@@ -305,7 +305,6 @@ Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t
       [](const ForwardParams& params, Plan* plan, const PlanOptions& o) { return plan_forward(params, plan, o); },
       launch_forward, [&](Row* row) { return verify_forward_samples(p, in.slice_len, in.host_weight, in.host_bias, row); },
       rows);
-  return Status::Ok();
 }
 
 // The backward of the case in train mode: the forward's mean and rstd, dy ~ N(0, 1), dx, and with
