@@ -149,6 +149,10 @@ Status load_suite(const std::string& path, std::vector<BenchCase>* cases) {
                                                {"float64", DType::kFloat64}};
   const std::map<std::string, Layout> layouts = {{"nchw", Layout::kContiguous},
                                                  {"nhwc", Layout::kChannelsLast}};
+  std::map<std::string, Activation> activations;
+  for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kLeakyRelu, Activation::kSilu}) {
+    activations[activation_name(a)] = a;
+  }
   cases->clear();
   for (const Json& item : list->second.array) {
     auto field = [&](const char* name) -> const Json* {
@@ -178,6 +182,16 @@ Status load_suite(const std::string& path, std::vector<BenchCase>* cases) {
     }
     if (const Json* affine = field("affine")) c.affine = affine->boolean;
     if (const Json* data = field("data")) c.data = data->string;
+    if (const Json* op = field("op")) c.op = op->string;
+    if (c.op != "instance_norm" && c.op != "group_norm") return bad_suite(path, c.id + ": unknown op '" + c.op + "'");
+    if (const Json* activation = field("activation")) {
+      const auto it = activations.find(activation->string);
+      if (it == activations.end()) {
+        return bad_suite(path, c.id + ": unknown activation '" + activation->string + "'");
+      }
+      c.activation = it->second;
+    }
+    if (const Json* slope = field("negative_slope")) c.negative_slope = slope->number;
     cases->push_back(std::move(c));
   }
   return Status::Ok();

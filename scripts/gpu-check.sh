@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One full run on a GPU machine, in three parts that INORM_ONLY picks one at a time (default: all):
 #   cpp       build with all cores, GPU and CPU tests, the suites forward (public.json) and backward
-#             (train.json), layouts.json both passes, the variant sweeps of both passes
+#             (train.json), layouts.json and fused.json both passes, the variant sweeps of both passes
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck on the smallest plan of
 #             every family and exchange (GpuSanitize.*), and the synccheck reproducer
 #   python    the package built into the build directory (scripts/build-python.sh), pytest,
-#             python -m inorm.bench (forward, --train, and --overhead against the C++ suite's times)
+#             python -m inorm.bench (forward, --train on train.json and fused.json, and --overhead
+#             against the C++ suite's times)
 #   bench     the build and the C++ benchmarks only (with inorm-bench --overhead)
 # Results and one log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most
 # 8 files. Set INORM_COMMIT to the commit being measured (the device copy has no .git).
@@ -52,6 +53,10 @@ if part cpp || part bench; then
     --json "$out/layouts.json" --markdown "$out/layouts.md"
   step bench-layouts-backward 180 "$build/inorm-bench" --backward --suite bench/suites/layouts.json \
     --json "$out/layouts-backward.json" --markdown "$out/layouts-backward.md"
+  step bench-fused 180 "$build/inorm-bench" --suite bench/suites/fused.json \
+    --json "$out/fused.json" --markdown "$out/fused.md"
+  step bench-fused-backward 180 "$build/inorm-bench" --backward --suite bench/suites/fused.json \
+    --json "$out/fused-backward.json" --markdown "$out/fused-backward.md"
   step bench-variants 150 "$build/inorm-bench" --suite bench/suites/variants.json \
     --variants "${INORM_VARIANTS:-g0c2,g0c3,g0c3-global,g0c6,pipelined}" --json "$out/variants.json" --markdown "$out/variants.md"
   step bench-backward-variants 150 "$build/inorm-bench" --backward --suite bench/suites/variants-backward.json \
@@ -86,6 +91,7 @@ if part python; then
   step pytest 480 python3 -m pytest tests/python -q -rs -p no:cacheprovider
   step torch-bench 300 python3 -m inorm.bench --out "$out"
   step train-bench 400 python3 -m inorm.bench --train --out "$out"
+  step train-bench-fused 400 python3 -m inorm.bench --train --suite bench/suites/fused.json --out "$out"
   kernel_times=()
   [ -f "$out/suite.json" ] && kernel_times=(--kernel-times "$out/suite.json")
   step overhead 300 python3 -m inorm.bench --overhead "${kernel_times[@]}" --out "$out"

@@ -158,8 +158,9 @@ inline constexpr int kChannelsLastThreads = 256;
 inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
 inline constexpr int kChannelsLastFinishThreads = 128;
 inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
-// Bytes of a slice's elementwise coefficients in the workspace (the largest op's, float64).
-inline constexpr std::size_t kSliceCoefficientBytes = 64;
+// Bytes of a slice's elementwise coefficients in the workspace (the largest op's: the float64
+// backward with an activation).
+inline constexpr std::size_t kSliceCoefficientBytes = 80;
 
 // Plans kept by plan_forward / plan_backward for the current device (plan_cache.h): far more
 // shapes than a network runs, few enough that dropping them all when full costs nothing noticeable.

@@ -283,6 +283,8 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
   args.bias = params.bias;
   args.param_dtype = params.param_dtype;
   args.use_input_stats = params.use_input_stats;
+  args.activation = params.activation;
+  args.negative_slope = params.negative_slope;
   args.mean_out = params.mean;
   args.rstd_out = params.rstd;
   args.running_mean = params.running_mean;
@@ -315,8 +317,11 @@ Status launch_backward(const Plan& plan, const BackwardParams& params, void* wor
   args.out = params.dx;
   args.eps = params.eps;
   args.weight = params.weight;
+  args.bias = params.bias;
   args.param_dtype = params.param_dtype;
   args.use_input_stats = params.use_input_stats;
+  args.activation = params.activation;
+  args.negative_slope = params.negative_slope;
   args.saved_mean = params.mean;
   args.saved_rstd = params.rstd;
   args.running_mean = params.running_mean;

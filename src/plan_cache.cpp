@@ -27,7 +27,7 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
                          static_cast<unsigned>(sig.param_dtype) << 3 | sig.use_input_stats << 5 |
                          sig.update_running_stats << 6 | sig.weight_grads << 7 | sig.writes_output << 8 |
                          sig.vector_io << 9 | sig.coaligned << 10 | static_cast<unsigned>(sig.inputs) << 11 |
-                         static_cast<unsigned>(sig.layout) << 13;
+                         static_cast<unsigned>(sig.layout) << 13 | static_cast<unsigned>(sig.activation) << 14;
   mix(flags);
   mix(static_cast<std::size_t>(k.device));
   mix(static_cast<std::size_t>(k.options.force_path) ^ static_cast<std::size_t>(k.options.force_ctas_per_slice) << 8 ^

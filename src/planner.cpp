@@ -60,6 +60,16 @@ const char* path_name(Path path) {
   return "unknown";
 }
 
+const char* activation_name(Activation activation) {
+  switch (activation) {
+    case Activation::kNone: return "none";
+    case Activation::kRelu: return "relu";
+    case Activation::kLeakyRelu: return "leaky_relu";
+    case Activation::kSilu: return "silu";
+  }
+  return "unknown";
+}
+
 const char* exchange_name(Exchange exchange) {
   switch (exchange) {
     case Exchange::kAuto: return "auto";
@@ -121,6 +131,7 @@ std::string Plan::describe() const {
     default:
       break;
   }
+  if (activation != Activation::kNone) out << " +" << activation_name(activation);
   if (update_running_stats) out << " +running_stats";
   if (weight_grads) out << " +weight_grads";
   if (!writes_output) out << " no-dx";
@@ -237,6 +248,7 @@ Plan signature_of(const Params& params, Pass pass, int inputs, std::initializer_
   plan.channels = params.channels;
   plan.slice_len = slice_len_of(params);
   plan.use_input_stats = params.use_input_stats;
+  plan.activation = params.activation;
   const std::size_t elem = dtype_size(params.dtype);
   const auto x_addr = reinterpret_cast<std::uintptr_t>(params.x);
   // Every slice starts 16-byte aligned in every tensor, or at least in the same place modulo 16.
@@ -272,7 +284,8 @@ bool same_problem(const Plan& a, const Plan& b) {
   return a.pass == b.pass && a.inputs == b.inputs && a.dtype == b.dtype && a.param_dtype == b.param_dtype &&
          a.layout == b.layout &&
          a.num_slices == b.num_slices && a.channels == b.channels && a.slice_len == b.slice_len &&
-         a.use_input_stats == b.use_input_stats && a.update_running_stats == b.update_running_stats &&
+         a.use_input_stats == b.use_input_stats && a.activation == b.activation &&
+         a.update_running_stats == b.update_running_stats &&
          a.weight_grads == b.weight_grads && a.writes_output == b.writes_output;
 }
 
@@ -300,6 +313,10 @@ using detail::chunk_len_for;
 using detail::next_pow2;
 
 bool known_dtype(DType dtype) { return dtype_size(dtype) != 0; }
+bool known_activation(Activation activation) {
+  return activation == Activation::kNone || activation == Activation::kRelu ||
+         activation == Activation::kLeakyRelu || activation == Activation::kSilu;
+}
 
 }  // namespace
 
@@ -355,6 +372,12 @@ Status validate_shape(const Params& p, bool has_params, int64_t* numel) {
   if (has_params && !known_dtype(p.param_dtype)) {
     return invalid("unknown param_dtype " + std::to_string(static_cast<int>(p.param_dtype)));
   }
+  if (!known_activation(p.activation)) {
+    return invalid("unknown activation " + std::to_string(static_cast<int>(p.activation)));
+  }
+  if (p.activation == Activation::kLeakyRelu && !std::isfinite(p.negative_slope)) {
+    return invalid("negative_slope must be finite, got " + std::to_string(p.negative_slope));
+  }
   return Status::Ok();
 }
 
@@ -405,7 +428,7 @@ Status validate_forward(const ForwardParams& p) {
 Status validate_backward(const BackwardParams& p) {
   int64_t numel = 0;
   Status status =
-      validate_shape(p, p.weight || p.running_mean || p.running_var || p.dweight || p.dbias, &numel);
+      validate_shape(p, p.weight || p.bias || p.running_mean || p.running_var || p.dweight || p.dbias, &numel);
   if (!status.ok()) return status;
   if (p.use_input_stats && (p.running_mean != nullptr)) {
     return invalid("with use_input_stats the backward uses the forward's mean and rstd; running stats must be null");
@@ -427,8 +450,8 @@ Status validate_backward(const BackwardParams& p) {
   if (p.dx != nullptr && (p.dx == p.x || overlap_partly(p.dx, p.x, bytes) || overlap_partly(p.dx, p.dy, bytes))) {
     return invalid("dx overlaps x or dy (only dx == dy, in place, is allowed)");
   }
-  status = check_aligned({p.weight, p.running_mean, p.running_var, p.dweight, p.dbias}, p.param_dtype,
-                         std::string("weight, running stats, dweight and dbias must be aligned to ") +
+  status = check_aligned({p.weight, p.bias, p.running_mean, p.running_var, p.dweight, p.dbias}, p.param_dtype,
+                         std::string("weight, bias, running stats, dweight and dbias must be aligned to ") +
                              dtype_name(p.param_dtype));
   if (!status.ok()) return status;
   return check_aligned({p.mean, p.rstd}, stats_dtype(p.dtype),

@@ -5,6 +5,27 @@
 
 namespace inorm::testing {
 
+double activate(Activation activation, double negative_slope, double z) {
+  switch (activation) {
+    case Activation::kRelu: return z < 0 ? 0.0 : z;
+    case Activation::kLeakyRelu: return z > 0 ? z : z * negative_slope;
+    case Activation::kSilu: return z / (1.0 + std::exp(-z));
+    default: return z;
+  }
+}
+
+double activation_gradient(Activation activation, double negative_slope, double z, double dy) {
+  switch (activation) {
+    case Activation::kRelu: return z <= 0 ? 0.0 : dy;
+    case Activation::kLeakyRelu: return z > 0 ? dy : dy * negative_slope;
+    case Activation::kSilu: {
+      const double s = 1.0 / (1.0 + std::exp(-z));
+      return dy * s * (1.0 + z * (1.0 - s));
+    }
+    default: return dy;
+  }
+}
+
 SliceStats slice_statistics(const double* x, int64_t len, double eps) {
   long double sum = 0;
   for (int64_t i = 0; i < len; ++i) sum += x[i];
@@ -34,7 +55,7 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& p) {
       const int64_t c = s % p.channels;
       const double scale = weight(c) / std::sqrt(result.running_var[c] + p.eps);
       for (int64_t i = s * p.slice_len; i < (s + 1) * p.slice_len; ++i) {
-        result.y[i] = (x[i] - result.running_mean[c]) * scale + bias(c);
+        result.y[i] = activate(p.activation, p.negative_slope, (x[i] - result.running_mean[c]) * scale + bias(c));
       }
     }
     return result;
@@ -54,7 +75,7 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& p) {
     var_sum[c] += stats.var_unbiased;
     double* ys = result.y.data() + s * p.slice_len;
     for (int64_t i = 0; i < p.slice_len; ++i) {
-      ys[i] = (xs[i] - stats.mean) * stats.rstd * weight(c) + bias(c);
+      ys[i] = activate(p.activation, p.negative_slope, (xs[i] - stats.mean) * stats.rstd * weight(c) + bias(c));
     }
   }
   if (p.running_mean && p.batch > 0) {
@@ -76,6 +97,7 @@ BackwardResult instance_norm_backward_reference(const BackwardProblem& p) {
   const std::vector<double>& dy = *p.dy;
   BackwardResult result;
   result.dx.resize(x.size());
+  result.z.resize(x.size());
   result.dweight.assign(p.channels, 0.0);
   result.dbias.assign(p.channels, 0.0);
   result.dx_scale.resize(slices);
@@ -98,28 +120,33 @@ BackwardResult instance_norm_backward_reference(const BackwardProblem& p) {
       rstd = 1.0 / std::sqrt((*p.running_var)[c] + p.eps);
     }
     const double weight = p.weight ? (*p.weight)[c] : 1.0;
-    long double sum_dy = 0, sum_dy_xhat = 0, sum_sq_dy = 0;
+    const double bias = p.bias ? (*p.bias)[c] : 0.0;
+    double* zs = result.z.data() + s * p.slice_len;
+    std::vector<double> dz(p.slice_len);
+    long double sum_dz = 0, sum_dz_xhat = 0, sum_sq_dz = 0;
     for (int64_t i = 0; i < p.slice_len; ++i) {
       const long double xhat = (xs[i] - static_cast<long double>(mean)) * rstd;
-      sum_dy += dys[i];
-      sum_dy_xhat += dys[i] * xhat;
-      sum_sq_dy += static_cast<long double>(dys[i]) * dys[i];
-      result.dweight_scale[c] += std::fabs(static_cast<double>(dys[i] * xhat));
-      result.dbias_scale[c] += std::fabs(dys[i]);
+      zs[i] = static_cast<double>(xhat * weight + bias);
+      dz[i] = activation_gradient(p.activation, p.negative_slope, zs[i], dys[i]);
+      sum_dz += dz[i];
+      sum_dz_xhat += dz[i] * xhat;
+      sum_sq_dz += static_cast<long double>(dz[i]) * dz[i];
+      result.dweight_scale[c] += std::fabs(static_cast<double>(dz[i] * xhat));
+      result.dbias_scale[c] += std::fabs(dz[i]);
     }
-    dweight[c] += sum_dy_xhat;
-    dbias[c] += sum_dy;
+    dweight[c] += sum_dz_xhat;
+    dbias[c] += sum_dz;
     const long double k = static_cast<long double>(rstd) * weight;
-    result.dx_scale[s] = static_cast<double>(std::fabs(k) * std::sqrt(sum_sq_dy / std::max<long double>(n, 1)));
+    result.dx_scale[s] = static_cast<double>(std::fabs(k) * std::sqrt(sum_sq_dz / std::max<long double>(n, 1)));
     double* dxs = result.dx.data() + s * p.slice_len;
     for (int64_t i = 0; i < p.slice_len; ++i) {
       if (!p.use_input_stats) {
-        dxs[i] = static_cast<double>(k * dys[i]);
+        dxs[i] = static_cast<double>(k * dz[i]);
         continue;
       }
-      // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * weight
+      // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dz * weight
       const long double xhat = (xs[i] - static_cast<long double>(mean)) * rstd;
-      dxs[i] = static_cast<double>(k * (dys[i] - sum_dy / n - xhat * sum_dy_xhat / n));
+      dxs[i] = static_cast<double>(k * (dz[i] - sum_dz / n - xhat * sum_dz_xhat / n));
     }
   }
   for (int64_t c = 0; c < p.channels; ++c) {

@@ -1,11 +1,18 @@
 // Float64 CPU reference for InstanceNorm forward and backward with exactly the library's semantics
-// (the semantics of torch.nn.functional.instance_norm and its autograd).
+// (the semantics of torch.nn.functional.instance_norm and its autograd, followed by the activation
+// as torch.nn.functional computes it).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "inorm/inorm.h"
+
 namespace inorm::testing {
+
+// The activation of z and dy * its derivative at z, PyTorch's formulas (inorm.h Activation).
+double activate(Activation activation, double negative_slope, double z);
+double activation_gradient(Activation activation, double negative_slope, double z, double dy);
 
 struct SliceStats {
   double mean = 0;
@@ -30,6 +37,8 @@ struct ReferenceProblem {
   double momentum = 0.1;
   bool use_input_stats = true;
   int updates = 1;  // forward calls on the same input: running stats are updated this many times
+  Activation activation = Activation::kNone;  // y = activation(z)
+  double negative_slope = 0.01;
 };
 
 struct ReferenceResult {
@@ -43,7 +52,8 @@ struct ReferenceResult {
 ReferenceResult instance_norm_reference(const ReferenceProblem& problem);
 
 // The backward of the forward above: x's shape, the statistics computed from x (train mode,
-// use_input_stats) or the running stats (eval mode), weight or 1. bias plays no part.
+// use_input_stats) or the running stats (eval mode), weight or 1; with an activation, dz = dy *
+// activation'(z) takes dy's place, z = xhat * weight + bias (bias plays no other part).
 struct BackwardProblem {
   int64_t batch = 0;
   int64_t channels = 0;
@@ -55,14 +65,18 @@ struct BackwardProblem {
   const std::vector<double>* running_mean = nullptr;  // [C], eval mode only
   const std::vector<double>* running_var = nullptr;   // [C], eval mode only
   bool use_input_stats = true;
+  Activation activation = Activation::kNone;
+  double negative_slope = 0.01;
+  const std::vector<double>* bias = nullptr;  // [C] or null; read only with an activation
 };
 
 struct BackwardResult {
   std::vector<double> dx;       // [N * C * S]
-  std::vector<double> dweight;  // [C]: sum over n and the slice of dy * xhat
-  std::vector<double> dbias;    // [C]: sum over n and the slice of dy
-  // Scales for tolerances: per slice |rstd * weight| * rms(dy) (dx's terms are of that size), per
-  // channel the sums of |dy * xhat| and |dy| (the size of the terms dweight and dbias add up).
+  std::vector<double> dweight;  // [C]: sum over n and the slice of dz * xhat
+  std::vector<double> dbias;    // [C]: sum over n and the slice of dz
+  std::vector<double> z;        // [N * C * S]: the pre-activation values (xhat * weight + bias)
+  // Scales for tolerances: per slice |rstd * weight| * rms(dz) (dx's terms are of that size), per
+  // channel the sums of |dz * xhat| and |dz| (the size of the terms dweight and dbias add up).
   std::vector<double> dx_scale;       // [N * C]
   std::vector<double> dweight_scale;  // [C]
   std::vector<double> dbias_scale;    // [C]

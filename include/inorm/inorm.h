@@ -29,6 +29,13 @@ const char* dtype_name(DType dtype);
 // Type of the statistics (mean, rstd) and of all accumulation: float32, or float64 for float64 input.
 DType stats_dtype(DType dtype);
 
+// The activation fused into the elementwise pass after the affine (z = xhat * weight + bias), with
+// PyTorch's formulas: relu max(z, 0); leaky_relu z > 0 ? z : z * negative_slope; silu
+// z * sigmoid(z). The backward recomputes z on chip from x and the statistics, so the forward saves
+// nothing more than for the norm alone.
+enum class Activation : int { kNone = 0, kRelu = 1, kLeakyRelu = 2, kSilu = 3 };
+const char* activation_name(Activation activation);
+
 enum class StatusCode : int { kOk = 0, kInvalidArgument, kUnsupported, kCudaError };
 
 class Status {
@@ -77,12 +84,19 @@ struct ForwardParams {
   void* running_var = nullptr;
   double momentum = 0.1;
   bool use_input_stats = true;
+
+  // y = activation(z); negative_slope (finite) is read only by kLeakyRelu.
+  Activation activation = Activation::kNone;
+  double negative_slope = 0.01;
 };
 
-// The gradients of the forward above. Train mode (use_input_stats): with xhat = (x - mean) * rstd
-// and g = dy * weight, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over each slice; eval mode
-// (running stats): dx = dy * weight * rstd, elementwise. dweight = sum over the batch and the slice
-// of dy * xhat, dbias = that of dy, summed in a fixed order (the same bits every run).
+// The gradients of the forward above. Train mode (use_input_stats): with xhat = (x - mean) * rstd,
+// dz = dy * activation'(z) (dz = dy without an activation) and g = dz * weight,
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over each slice; eval mode (running stats):
+// dx = dz * weight * rstd, elementwise. dweight = sum over the batch and the slice of dz * xhat,
+// dbias = that of dz, summed in a fixed order (the same bits every run). With an activation, z is
+// recomputed from x, the statistics given, weight and bias; its derivative is PyTorch's (relu and
+// leaky_relu take the zero side at z == 0).
 struct BackwardParams {
   const void* x = nullptr;   // the forward's input, `dtype`
   const void* dy = nullptr;  // the gradient of the forward's output, `dtype`, x's shape
@@ -112,6 +126,12 @@ struct BackwardParams {
   // Gradients of weight and bias, shape [C], `param_dtype`, each null when not wanted.
   void* dweight = nullptr;
   void* dbias = nullptr;
+
+  // The forward's activation, and with one its bias ([C], `param_dtype`; null: bias 0), which
+  // places z; without one bias is not read.
+  Activation activation = Activation::kNone;
+  double negative_slope = 0.01;
+  const void* bias = nullptr;
 };
 
 // The facts of a device the planner needs; query_device_limits fills them from the CUDA runtime.
@@ -179,6 +199,7 @@ struct Plan {
   int64_t channels = 0;
   int64_t slice_len = 0;   // S, product of the spatial extents
   bool use_input_stats = true;
+  Activation activation = Activation::kNone;
   bool update_running_stats = false;  // forward: running stats given with use_input_stats
   bool weight_grads = false;   // backward: dweight or dbias wanted
   bool writes_output = true;   // y (forward, always) or dx (backward, when wanted)

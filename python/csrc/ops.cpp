@@ -67,6 +67,15 @@ void check_status(const inorm::Status& status) {
   TORCH_CHECK(false, status.message());
 }
 
+// The ops' activation argument (inorm.h Activation): "none", "relu", "leaky_relu" or "silu".
+inorm::Activation to_activation(c10::string_view name) {
+  for (const inorm::Activation activation : {inorm::Activation::kNone, inorm::Activation::kRelu,
+                                             inorm::Activation::kLeakyRelu, inorm::Activation::kSilu}) {
+    if (name == inorm::activation_name(activation)) return activation;
+  }
+  TORCH_CHECK_VALUE(false, "inorm: unknown activation '", name, "'; expected none, relu, leaky_relu or silu");
+}
+
 // weight, bias and running stats: [C], on the input's device, one dtype among them (the library
 // takes a single parameter dtype).
 void check_parameter(const OptionalTensor& tensor, const char* name, const Tensor& input,
@@ -108,7 +117,8 @@ std::optional<at::ScalarType> check_forward_args(const Tensor& input, const Opti
 std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, const Tensor& input,
                                                   const OptionalTensor& weight, const OptionalTensor& mean,
                                                   const OptionalTensor& rstd, const OptionalTensor& running_mean,
-                                                  const OptionalTensor& running_var, bool use_input_stats) {
+                                                  const OptionalTensor& running_var, bool use_input_stats,
+                                                  const OptionalTensor& bias) {
   TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
   TORCH_CHECK(grad_output.sizes() == input.sizes(), "inorm: grad_output has shape ", grad_output.sizes(),
               ", input ", input.sizes());
@@ -117,6 +127,7 @@ std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, con
               grad_output.scalar_type(), " against ", input.device(), " ", input.scalar_type());
   std::optional<at::ScalarType> param_type;
   check_parameter(weight, "weight", input, &param_type);
+  check_parameter(bias, "bias", input, &param_type);
   check_parameter(running_mean, "running_mean", input, &param_type);
   check_parameter(running_var, "running_var", input, &param_type);
   const auto stats_type = stats_scalar_type(input.scalar_type());
@@ -201,7 +212,8 @@ struct ForwardTargets {
 // inorm's forward on the input's device and current stream; returns y (contiguous NCHW).
 Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                               const std::optional<at::ScalarType>& param_type, const ForwardTargets& targets,
-                              bool use_input_stats, double momentum, double eps) {
+                              bool use_input_stats, double momentum, double eps, inorm::Activation activation,
+                              double negative_slope) {
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
   const c10::cuda::CUDAGuard guard(input.device());
   const at::MemoryFormat format = kernel_format(input);
@@ -227,6 +239,8 @@ Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight,
   params.rstd = pointer(targets.rstd);
   params.running_mean = pointer(targets.running_mean);
   params.running_var = pointer(targets.running_var);
+  params.activation = activation;
+  params.negative_slope = negative_slope;
   plan_and_launch(
       params, x, [](const inorm::ForwardParams& p, inorm::Plan* plan) { return inorm::plan_forward(p, plan); },
       inorm::launch_forward);
@@ -239,7 +253,7 @@ Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight,
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
     const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
     const OptionalTensor& running_mean, const OptionalTensor& running_var, bool use_input_stats,
-    double momentum, double eps) {
+    double momentum, double eps, c10::string_view activation, double negative_slope) {
   TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
   const std::optional<at::ScalarType> param_type =
       check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
@@ -258,7 +272,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
     targets.running_mean = running_mean->contiguous();
     targets.running_var = running_var->contiguous();
   }
-  Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps);
+  Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps,
+                                         to_activation(activation), negative_slope);
   const auto or_empty = [&](const Tensor& t, bool wanted) {
     return wanted ? t : empty_cuda({0}, stats_type, input.device());
   };
@@ -273,10 +288,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
 std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
     const Tensor& grad_output, const Tensor& input, const OptionalTensor& weight, const OptionalTensor& mean,
     const OptionalTensor& rstd, const OptionalTensor& running_mean, const OptionalTensor& running_var,
-    bool use_input_stats, double eps, std::array<bool, 3> output_mask) {
+    bool use_input_stats, double eps, std::array<bool, 3> output_mask, const OptionalTensor& bias,
+    c10::string_view activation, double negative_slope) {
   TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
-  const std::optional<at::ScalarType> param_type =
-      check_backward_args(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats);
+  const std::optional<at::ScalarType> param_type = check_backward_args(
+      grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats, bias);
+  const inorm::Activation fused = to_activation(activation);
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
   const int64_t channels = input.size(1);
 
@@ -290,6 +307,8 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
   Tensor grad_weight = empty_cuda({output_mask[1] ? channels : 0}, grad_type, x.device());
   Tensor grad_bias = empty_cuda({output_mask[2] ? channels : 0}, grad_type, x.device());
   const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
+  // The bias places the activation's z; without an activation it plays no part.
+  const Tensor bias_c = fused != inorm::Activation::kNone && bias.has_value() ? bias->contiguous() : Tensor();
   const Tensor mean_c = use_input_stats ? mean->contiguous() : Tensor();
   const Tensor rstd_c = use_input_stats ? rstd->contiguous() : Tensor();
   const Tensor running_mean_c = use_input_stats ? Tensor() : running_mean->contiguous();
@@ -315,6 +334,9 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
   }
   params.dweight = output_mask[1] ? grad_weight.data_ptr() : nullptr;
   params.dbias = output_mask[2] ? grad_bias.data_ptr() : nullptr;
+  params.bias = bias_c.defined() ? bias_c.data_ptr() : nullptr;
+  params.activation = fused;
+  params.negative_slope = negative_slope;
   plan_and_launch(
       params, x, [](const inorm::BackwardParams& p, inorm::Plan* plan) { return inorm::plan_backward(p, plan); },
       inorm::launch_backward);
@@ -329,7 +351,8 @@ const auto& forward_op() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("inorm::instance_norm_forward", "")
                              .typed<ForwardResult(const Tensor&, const OptionalTensor&, const OptionalTensor&,
-                                                  const OptionalTensor&, const OptionalTensor&, bool, double, double)>();
+                                                  const OptionalTensor&, const OptionalTensor&, bool, double, double,
+                                                  c10::string_view, double)>();
   return op;
 }
 const auto& backward_op() {
@@ -338,7 +361,7 @@ const auto& backward_op() {
           .findSchemaOrThrow("inorm::instance_norm_backward", "")
           .typed<BackwardResult(const Tensor&, const Tensor&, const OptionalTensor&, const OptionalTensor&,
                                 const OptionalTensor&, const OptionalTensor&, const OptionalTensor&, bool, double,
-                                std::array<bool, 3>)>();
+                                std::array<bool, 3>, const OptionalTensor&, c10::string_view, double)>();
   return op;
 }
 
@@ -362,10 +385,30 @@ OptionalTensor repeated_running(const OptionalTensor& tensor, int64_t batch, con
   return tensor->to(input.scalar_type()).repeat({batch});
 }
 
+// The activation, and dy times its derivative at z, with ATen's own ops: torch.nn's results.
+void activate_in_place(Tensor& z, inorm::Activation activation, double negative_slope) {
+  switch (activation) {
+    case inorm::Activation::kRelu: at::relu_(z); break;
+    case inorm::Activation::kLeakyRelu: at::leaky_relu_(z, negative_slope); break;
+    case inorm::Activation::kSilu: at::silu_(z); break;
+    default: break;
+  }
+}
+Tensor activation_backward(const Tensor& grad_output, const Tensor& z, inorm::Activation activation,
+                           double negative_slope) {
+  switch (activation) {
+    case inorm::Activation::kRelu: return at::threshold_backward(grad_output, z, 0);
+    case inorm::Activation::kLeakyRelu: return at::leaky_relu_backward(grad_output, z, negative_slope, false);
+    case inorm::Activation::kSilu: return at::silu_backward(grad_output, z);
+    default: return grad_output;
+  }
+}
+
 ForwardResult instance_norm_forward_fallback(const Tensor& input, const OptionalTensor& weight,
                                              const OptionalTensor& bias, const OptionalTensor& running_mean,
                                              const OptionalTensor& running_var, bool use_input_stats,
-                                             double momentum, double eps) {
+                                             double momentum, double eps, c10::string_view activation,
+                                             double negative_slope) {
   check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
   const int64_t batch = input.size(0);
   const int64_t channels = input.size(1);
@@ -377,6 +420,7 @@ ForwardResult instance_norm_forward_fallback(const Tensor& input, const Optional
   auto [output, saved_mean, saved_invstd] =
       at::native_batch_norm(batch_norm_view(input), repeated(weight, batch), repeated(bias, batch),
                             instance_running_mean, instance_running_var, use_input_stats, momentum, eps);
+  activate_in_place(output, to_activation(activation), negative_slope);
   Tensor mean = at::empty({0}, stats_options);
   Tensor rstd = at::empty({0}, stats_options);
   if (use_input_stats) {
@@ -394,13 +438,24 @@ ForwardResult instance_norm_forward_fallback(const Tensor& input, const Optional
   return {output.view(input.sizes()).contiguous(kernel_format(input)), mean, rstd, new_running_mean, new_running_var};
 }
 
-BackwardResult instance_norm_backward_fallback(const Tensor& grad_output, const Tensor& input,
+BackwardResult instance_norm_backward_fallback(const Tensor& output_grad, const Tensor& input,
                                                const OptionalTensor& weight, const OptionalTensor& mean,
                                                const OptionalTensor& rstd, const OptionalTensor& running_mean,
                                                const OptionalTensor& running_var, bool use_input_stats, double eps,
-                                               std::array<bool, 3> output_mask) {
-  const std::optional<at::ScalarType> param_type =
-      check_backward_args(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats);
+                                               std::array<bool, 3> output_mask, const OptionalTensor& bias,
+                                               c10::string_view activation, double negative_slope) {
+  const std::optional<at::ScalarType> param_type = check_backward_args(
+      output_grad, input, weight, mean, rstd, running_mean, running_var, use_input_stats, bias);
+  // With an activation, the norm's gradient is that of its output z, recomputed (the forward
+  // without the activation, running stats left as they are).
+  const inorm::Activation fused = to_activation(activation);
+  Tensor grad_output = output_grad;
+  if (fused != inorm::Activation::kNone) {
+    const Tensor z = std::get<0>(instance_norm_forward_fallback(
+        input, weight, bias, use_input_stats ? std::nullopt : running_mean,
+        use_input_stats ? std::nullopt : running_var, use_input_stats, 0.0, eps, "none", 0.0));
+    grad_output = activation_backward(output_grad, z, fused, negative_slope);
+  }
   const int64_t batch = input.size(0);
   const int64_t channels = input.size(1);
   const auto grad_options = input.options().dtype(param_type.value_or(at::kFloat));
@@ -432,25 +487,30 @@ BackwardResult instance_norm_backward_fallback(const Tensor& grad_output, const 
 // ---- Autograd -----------------------------------------------------------------------------------------
 
 // The forward's gradient through inorm's backward op: saves x, the weight and the per-(n, c)
-// statistics (or, in eval mode, the running stats that normalized x), nothing the size of x but x.
+// statistics (or, in eval mode, the running stats that normalized x), with an activation the bias
+// (which places z), nothing the size of x but x.
 class InstanceNormFunction : public torch::autograd::Function<InstanceNormFunction> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const Tensor& input,
                                                 const OptionalTensor& weight, const OptionalTensor& bias,
                                                 const OptionalTensor& running_mean, const OptionalTensor& running_var,
-                                                bool use_input_stats, double momentum, double eps) {
+                                                bool use_input_stats, double momentum, double eps,
+                                                c10::string_view activation, double negative_slope) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    auto [output, mean, rstd, new_running_mean, new_running_var] =
-        forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
+    auto [output, mean, rstd, new_running_mean, new_running_var] = forward_op().call(
+        input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, activation, negative_slope);
     ctx->saved_data["use_input_stats"] = use_input_stats;
     ctx->saved_data["eps"] = eps;
     ctx->saved_data["has_weight"] = weight.has_value();
     ctx->saved_data["bias_type"] = bias.has_value() ? static_cast<int64_t>(bias->scalar_type()) : int64_t{-1};
+    ctx->saved_data["activation"] = std::string(activation);
+    ctx->saved_data["negative_slope"] = negative_slope;
     const Tensor weight_or_none = weight.has_value() ? *weight : Tensor();
+    const Tensor bias_for_z = bias.has_value() && to_activation(activation) != inorm::Activation::kNone ? *bias : Tensor();
     if (use_input_stats) {
-      ctx->save_for_backward({input, weight_or_none, mean, rstd});
+      ctx->save_for_backward({input, weight_or_none, mean, rstd, bias_for_z});
     } else {
-      ctx->save_for_backward({input, weight_or_none, *running_mean, *running_var});
+      ctx->save_for_backward({input, weight_or_none, *running_mean, *running_var, bias_for_z});
     }
     ctx->mark_non_differentiable({mean, rstd, new_running_mean, new_running_var});
     // The statistics have no gradient: no zeros of their size are made for them.
@@ -460,7 +520,7 @@ class InstanceNormFunction : public torch::autograd::Function<InstanceNormFuncti
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    torch::autograd::variable_list result(8);  // one per argument of forward
+    torch::autograd::variable_list result(10);  // one per argument of forward
     const Tensor& grad_output = grads[0];
     if (!grad_output.defined()) return result;  // the output took no part in what is differentiated
     const auto saved = ctx->get_saved_variables();
@@ -473,11 +533,15 @@ class InstanceNormFunction : public torch::autograd::Function<InstanceNormFuncti
     const OptionalTensor weight = has_weight ? OptionalTensor(saved[1]) : std::nullopt;
     const OptionalTensor first = saved[2];
     const OptionalTensor second = saved[3];
+    const OptionalTensor bias = saved[4].defined() ? OptionalTensor(saved[4]) : std::nullopt;
+    const double eps = ctx->saved_data["eps"].toDouble();
+    const std::string activation = ctx->saved_data["activation"].toStringRef();
+    const double negative_slope = ctx->saved_data["negative_slope"].toDouble();
     auto [grad_input, grad_weight, grad_bias] =
         use_input_stats ? backward_op().call(grad_output, saved[0], weight, first, second, std::nullopt, std::nullopt,
-                                             true, ctx->saved_data["eps"].toDouble(), mask)
+                                             true, eps, mask, bias, activation, negative_slope)
                         : backward_op().call(grad_output, saved[0], weight, std::nullopt, std::nullopt, first, second,
-                                             false, ctx->saved_data["eps"].toDouble(), mask);
+                                             false, eps, mask, bias, activation, negative_slope);
     if (mask[0]) result[0] = grad_input;
     if (mask[1]) result[1] = grad_weight;
     if (mask[2]) result[2] = grad_bias.to(static_cast<at::ScalarType>(bias_type));
@@ -485,28 +549,12 @@ class InstanceNormFunction : public torch::autograd::Function<InstanceNormFuncti
   }
 };
 
-// The Autograd kernel: the function above where a gradient may be asked for, else straight to the
-// device's kernel (inference pays nothing for autograd).
-ForwardResult instance_norm_forward_autograd(const Tensor& input, const OptionalTensor& weight,
-                                             const OptionalTensor& bias, const OptionalTensor& running_mean,
-                                             const OptionalTensor& running_var, bool use_input_stats, double momentum,
-                                             double eps) {
-  const auto requires_grad = [](const OptionalTensor& t) { return t.has_value() && t->requires_grad(); };
-  if (!at::GradMode::is_enabled() ||
-      !(input.requires_grad() || requires_grad(weight) || requires_grad(bias))) {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
-  }
-  const auto outputs = InstanceNormFunction::apply(input, weight, bias, running_mean, running_var, use_input_stats,
-                                                   momentum, eps);
-  return {outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]};
-}
-
-// Whether the user-facing op may run inorm's kernels itself, updating the running stats in place:
-// plain CUDA tensors (no fake, functional or batched tensor, no tensor subclass, no dispatch mode
-// in effect, as under torch.compile's tracing), contiguous running stats, nothing for autograd to
-// record. It then makes no statistics outputs and no copies of the running stats (per-call host
-// time, and two copy kernels per call with running stats).
+// Whether an op may call inorm's CUDA kernels itself rather than through the dispatcher: plain CUDA
+// tensors (no fake, functional or batched tensor, no tensor subclass, no dispatch mode in effect,
+// as under torch.compile's tracing), contiguous parameters and running stats, nothing for autograd
+// to record. The user-facing op then updates the running stats in place, with no statistics
+// outputs and no copies of the running stats (per-call host time, and two copy kernels per call
+// with running stats); the functional op's Autograd kernel skips a second dispatch.
 bool runs_kernels_directly(const Tensor& input, std::initializer_list<const OptionalTensor*> others) {
   const c10::DispatchKeySet wrappers({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
                                       c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
@@ -524,10 +572,35 @@ bool runs_kernels_directly(const Tensor& input, std::initializer_list<const Opti
   return true;
 }
 
+// The Autograd kernel: the function above where a gradient may be asked for, else straight to the
+// device's kernel (inference pays nothing for autograd).
+ForwardResult instance_norm_forward_autograd(const Tensor& input, const OptionalTensor& weight,
+                                             const OptionalTensor& bias, const OptionalTensor& running_mean,
+                                             const OptionalTensor& running_var, bool use_input_stats, double momentum,
+                                             double eps, c10::string_view activation, double negative_slope) {
+  const auto requires_grad = [](const OptionalTensor& t) { return t.has_value() && t->requires_grad(); };
+  if (!at::GradMode::is_enabled() ||
+      !(input.requires_grad() || requires_grad(weight) || requires_grad(bias))) {
+    // Plain CUDA tensors go straight to the CUDA kernel: a second trip through the dispatcher
+    // costs host time on every call.
+    if (runs_kernels_directly(input, {&weight, &bias, &running_mean, &running_var})) {
+      return instance_norm_forward_cuda(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
+                                        eps, activation, negative_slope);
+    }
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                             activation, negative_slope);
+  }
+  const auto outputs = InstanceNormFunction::apply(input, weight, bias, running_mean, running_var, use_input_stats,
+                                                   momentum, eps, activation, negative_slope);
+  return {outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]};
+}
+
 // The user-facing op: the functional op, then the running stats written back in place.
 Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                      const OptionalTensor& running_mean, const OptionalTensor& running_var,
-                     bool use_input_stats, double momentum, double eps) {
+                     bool use_input_stats, double momentum, double eps, c10::string_view activation,
+                     double negative_slope) {
   if (runs_kernels_directly(input, {&weight, &bias, &running_mean, &running_var})) {
     const std::optional<at::ScalarType> param_type =
         check_forward_args(input, weight, bias, running_mean, running_var, use_input_stats);
@@ -536,15 +609,16 @@ Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const Op
       targets.running_mean = *running_mean;
       targets.running_var = *running_var;
     }
-    Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps);
+    Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps,
+                                           to_activation(activation), negative_slope);
     if (use_input_stats && running_mean.has_value()) {  // written in place, as copy_ would: autograd sees it
       running_mean->unsafeGetTensorImpl()->bump_version();
       running_var->unsafeGetTensorImpl()->bump_version();
     }
     return output;
   }
-  auto [output, mean, rstd, new_running_mean, new_running_var] =
-      forward_op().call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps);
+  auto [output, mean, rstd, new_running_mean, new_running_var] = forward_op().call(
+      input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, activation, negative_slope);
   if (use_input_stats && running_mean.has_value() && running_var.has_value()) {
     running_mean->copy_(new_running_mean);
     running_var->copy_(new_running_var);
@@ -555,14 +629,16 @@ Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const Op
 }  // namespace
 
 TORCH_LIBRARY(inorm, m) {
+  // activation: "none", "relu", "leaky_relu" (negative_slope) or "silu", fused after the affine.
   m.def("instance_norm_forward(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-        "Tensor? running_var, bool use_input_stats, float momentum, float eps) "
-        "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+        "Tensor? running_var, bool use_input_stats, float momentum, float eps, str activation=\"none\", "
+        "float negative_slope=0.01) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   m.def("instance_norm_backward(Tensor grad_output, Tensor input, Tensor? weight, Tensor? mean, Tensor? rstd, "
-        "Tensor? running_mean, Tensor? running_var, bool use_input_stats, float eps, bool[3] output_mask) "
-        "-> (Tensor, Tensor, Tensor)");
+        "Tensor? running_mean, Tensor? running_var, bool use_input_stats, float eps, bool[3] output_mask, "
+        "Tensor? bias=None, str activation=\"none\", float negative_slope=0.01) -> (Tensor, Tensor, Tensor)");
   m.def("instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, "
-        "Tensor(b!)? running_var, bool use_input_stats, float momentum, float eps) -> Tensor");
+        "Tensor(b!)? running_var, bool use_input_stats, float momentum, float eps, str activation=\"none\", "
+        "float negative_slope=0.01) -> Tensor");
   m.impl("instance_norm", c10::DispatchKey::CompositeImplicitAutograd, TORCH_FN(instance_norm));
 }
 

@@ -4,6 +4,8 @@
     norm = inorm.InstanceNorm2d(64).cuda()      # same constructor and state_dict as torch.nn's
     y = norm(x)                                 # x: float32/float16/bfloat16/float64
     model = inorm.convert_instance_norm(model)  # every nn.InstanceNorm1d/2d/3d in a model, swapped
+    fused = inorm.InstanceNormAct2d(64, affine=True, activation="leaky_relu", negative_slope=0.01)
+    model = inorm.convert_instance_norm(model, fuse=True)  # and norm + ReLU/LeakyReLU/SiLU pairs fused
 
 CUDA tensors run inorm's kernels (forward and backward); tensors on any other device run PyTorch's
 own implementation, with torch.nn's results. The ops live in torch.ops.inorm (instance_norm,
@@ -22,7 +24,17 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 
 from . import _ops  # noqa: F401,E402  (fake and autograd registrations)
 from .functional import instance_norm  # noqa: E402
-from .modules import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, ModelNew, convert_instance_norm  # noqa: E402
+from .modules import (  # noqa: E402
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    InstanceNormAct1d,
+    InstanceNormAct2d,
+    InstanceNormAct3d,
+    ModelNew,
+    convert_instance_norm,
+)
 
-__all__ = ["instance_norm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "ModelNew", "convert_instance_norm"]
+__all__ = ["instance_norm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "InstanceNormAct1d",
+           "InstanceNormAct2d", "InstanceNormAct3d", "ModelNew", "convert_instance_norm"]
 __version__ = "0.1.0"

@@ -29,9 +29,20 @@ def _check_devices(input, **tensors):
                                f"{tensor.device} but input is on {input.device}")
 
 
+ACTIVATIONS = ("none", "relu", "leaky_relu", "silu")
+
+
+def _check_activation(activation):
+    # As the real kernels do (ops.cpp to_activation): a ValueError naming the choices.
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"inorm: unknown activation '{activation}'; expected none, relu, leaky_relu or silu")
+
+
 @torch.library.register_fake("inorm::instance_norm_forward")
-def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps):
+def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                                activation="none", negative_slope=0.01):
     torch._check(input.dim() >= 2, lambda: f"inorm: input must have at least 2 dimensions (N, C, ...), got {input.dim()}")
+    _check_activation(activation)
     _check_devices(input, weight=weight, bias=bias, running_mean=running_mean, running_var=running_var)
     stats_dtype = _stats_dtype(input.dtype)
     output = torch.empty_like(input, memory_format=_output_format(input))
@@ -49,10 +60,11 @@ def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, 
 
 @torch.library.register_fake("inorm::instance_norm_backward")
 def _instance_norm_backward_fake(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats,
-                                 eps, output_mask):
+                                 eps, output_mask, bias=None, activation="none", negative_slope=0.01):
     torch._check(grad_output.shape == input.shape, lambda: "inorm: grad_output and input differ in shape")
+    _check_activation(activation)
     _check_devices(input, grad_output=grad_output, weight=weight, mean=mean, rstd=rstd, running_mean=running_mean,
-                   running_var=running_var)
+                   running_var=running_var, bias=bias)
     channels = input.shape[1]
     grad_dtype = next((t.dtype for t in (weight, running_mean) if t is not None), torch.float32)
     grad_input = (torch.empty_like(input, memory_format=_output_format(input)) if output_mask[0]

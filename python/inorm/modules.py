@@ -1,4 +1,5 @@
-"""inorm.InstanceNorm1d/2d/3d: torch.nn's classes with inorm's forward.
+"""inorm.InstanceNorm1d/2d/3d: torch.nn's classes with inorm's forward; inorm.InstanceNormAct1d/2d/3d:
+the same followed by an activation, fused into the norm's kernels.
 
 Each subclasses its torch.nn counterpart and replaces only the call that normalizes, so the
 constructor, parameters, buffers, state_dict (both ways), input checks, error messages, warnings
@@ -27,6 +28,9 @@ def _registered(module, store, name):
 
 
 class _InormForward:
+    activation = None  # InstanceNormAct's: fused after the norm
+    negative_slope = 0.01
+
     def _apply_instance_norm(self, input):
         parameters, buffers = self._parameters, self._buffers
         return instance_norm(
@@ -38,6 +42,8 @@ class _InormForward:
             self.training or not self.track_running_stats,
             self.momentum if self.momentum is not None else 0.0,
             self.eps,
+            self.activation,
+            self.negative_slope,
         )
 
 
@@ -53,6 +59,41 @@ class InstanceNorm3d(_InormForward, nn.InstanceNorm3d):
     """torch.nn.InstanceNorm3d on inorm's kernels: input (N, C, D, H, W) or (C, D, H, W)."""
 
 
+_FUSED = {nn.ReLU: "relu", nn.LeakyReLU: "leaky_relu", nn.SiLU: "silu"}
+
+
+class _InstanceNormAct:
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 activation="relu", negative_slope=0.01, device=None, dtype=None):
+        if activation not in _FUSED.values():
+            raise ValueError(f"activation must be one of {', '.join(_FUSED.values())}, got {activation!r}")
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device=device, dtype=dtype)
+        self.activation = activation
+        self.negative_slope = negative_slope
+
+    def extra_repr(self):
+        slope = f", negative_slope={self.negative_slope}" if self.activation == "leaky_relu" else ""
+        return f"{super().extra_repr()}, activation={self.activation!r}{slope}"
+
+
+class InstanceNormAct1d(_InstanceNormAct, InstanceNorm1d):
+    """InstanceNorm1d followed by an activation ("relu", "leaky_relu" with negative_slope, or "silu"),
+    fused: one pass over memory forward and backward. torch.nn.InstanceNorm1d's arguments, state_dict
+    and checks; the same values as the norm followed by nn.ReLU / nn.LeakyReLU / nn.SiLU."""
+
+
+class InstanceNormAct2d(_InstanceNormAct, InstanceNorm2d):
+    """InstanceNorm2d followed by an activation ("relu", "leaky_relu" with negative_slope, or "silu"),
+    fused: one pass over memory forward and backward. torch.nn.InstanceNorm2d's arguments, state_dict
+    and checks; the same values as the norm followed by nn.ReLU / nn.LeakyReLU / nn.SiLU."""
+
+
+class InstanceNormAct3d(_InstanceNormAct, InstanceNorm3d):
+    """InstanceNorm3d followed by an activation ("relu", "leaky_relu" with negative_slope, or "silu"),
+    fused: one pass over memory forward and backward. torch.nn.InstanceNorm3d's arguments, state_dict
+    and checks; the same values as the norm followed by nn.ReLU / nn.LeakyReLU / nn.SiLU."""
+
+
 class ModelNew(nn.Module):
     """Drop-in for the seed harness's Model (nn.InstanceNorm2d(num_features) and a forward)."""
 
@@ -65,9 +106,36 @@ class ModelNew(nn.Module):
 
 
 _REPLACEMENTS = {nn.InstanceNorm1d: InstanceNorm1d, nn.InstanceNorm2d: InstanceNorm2d, nn.InstanceNorm3d: InstanceNorm3d}
+_FUSED_REPLACEMENTS = {nn.InstanceNorm1d: InstanceNormAct1d, nn.InstanceNorm2d: InstanceNormAct2d,
+                       nn.InstanceNorm3d: InstanceNormAct3d, InstanceNorm1d: InstanceNormAct1d,
+                       InstanceNorm2d: InstanceNormAct2d, InstanceNorm3d: InstanceNormAct3d}
 
 
-def convert_instance_norm(module: nn.Module) -> nn.Module:
+def _replaced(norm, replacement, **activation):
+    # `replacement` built on the meta device, then given the norm's own tensors and training flag.
+    converted = replacement(norm.num_features, eps=norm.eps, momentum=norm.momentum, affine=norm.affine,
+                            track_running_stats=norm.track_running_stats, device="meta", **activation)
+    for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
+        setattr(converted, name, getattr(norm, name))
+    converted.train(norm.training)
+    return converted
+
+
+def _fuse_activations(sequential: nn.Sequential) -> None:
+    # Each InstanceNorm directly followed by nn.ReLU / nn.LeakyReLU / nn.SiLU: the pair becomes one
+    # InstanceNormAct and an nn.Identity in the activation's place (indices and state_dict keys stay).
+    children = list(sequential.named_children())
+    for (name, norm), (next_name, activation) in zip(children, children[1:]):
+        replacement = _FUSED_REPLACEMENTS.get(type(norm))
+        fused = _FUSED.get(type(activation))
+        if replacement is None or fused is None:
+            continue
+        slope = {"negative_slope": activation.negative_slope} if fused == "leaky_relu" else {}
+        sequential.add_module(name, _replaced(norm, replacement, activation=fused, **slope))
+        sequential.add_module(next_name, nn.Identity())
+
+
+def convert_instance_norm(module: nn.Module, fuse: bool = False) -> nn.Module:
     """Replaces every torch.nn.InstanceNorm1d/2d/3d in `module` (recursively) by inorm's, the way
     torch.nn.SyncBatchNorm.convert_sync_batchnorm converts batch norms, and returns the module
     (a new one where `module` itself is an InstanceNorm).
@@ -77,16 +145,19 @@ def convert_instance_norm(module: nn.Module) -> nn.Module:
     device and dtype are the tensors'. Hooks registered on a replaced module are not carried over.
     Subclasses of torch.nn's classes (inorm's among them) are left as they are.
 
-        model = inorm.convert_instance_norm(model)
+    With fuse=True, an InstanceNorm (torch.nn's or inorm's) followed directly by nn.ReLU,
+    nn.LeakyReLU or nn.SiLU inside an nn.Sequential becomes one InstanceNormAct module, and the
+    activation an nn.Identity: one pass over memory instead of two, the same values.
+
+        model = inorm.convert_instance_norm(model)             # norms only
+        model = inorm.convert_instance_norm(model, fuse=True)  # and norm + activation pairs fused
     """
     converted = module
     replacement = _REPLACEMENTS.get(type(module))
     if replacement is not None:
-        converted = replacement(module.num_features, eps=module.eps, momentum=module.momentum, affine=module.affine,
-                                track_running_stats=module.track_running_stats, device="meta")
-        for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
-            setattr(converted, name, getattr(module, name))
-        converted.train(module.training)
-    for name, child in module.named_children():
-        converted.add_module(name, convert_instance_norm(child))
+        converted = _replaced(module, replacement)
+    if fuse and isinstance(module, nn.Sequential):
+        _fuse_activations(converted)
+    for name, child in converted.named_children():
+        converted.add_module(name, convert_instance_norm(child, fuse))
     return converted

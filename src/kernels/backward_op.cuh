@@ -2,10 +2,13 @@
 // dy, reduces each slice to three sums in one pass, and writes dx:
 //   d = x - center (the forward's mean, or the running mean in eval mode), r = mean(d) (train
 //   mode: what the float32 mean's rounding missed, so 1e4 + randn keeps its digits; 0 in eval),
-//   xhat = (d - r) * rstd, sum_dy_xhat = rstd * (sum(dy * d) - r * sum(dy)),
-//   train: dx = rstd * w * (dy - sum(dy) / S - xhat * sum_dy_xhat / S)
-//   eval:  dx = rstd * w * dy
-// and leaves sum_dy_xhat and sum(dy) per slice for the channel reduction (dweight, dbias).
+//   dz = dy * activation'(d * rstd * w + b) (kActivated; dz = dy otherwise), xhat = (d - r) * rstd,
+//   sum_dz_xhat = rstd * (sum(dz * d) - r * sum(dz)),
+//   train: dx = rstd * w * (dz - sum(dz) / S - xhat * sum_dz_xhat / S)
+//   eval:  dx = rstd * w * dz
+// and leaves sum_dz_xhat and sum(dz) per slice for the channel reduction (dweight, dbias). The
+// activation's z is recomputed from the statistics given, without r: the derivative changes only
+// at relu's kink, where |z| is below the rounding of the mean.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -37,10 +40,11 @@ struct GradSplitSums {
 };
 static_assert(sizeof(GradSplitSums) == sizeof(SplitPartial), "split_pipelined's workspace holds either");
 
-template <typename T>
+template <typename T, bool kActivated>
 struct BackwardOp {
   using Elem = T;
   using Acc = AccOf<T>;
+  using Epilogue = EpilogueOf<Acc, kActivated>;
   static constexpr int kInputs = 2;  // x, dy
   using Partial = GradSums<Acc>;
   struct Totals {
@@ -48,23 +52,25 @@ struct BackwardOp {
     Acc dy_d;
     Acc d;
   };
-  struct Context {
+  struct Context : Epilogue {
     Acc center;  // the mean x was normalized with
     Acc rstd;
     Acc weight;
+    Acc bias;    // kActivated: z = (x - center) * rstd * weight + bias
   };
-  struct Coefficients {
+  struct Coefficients : Epilogue {
     Acc center;
     Acc resid;     // r
     Acc dy_scale;  // rstd * w
-    Acc x_scale;   // train: -rstd * w * rstd * sum_dy_xhat / S
-    Acc shift;     // train: -rstd * w * sum(dy) / S
+    Acc x_scale;   // train: -rstd * w * rstd * sum_dz_xhat / S
+    Acc shift;     // train: -rstd * w * sum(dz) / S
+    Acc bias;      // kActivated: z = (x - center) * dy_scale + bias
     bool train;
   };
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
     const int64_t channel = slice % args.channels;
-    Context ctx;
+    Context ctx{Epilogue::of(args)};
     if (args.use_input_stats) {
       ctx.center = static_cast<const Acc*>(args.saved_mean)[slice];
       ctx.rstd = static_cast<const Acc*>(args.saved_rstd)[slice];
@@ -74,6 +80,7 @@ struct BackwardOp {
                                  static_cast<Acc>(args.eps));
     }
     ctx.weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
+    ctx.bias = kActivated && args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
     return ctx;
   }
 
@@ -81,10 +88,12 @@ struct BackwardOp {
   static __device__ __forceinline__ Partial reduce(const Context& ctx, const Elements& elements, int64_t,
                                                    AllSum& all_sum) {
     TripleSum<Acc> sums{Acc(0), Acc(0), Acc(0)};
+    const Acc z_scale = ctx.rstd * ctx.weight;
     elements.for_each([&](const Acc(&v)[2]) {
       const Acc d = v[0] - ctx.center;
-      sums.first += v[1];
-      sums.second += v[1] * d;
+      const Acc dz = ctx.gradient(fma(d, z_scale, ctx.bias), v[1]);
+      sums.first += dz;
+      sums.second += dz * d;
       sums.third += d;
     });
     sums = all_sum.last(sums);
@@ -111,14 +120,19 @@ struct BackwardOp {
       static_cast<Acc*>(args.slice_term1)[slice] = totals.dy;
     }
     const Acc dy_scale = ctx.rstd * ctx.weight;
-    if (!args.use_input_stats) return Coefficients{ctx.center, Acc(0), dy_scale, Acc(0), Acc(0), false};
-    return Coefficients{ctx.center, resid, dy_scale, -dy_scale * ctx.rstd * dy_xhat / n, -dy_scale * totals.dy / n,
-                        true};
+    const Epilogue& epilogue = ctx;
+    if (!args.use_input_stats) {
+      return Coefficients{epilogue, ctx.center, Acc(0), dy_scale, Acc(0), Acc(0), ctx.bias, false};
+    }
+    return Coefficients{epilogue,          ctx.center, resid, dy_scale, -dy_scale * ctx.rstd * dy_xhat / n,
+                        -dy_scale * totals.dy / n, ctx.bias, true};
   }
 
   static __device__ __forceinline__ Acc apply(const Coefficients& c, const Acc (&v)[2]) {
-    if (!c.train) return c.dy_scale * v[1];  // x plays no part (a NaN in it neither)
-    return fma(c.dy_scale, v[1], fma(c.x_scale, (v[0] - c.center) - c.resid, c.shift));
+    const Acc d = v[0] - c.center;
+    const Acc dz = c.gradient(fma(d, c.dy_scale, c.bias), v[1]);
+    if (!c.train) return c.dy_scale * dz;  // without an activation x plays no part (a NaN in it neither)
+    return fma(c.dy_scale, dz, fma(c.x_scale, d - c.resid, c.shift));
   }
 
   using SplitPartial = GradSplitSums;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "inorm/inorm.h"
 
@@ -22,9 +23,11 @@ struct KernelArgs {
   int64_t slice_len;
   double eps;
   const void* weight;
-  const void* bias;
+  const void* bias;     // forward; backward with an activation (it places z)
   DType param_dtype;
   bool use_input_stats;
+  Activation activation;  // the plan's: the op's epilogue (ActivationEpilogue) reads it
+  double negative_slope;
   void* mean_out;       // forward: stats type [num_slices] or null
   void* rstd_out;       // forward: stats type [num_slices] or null
   const void* saved_mean;  // backward with use_input_stats: stats type [num_slices]
@@ -192,6 +195,52 @@ struct RaggedRange {
     return e < head ? e : head + body_vecs * kVecOf<T> + (e - head);
   }
 };
+
+// The elementwise epilogue of an op without an activation: y = z, dz = dy. Empty, so that ops and
+// coefficients without an activation carry nothing for it.
+template <typename Acc>
+struct IdentityEpilogue {
+  static __device__ __forceinline__ IdentityEpilogue of(const KernelArgs&) { return {}; }
+  __device__ __forceinline__ Acc activate(Acc z) const { return z; }
+  __device__ __forceinline__ Acc gradient(Acc, Acc dy) const { return dy; }
+};
+
+// The activation after the affine (inorm.h Activation), a runtime choice: one set of kernels serves
+// every activation, and the branch is the same for every thread. PyTorch's formulas, NaN included:
+// relu and leaky_relu keep a NaN z, and their derivative at z <= 0 is that of the negative side.
+template <typename Acc>
+struct ActivationEpilogue {
+  Activation kind;
+  Acc negative_slope;
+
+  static __device__ __forceinline__ ActivationEpilogue of(const KernelArgs& args) {
+    return {args.activation, static_cast<Acc>(args.negative_slope)};
+  }
+  static __device__ __forceinline__ Acc sigmoid(Acc z) { return Acc(1) / (Acc(1) + exp(-z)); }
+  __device__ __forceinline__ Acc activate(Acc z) const {
+    switch (kind) {
+      case Activation::kRelu: return z < Acc(0) ? Acc(0) : z;
+      case Activation::kLeakyRelu: return z > Acc(0) ? z : z * negative_slope;
+      case Activation::kSilu: return z / (Acc(1) + exp(-z));
+      default: return z;
+    }
+  }
+  // dy * activation'(z): torch's threshold_backward, leaky_relu_backward and silu_backward.
+  __device__ __forceinline__ Acc gradient(Acc z, Acc dy) const {
+    switch (kind) {
+      case Activation::kRelu: return z <= Acc(0) ? Acc(0) : dy;
+      case Activation::kLeakyRelu: return z > Acc(0) ? dy : dy * negative_slope;
+      case Activation::kSilu: {
+        const Acc s = sigmoid(z);
+        return dy * s * (Acc(1) + z * (Acc(1) - s));
+      }
+      default: return dy;
+    }
+  }
+};
+
+template <typename Acc, bool kActivated>
+using EpilogueOf = std::conditional_t<kActivated, ActivationEpilogue<Acc>, IdentityEpilogue<Acc>>;
 
 // Sums of two and three accumulators, reduced together (one block or warp reduction for all).
 template <typename Acc>

@@ -1,7 +1,7 @@
-// kElementwiseEval: use_input_stats == false, y = (x - running_mean[c]) * rsqrt(running_var[c] + eps)
-// * weight[c] + bias[c]. Any S, including 1, either layout. A grid-stride loop over the flat tensor
-// that tracks (position in the run of one channel, channel) incrementally, so no 64-bit division
-// runs per element.
+// kElementwiseEval: use_input_stats == false, y = activation((x - running_mean[c]) *
+// rsqrt(running_var[c] + eps) * weight[c] + bias[c]). Any S, including 1, either layout. A
+// grid-stride loop over the flat tensor that tracks (position in the run of one channel, channel)
+// incrementally, so no 64-bit division runs per element.
 #include "config.h"
 #include "kernels/common.cuh"
 #include "kernels/launchers.h"
@@ -25,13 +25,14 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
   int64_t channel = (start / len) % channels;
   const T* x = static_cast<const T*>(args.x);
   T* y = static_cast<T*>(args.out);
+  const ActivationEpilogue<Acc> epilogue = ActivationEpilogue<Acc>::of(args);
   for (int64_t i = start; i < numel; i += stride) {
     const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
     const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);
     const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
     const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
     const SliceAffine<Acc> affine{mean, Acc(0), reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * weight, bias};
-    y[i] = Traits<T>::from_acc(affine.apply(Traits<T>::to_acc(x[i])));
+    y[i] = Traits<T>::from_acc(epilogue.activate(affine.apply(Traits<T>::to_acc(x[i]))));
     offset += step_offset;
     channel += step_channel;
     if (offset >= len) {

@@ -1,8 +1,9 @@
 // The forward as an op of the slice engine (kernels/chunk.cuh; the families in group_registers.cu,
 // shared_resident.cu and split_pipelined.cu): it reads x, reduces each slice to its mean and the
 // sum of squared deviations (corrected two-pass, from on-chip data), and writes
-// y = ((x - mean) * rstd) * weight + bias. The mean is carried as a high and a low part, so data far
-// from zero (1e4 + randn) keeps its digits.
+// y = activation(((x - mean) * rstd) * weight + bias) (kActivated: the runtime activation of
+// common.cuh ActivationEpilogue; otherwise none, at no cost). The mean is carried as a high and a
+// low part, so data far from zero (1e4 + randn) keeps its digits.
 //
 // An op of the engine answers, as static members:
 //   Context context(args, slice)          what the slice needs before its reductions
@@ -93,10 +94,11 @@ __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args,
   return SliceAffine<Acc>{mean_hi, mean_lo, rstd * weight, bias};
 }
 
-template <typename T>
+template <typename T, bool kActivated>
 struct ForwardOp {
   using Elem = T;
   using Acc = AccOf<T>;
+  using Epilogue = EpilogueOf<Acc, kActivated>;
   static constexpr int kInputs = 1;
   using Partial = ChunkStats<Acc>;
   struct Totals {
@@ -110,7 +112,9 @@ struct ForwardOp {
   struct Context {
     Acc shift;
   };
-  using Coefficients = SliceAffine<Acc>;
+  struct Coefficients : Epilogue {
+    SliceAffine<Acc> affine;
+  };
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
     const int64_t first = args.channels_last
@@ -149,11 +153,12 @@ struct ForwardOp {
 
   static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, const Context&,
                                                         const Totals& totals, bool writer) {
-    return finish_slice<Acc>(args, slice, totals.mean_hi, totals.mean_lo, totals.m2, writer);
+    return Coefficients{Epilogue::of(args),
+                        finish_slice<Acc>(args, slice, totals.mean_hi, totals.mean_lo, totals.m2, writer)};
   }
 
-  static __device__ __forceinline__ Acc apply(const Coefficients& affine, const Acc (&v)[1]) {
-    return affine.apply(v[0]);
+  static __device__ __forceinline__ Acc apply(const Coefficients& c, const Acc (&v)[1]) {
+    return c.activate(c.affine.apply(v[0]));
   }
 
   // The split path: (count, mean, resid, M2) in float64 per part.

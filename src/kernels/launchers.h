@@ -84,13 +84,15 @@ Status dispatch_dtype(DType dtype, F&& f) {
   return Status(StatusCode::kInvalidArgument, "inorm: unknown dtype");
 }
 
-// Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type.
+// Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type, with the
+// activation epilogue where the plan has an activation.
 template <typename F>
 Status dispatch_op(const Plan& plan, F&& f) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    if (plan.pass == Pass::kBackward) return f(BackwardOp<T>{});
-    return f(ForwardOp<T>{});
+    const bool activated = plan.activation != Activation::kNone;
+    if (plan.pass == Pass::kBackward) return activated ? f(BackwardOp<T, true>{}) : f(BackwardOp<T, false>{});
+    return activated ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
   });
 }
 

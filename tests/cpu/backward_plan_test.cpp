@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 
 #include "config.h"
@@ -124,7 +125,7 @@ TEST(ValidateBackward, Alignment) {
   expect_invalid(p, "x, dy and dx must be aligned to the element size of float32");
   p = valid_params();
   p.dweight = fake_pointer(kAligned * 201 + 1);
-  expect_invalid(p, "dweight and dbias must be aligned to float32");
+  expect_invalid(p, "weight, bias, running stats, dweight and dbias must be aligned to float32");
   p = valid_params();
   p.mean = fake_pointer(kAligned * 192 + 2);
   expect_invalid(p, "mean and rstd must be aligned to float32");
@@ -144,6 +145,17 @@ TEST(ValidateBackward, SharedChecks) {
   p = valid_params();
   p.layout = static_cast<Layout>(7);
   expect_invalid(p, "unknown layout 7");
+  p = valid_params();
+  p.activation = static_cast<Activation>(5);
+  expect_invalid(p, "unknown activation 5");
+  p = valid_params();
+  p.activation = Activation::kLeakyRelu;
+  p.negative_slope = std::numeric_limits<double>::infinity();
+  expect_invalid(p, "negative_slope must be finite");
+  p = valid_params();
+  p.activation = Activation::kRelu;
+  p.bias = fake_pointer(kAligned * 201 + 2);  // the forward's bias places z
+  expect_invalid(p, "weight, bias, running stats, dweight and dbias must be aligned to float32");
 }
 
 // channels_last runs its own family in either mode: x and dy are both staged per tile, so a tile of

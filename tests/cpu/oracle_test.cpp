@@ -131,66 +131,92 @@ TEST(Oracle, BackwardByHand) {
 }
 
 // L = sum(y * dy) over the forward oracle; its gradient by central differences in x, weight and
-// bias must match the backward oracle, in train mode and in eval mode with running stats.
+// bias must match the backward oracle, in train mode and in eval mode with running stats, with
+// each activation (the seed's data puts no z within h of relu's kink).
 TEST(Oracle, BackwardMatchesCentralDifferencesOfTheForward) {
   for (const bool use_input_stats : {true, false}) {
-    std::mt19937_64 rng(7);
-    std::normal_distribution<double> normal;
-    const int64_t batch = 2, channels = 3, slice_len = 5;
-    std::vector<double> x(batch * channels * slice_len), dy(x.size());
-    for (double& v : x) v = 3.0 + normal(rng);
-    for (double& v : dy) v = normal(rng);
-    std::vector<double> weight = {1.5, -0.7, 0.3}, bias = {0.1, 0.2, -0.3};
-    const std::vector<double> running_mean = {2.9, 3.1, 3.0}, running_var = {0.8, 1.2, 1.0};
-    auto loss = [&](const std::vector<double>& xv, const std::vector<double>& w, const std::vector<double>& b) {
-      ReferenceProblem forward;
-      forward.batch = batch;
-      forward.channels = channels;
-      forward.slice_len = slice_len;
-      forward.x = &xv;
-      forward.weight = &w;
-      forward.bias = &b;
-      forward.use_input_stats = use_input_stats;
+    for (const Activation activation : {Activation::kNone, Activation::kRelu, Activation::kLeakyRelu, Activation::kSilu}) {
+      const double slope = 0.2;
+      std::mt19937_64 rng(7);
+      std::normal_distribution<double> normal;
+      const int64_t batch = 2, channels = 3, slice_len = 5;
+      std::vector<double> x(batch * channels * slice_len), dy(x.size());
+      for (double& v : x) v = 3.0 + normal(rng);
+      for (double& v : dy) v = normal(rng);
+      std::vector<double> weight = {1.5, -0.7, 0.3}, bias = {0.1, 0.2, -0.3};
+      const std::vector<double> running_mean = {2.9, 3.1, 3.0}, running_var = {0.8, 1.2, 1.0};
+      auto loss = [&](const std::vector<double>& xv, const std::vector<double>& w, const std::vector<double>& b) {
+        ReferenceProblem forward;
+        forward.batch = batch;
+        forward.channels = channels;
+        forward.slice_len = slice_len;
+        forward.x = &xv;
+        forward.weight = &w;
+        forward.bias = &b;
+        forward.use_input_stats = use_input_stats;
+        forward.activation = activation;
+        forward.negative_slope = slope;
+        if (!use_input_stats) {
+          forward.running_mean = &running_mean;
+          forward.running_var = &running_var;
+        }
+        const ReferenceResult y = instance_norm_reference(forward);
+        long double sum = 0;
+        for (std::size_t i = 0; i < xv.size(); ++i) sum += y.y[i] * dy[i];
+        return static_cast<double>(sum);
+      };
+      BackwardProblem problem;
+      problem.batch = batch;
+      problem.channels = channels;
+      problem.slice_len = slice_len;
+      problem.x = &x;
+      problem.dy = &dy;
+      problem.weight = &weight;
+      problem.bias = &bias;
+      problem.activation = activation;
+      problem.negative_slope = slope;
+      problem.use_input_stats = use_input_stats;
       if (!use_input_stats) {
-        forward.running_mean = &running_mean;
-        forward.running_var = &running_var;
+        problem.running_mean = &running_mean;
+        problem.running_var = &running_var;
       }
-      const ReferenceResult y = instance_norm_reference(forward);
-      long double sum = 0;
-      for (std::size_t i = 0; i < xv.size(); ++i) sum += y.y[i] * dy[i];
-      return static_cast<double>(sum);
-    };
-    BackwardProblem problem;
-    problem.batch = batch;
-    problem.channels = channels;
-    problem.slice_len = slice_len;
-    problem.x = &x;
-    problem.dy = &dy;
-    problem.weight = &weight;
-    problem.use_input_stats = use_input_stats;
-    if (!use_input_stats) {
-      problem.running_mean = &running_mean;
-      problem.running_var = &running_var;
-    }
-    const BackwardResult result = instance_norm_backward_reference(problem);
-    const double h = 1e-5;
-    auto central = [&](std::vector<double>* v, std::size_t i) {
-      const double keep = (*v)[i];
-      (*v)[i] = keep + h;
-      const double up = loss(x, weight, bias);
-      (*v)[i] = keep - h;
-      const double down = loss(x, weight, bias);
-      (*v)[i] = keep;
-      return (up - down) / (2 * h);
-    };
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      EXPECT_NEAR(result.dx[i], central(&x, i), 1e-7) << "dx[" << i << "], train " << use_input_stats;
-    }
-    for (std::size_t c = 0; c < weight.size(); ++c) {
-      EXPECT_NEAR(result.dweight[c], central(&weight, c), 1e-7) << "dweight[" << c << "]";
-      EXPECT_NEAR(result.dbias[c], central(&bias, c), 1e-7) << "dbias[" << c << "]";
+      const BackwardResult result = instance_norm_backward_reference(problem);
+      const double h = 1e-5;
+      auto central = [&](std::vector<double>* v, std::size_t i) {
+        const double keep = (*v)[i];
+        (*v)[i] = keep + h;
+        const double up = loss(x, weight, bias);
+        (*v)[i] = keep - h;
+        const double down = loss(x, weight, bias);
+        (*v)[i] = keep;
+        return (up - down) / (2 * h);
+      };
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        EXPECT_NEAR(result.dx[i], central(&x, i), 1e-7)
+            << "dx[" << i << "], train " << use_input_stats << ", " << activation_name(activation);
+      }
+      for (std::size_t c = 0; c < weight.size(); ++c) {
+        EXPECT_NEAR(result.dweight[c], central(&weight, c), 1e-7) << "dweight[" << c << "], " << activation_name(activation);
+        EXPECT_NEAR(result.dbias[c], central(&bias, c), 1e-7) << "dbias[" << c << "], " << activation_name(activation);
+      }
     }
   }
+}
+
+// The activations at points whose values and derivatives are known by hand, NaN included.
+TEST(Oracle, ActivationsByHand) {
+  EXPECT_EQ(activate(Activation::kRelu, 0.1, -2.0), 0.0);
+  EXPECT_EQ(activate(Activation::kRelu, 0.1, 3.0), 3.0);
+  EXPECT_TRUE(std::isnan(activate(Activation::kRelu, 0.1, NAN)));
+  EXPECT_EQ(activate(Activation::kLeakyRelu, 0.1, -2.0), -0.2);
+  EXPECT_DOUBLE_EQ(activate(Activation::kSilu, 0.1, 1.0), 1.0 / (1.0 + std::exp(-1.0)));
+  EXPECT_EQ(activate(Activation::kNone, 0.1, -2.0), -2.0);
+  // At the kink the derivative is the negative side's, as torch's threshold_backward and
+  // leaky_relu_backward give it.
+  EXPECT_EQ(activation_gradient(Activation::kRelu, 0.1, 0.0, 5.0), 0.0);
+  EXPECT_EQ(activation_gradient(Activation::kLeakyRelu, 0.1, 0.0, 5.0), 0.5);
+  EXPECT_EQ(activation_gradient(Activation::kRelu, 0.1, 1e-300, 5.0), 5.0);
+  EXPECT_DOUBLE_EQ(activation_gradient(Activation::kSilu, 0.1, 0.0, 2.0), 1.0);  // silu'(0) = 1/2
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.signature.vector_io = !k.signature.vector_io; },
       [](PlanKey& k) { k.signature.coaligned = !k.signature.coaligned; },
       [](PlanKey& k) { k.signature.layout = Layout::kChannelsLast; },
+      [](PlanKey& k) { k.signature.activation = Activation::kSilu; },
       [](PlanKey& k) { k.options.force_path = Path::kSplitPipelined; },
       [](PlanKey& k) { k.options.force_ctas_per_slice = 3; },
       [](PlanKey& k) { k.options.force_ctas_per_sm = 2; },

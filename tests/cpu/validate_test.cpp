@@ -196,6 +196,31 @@ TEST(Validate, LayoutIsOneOfTheTwo) {
   expect_invalid(p, "unknown layout 9");
 }
 
+// Every activation is valid; leaky_relu needs a finite slope (the others never read it). The plan
+// is made for its activation: it names it, and a plan of another does not match.
+TEST(Validate, Activations) {
+  ForwardParams p = valid_params();
+  for (Activation activation : {Activation::kRelu, Activation::kLeakyRelu, Activation::kSilu}) {
+    p.activation = activation;
+    EXPECT_TRUE(validate_forward(p).ok()) << activation_name(activation);
+  }
+  p.activation = static_cast<Activation>(7);
+  expect_invalid(p, "unknown activation 7");
+  p.activation = Activation::kLeakyRelu;
+  p.negative_slope = NAN;
+  expect_invalid(p, "negative_slope must be finite");
+  p.activation = Activation::kSilu;
+  EXPECT_TRUE(validate_forward(p).ok());
+  p.negative_slope = 0.01;
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan).ok());
+  EXPECT_NE(plan.describe().find("+silu"), std::string::npos) << plan.describe();
+  ForwardParams relu = p;
+  relu.activation = Activation::kRelu;
+  EXPECT_FALSE(detail::plan_matches(plan, detail::plan_signature(relu)));
+  EXPECT_TRUE(detail::plan_matches(plan, detail::plan_signature(p)));
+}
+
 // launch_forward refuses a shared_resident plan edited into a shape the kernel cannot run (more
 // chunk statistics than its inbox holds, or a group with nothing exchanged) before it touches the
 // device; the pointers here are host addresses.

@@ -136,6 +136,34 @@ struct CaseParams {
   }
 };
 
+// Sets dy to 0 (in `dy`, NCHW) where z = (x - mean) * rstd * w + b lies so near relu's or
+// leaky_relu's kink that the side of the derivative depends on rounding: the kernel's z, from the
+// statistics in the stats type, against the oracle's exact one. dy = 0 gives dz = 0 on both sides.
+// The band is a few roundings of the stats type around the terms of z. Returns how many were set.
+int64_t zero_dy_at_kinks(const Case& c, int64_t slice_len, const std::vector<double>& x,
+                         const std::vector<double>& mean, const std::vector<double>& rstd, const CaseParams& params,
+                         std::vector<double>* dy) {
+  if (c.activation != Activation::kRelu && c.activation != Activation::kLeakyRelu) return 0;
+  const double rounding = stats_dtype(c.dtype) == DType::kFloat64 ? 1e-13 : 1e-6;
+  const int64_t channels = c.shape[1];
+  int64_t zeroed = 0;
+  for (std::size_t s = 0; s < mean.size(); ++s) {
+    const int64_t channel = static_cast<int64_t>(s) % channels;
+    const double w = c.affine ? params.host_weight[channel] : 1.0;
+    const double b = c.affine && !c.weight_only ? params.host_bias[channel] : 0.0;
+    const double scale = rstd[s] * w;
+    const double band = rounding * (1.0 + std::fabs(mean[s] * scale) + std::fabs(b));
+    for (int64_t i = 0; i < slice_len; ++i) {
+      const int64_t e = static_cast<int64_t>(s) * slice_len + i;
+      if (std::fabs((x[e] - mean[s]) * scale + b) < band && (*dy)[e] != 0.0) {
+        (*dy)[e] = 0.0;
+        ++zeroed;
+      }
+    }
+  }
+  return zeroed;
+}
+
 }  // namespace
 
 std::string describe(const Case& c) {
@@ -144,6 +172,7 @@ std::string describe(const Case& c) {
   out << " " << dtype_name(c.dtype) << " data=" << describe(c.data);
   if (c.layout == Layout::kChannelsLast) out << " channels_last";
   if (c.affine) out << " affine(" << dtype_name(c.param_dtype) << ")";
+  if (c.activation != Activation::kNone) out << " " << activation_name(c.activation);
   if (c.x_offset || c.y_offset) out << " offsets=" << c.x_offset << "," << c.y_offset;
   return out.str();
 }
@@ -195,6 +224,8 @@ Outcome run_forward_case(const Case& c) {
   p.param_dtype = c.param_dtype;
   p.weight = params.weight.get();
   p.bias = params.bias.get();
+  p.activation = c.activation;
+  p.negative_slope = c.negative_slope;
   if (c.running != Running::kNone) {
     p.running_mean = params.running_mean.get();
     p.running_var = params.running_var.get();
@@ -252,6 +283,8 @@ Outcome run_forward_case(const Case& c) {
   problem.momentum = p.momentum;
   problem.use_input_stats = p.use_input_stats;
   problem.updates = launches;
+  problem.activation = c.activation;
+  problem.negative_slope = c.negative_slope;
   const ReferenceResult want = instance_norm_reference(problem);
 
   const Comparison y_cmp =
@@ -328,6 +361,9 @@ Outcome run_backward_case(const Case& c) {
   INORM_CHECK(params.make(c, p.channels, outcome.seed + 2));
   p.param_dtype = c.param_dtype;
   p.weight = params.weight.get();
+  p.activation = c.activation;
+  p.negative_slope = c.negative_slope;
+  if (c.activation != Activation::kNone) p.bias = params.bias.get();
   p.use_input_stats = c.running != Running::kEval;
   if (!p.use_input_stats) {
     p.running_mean = params.running_mean.get();
@@ -338,13 +374,29 @@ Outcome run_backward_case(const Case& c) {
   INORM_CHECK(copy_to_host(p.dy, c.dtype, 0, numel, &host_dy));
   host_x = to_nchw(std::move(host_x), c, slice_len);
   host_dy = to_nchw(std::move(host_dy), c, slice_len);
-  if (p.use_input_stats) {  // what the forward returns: the exact statistics in the stats type
-    std::vector<double> host_mean(slices), host_rstd(slices);
-    for (int64_t s = 0; s < slices; ++s) {
+  // What normalized x: the exact statistics (train mode; the forward returns them in the stats
+  // type), or the running stats.
+  std::vector<double> host_mean(slices), host_rstd(slices);
+  for (int64_t s = 0; s < slices; ++s) {
+    if (p.use_input_stats) {
       const SliceStats st = slice_statistics(host_x.data() + s * slice_len, slice_len, p.eps);
       host_mean[s] = st.mean;
       host_rstd[s] = st.rstd;
+    } else {
+      host_mean[s] = params.host_rm[s % p.channels];
+      host_rstd[s] = 1.0 / std::sqrt(params.host_rv[s % p.channels] + p.eps);
     }
+  }
+  if (zero_dy_at_kinks(c, slice_len, host_x, host_mean, host_rstd, params, &host_dy) > 0) {
+    std::vector<double> dy_in_memory(host_dy.size());
+    for (int64_t s = 0; s < slices; ++s) {
+      for (int64_t i = 0; i < slice_len; ++i) {
+        dy_in_memory[element_offset(c, s, i, slice_len)] = host_dy[s * slice_len + i];
+      }
+    }
+    INORM_CHECK(copy_from_host(dy_in_memory, c.dtype, const_cast<void*>(p.dy)));
+  }
+  if (p.use_input_stats) {
     INORM_CHECK(mean.allocate(slices * dtype_size(stats)));
     INORM_CHECK(rstd.allocate(slices * dtype_size(stats)));
     INORM_CHECK(copy_from_host(host_mean, stats, mean.get()));
@@ -399,6 +451,9 @@ Outcome run_backward_case(const Case& c) {
   problem.running_mean = p.use_input_stats ? nullptr : &params.host_rm;
   problem.running_var = p.use_input_stats ? nullptr : &params.host_rv;
   problem.use_input_stats = p.use_input_stats;
+  problem.activation = c.activation;
+  problem.negative_slope = c.negative_slope;
+  problem.bias = c.affine && !c.weight_only ? &params.host_bias : nullptr;
   const BackwardResult want = instance_norm_backward_reference(problem);
 
   // dx: the output's rounding, atol relative to |rstd * w| * rms(dy) of its slice. dweight and

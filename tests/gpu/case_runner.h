@@ -32,6 +32,8 @@ struct Case {
   DataSpec data;               // x: U[0,1) unless set
   bool affine = false;
   bool weight_only = false;    // weight without bias
+  Activation activation = Activation::kNone;  // fused after the affine, in both passes
+  double negative_slope = 0.01;
   DType param_dtype = DType::kFloat32;
   Running running = Running::kNone;
   int updates = 1;             // forward calls on the same input (running stats updated each time)

@@ -35,7 +35,8 @@ struct Reach {
   Layout layout = Layout::kContiguous;
 };
 
-void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt) {
+void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt,
+                        Activation activation = Activation::kNone) {
   Case c;
   c.pass = pass;
   c.shape = r.shape;
@@ -52,8 +53,11 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   c.expect_path = r.path;
   c.expect_exchange = r.exchange;
   c.expect_registers = registers;
+  c.activation = activation;
+  c.negative_slope = 0.2;
   ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-  expect_passes(c, r.why);
+  expect_passes(c, std::string(r.why) + (activation == Activation::kNone ? "" : std::string(", ") +
+                                                                                   activation_name(activation)));
 }
 
 // The plans both passes share, on 4097-element slices unless said otherwise (a ragged tail).
@@ -109,6 +113,18 @@ TEST(GpuSanitize, BackwardPlans) {
   INORM_REQUIRE_GPU();
   for (const Reach& r : plans_of_every_family(Pass::kBackward)) expect_plan_passes(Pass::kBackward, r);
   expect_every_cluster_size_passes(Pass::kBackward);
+}
+
+// Every family of both passes with an activation fused (the ops' epilogue), the activations in turn.
+TEST(GpuSanitize, ActivatedPlans) {
+  INORM_REQUIRE_GPU();
+  const Activation activations[] = {Activation::kRelu, Activation::kLeakyRelu, Activation::kSilu};
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    int turn = 0;
+    for (const Reach& r : plans_of_every_family(pass)) {
+      expect_plan_passes(pass, r, std::nullopt, activations[turn++ % 3]);
+    }
+  }
 }
 
 // Register parts: chunks longer than a CTA's share of shared memory at two per SM hold their end in

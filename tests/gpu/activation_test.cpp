@@ -1,0 +1,146 @@
+// GPU tests of the activations fused into both passes (relu, leaky_relu, silu): y = activation(z)
+// in the forward's elementwise pass, dz = dy * activation'(z) in the backward with z recomputed on
+// chip, checked in full against the float64 oracle by run_case (case_runner.h): every dtype x the
+// edge shapes, offset data, a NaN, in place and bitwise repeats, eval mode, channels_last, no
+// affine. Every kernel family with an activation also runs under the sanitizers
+// (sanitize_test.cpp, GpuSanitize.ActivatedPlans). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "case_runner.h"
+#include "expect_case.h"
+
+namespace inorm::testing {
+namespace {
+
+// leaky_relu with a slope other than the default, so that the one given is the one used.
+constexpr Activation kActivations[] = {Activation::kRelu, Activation::kLeakyRelu, Activation::kSilu};
+constexpr double kSlope = 0.2;
+
+Case activated_case(Pass pass, std::vector<int64_t> shape, DType dtype, Activation activation) {
+  Case c;
+  c.pass = pass;
+  c.shape = std::move(shape);
+  c.dtype = dtype;
+  c.affine = true;  // the bias moves z across the kink
+  c.param_dtype = dtype;
+  c.activation = activation;
+  c.negative_slope = kSlope;
+  return c;
+}
+
+std::string with(Activation activation, const std::string& why) {
+  return std::string(activation_name(activation)) + ": " + why;
+}
+
+// Each edge shape with the activations in turn, both passes, every dtype.
+TEST(GpuActivation, EdgeShapesEveryDtype) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    int turn = 0;
+    for (const Shape& s : edge_shapes()) {
+      const Activation activation = kActivations[turn++ % 3];
+      for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+        expect_passes(activated_case(pass, s.shape, dtype, activation), with(activation, s.why));
+      }
+    }
+  }
+}
+
+// x far from zero (float32's mean misses up to 5e-4 of 1e4): z near the kink takes dy = 0 in the
+// test (case_runner.cpp zero_dy_at_kinks), everything else is held to the usual tolerances. One
+// shape per family of the backward.
+TEST(GpuActivation, OffsetData) {
+  INORM_REQUIRE_GPU();
+  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+    for (Activation activation : kActivations) {
+      for (const std::vector<int64_t>& shape :
+           {std::vector<int64_t>{64, 32, 16, 16}, {4, 8, 63, 65}, {1, 2, 400, 1000}, {1, 2, 600, 1000}}) {
+        for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+          Case c = activated_case(pass, shape, DType::kFloat32, activation);
+          ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+          expect_passes(c, with(activation, data));
+        }
+      }
+    }
+  }
+}
+
+// A NaN in x: relu and leaky_relu keep it, as torch's do, and it stays in its slice (its channel's
+// weight gradients) in the backward.
+TEST(GpuActivation, NanStaysInItsSlice) {
+  INORM_REQUIRE_GPU();
+  for (Activation activation : kActivations) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      Case c = activated_case(pass, {2, 3, 4097}, DType::kFloat32, activation);
+      c.nan_slice = 4;
+      expect_passes(c, with(activation, "NaN in slice 4"));
+    }
+  }
+}
+
+TEST(GpuActivation, InPlaceAndBitwiseRepeatable) {
+  INORM_REQUIRE_GPU();
+  for (Activation activation : kActivations) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 16, 32, 32}, {2, 4, 512, 512}}) {
+        expect_passes_in_place_and_repeated(activated_case(pass, shape, DType::kBFloat16, activation),
+                                            with(activation, "in place, repeated"));
+      }
+    }
+  }
+}
+
+// Eval mode: the forward is elementwise (its own kernel), the backward's dx too; S = 1 is valid.
+TEST(GpuActivation, EvalModeWithRunningStats) {
+  INORM_REQUIRE_GPU();
+  for (Activation activation : kActivations) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 3, 1}, {2, 5, 33, 17}}) {
+        for (Layout layout : {Layout::kContiguous, Layout::kChannelsLast}) {
+          Case c = activated_case(pass, shape, DType::kFloat16, activation);
+          c.running = Running::kEval;
+          c.layout = layout;
+          expect_passes(c, with(activation, "eval mode"));
+        }
+      }
+    }
+  }
+}
+
+// channels_last: whole rows staged in bulk (C <= 256) and channel blocks (C = 600), every dtype.
+TEST(GpuActivation, ChannelsLast) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (Activation activation : kActivations) {
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3, 33, 17}, {2, 600, 9, 11}}) {
+        for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+          Case c = activated_case(pass, shape, dtype, activation);
+          c.layout = Layout::kChannelsLast;
+          expect_passes(c, with(activation, "channels_last"));
+        }
+      }
+    }
+  }
+}
+
+// No affine (z = xhat), and a weight without a bias (the backward's z then has no shift).
+TEST(GpuActivation, WithoutBias) {
+  INORM_REQUIRE_GPU();
+  for (Activation activation : kActivations) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      Case plain = activated_case(pass, {4, 8, 63, 65}, DType::kFloat32, activation);
+      plain.affine = false;
+      expect_passes(plain, with(activation, "no affine"));
+      Case weight_only = activated_case(pass, {4, 8, 63, 65}, DType::kFloat32, activation);
+      weight_only.weight_only = true;
+      expect_passes(weight_only, with(activation, "weight without bias"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inorm::testing
