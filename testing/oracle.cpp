@@ -122,11 +122,13 @@ BackwardResult instance_norm_backward_reference(const BackwardProblem& p) {
     const double weight = p.weight ? (*p.weight)[c] : 1.0;
     const double bias = p.bias ? (*p.bias)[c] : 0.0;
     double* zs = result.z.data() + s * p.slice_len;
+    const double z_center = p.use_input_stats && p.saved_mean ? (*p.saved_mean)[s] : mean;
+    const double z_scale = (p.use_input_stats && p.saved_rstd ? (*p.saved_rstd)[s] : rstd) * weight;
     std::vector<double> dz(p.slice_len);
     long double sum_dz = 0, sum_dz_xhat = 0, sum_sq_dz = 0;
     for (int64_t i = 0; i < p.slice_len; ++i) {
       const long double xhat = (xs[i] - static_cast<long double>(mean)) * rstd;
-      zs[i] = static_cast<double>(xhat * weight + bias);
+      zs[i] = (xs[i] - z_center) * z_scale + bias;
       dz[i] = activation_gradient(p.activation, p.negative_slope, zs[i], dys[i]);
       sum_dz += dz[i];
       sum_dz_xhat += dz[i] * xhat;

@@ -53,7 +53,8 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& problem);
 
 // The backward of the forward above: x's shape, the statistics computed from x (train mode,
 // use_input_stats) or the running stats (eval mode), weight or 1; with an activation, dz = dy *
-// activation'(z) takes dy's place, z = xhat * weight + bias (bias plays no other part).
+// activation'(z) takes dy's place, z = (x - mean) * rstd * weight + bias with the statistics the
+// backward is given (inorm.h BackwardParams; bias plays no other part).
 struct BackwardProblem {
   int64_t batch = 0;
   int64_t channels = 0;
@@ -68,6 +69,10 @@ struct BackwardProblem {
   Activation activation = Activation::kNone;
   double negative_slope = 0.01;
   const std::vector<double>* bias = nullptr;  // [C] or null; read only with an activation
+  // Train mode: the forward's mean and rstd as the backward gets them (rounded to the stats type),
+  // [N * C], which place z; null: the exact statistics of x.
+  const std::vector<double>* saved_mean = nullptr;
+  const std::vector<double>* saved_rstd = nullptr;
 };
 
 struct BackwardResult {

@@ -7,8 +7,7 @@
 //   train: dx = rstd * w * (dz - sum(dz) / S - xhat * sum_dz_xhat / S)
 //   eval:  dx = rstd * w * dz
 // and leaves sum_dz_xhat and sum(dz) per slice for the channel reduction (dweight, dbias). The
-// activation's z is recomputed from the statistics given, without r: the derivative changes only
-// at relu's kink, where |z| is below the rounding of the mean.
+// activation's z is recomputed from the statistics given (inorm.h BackwardParams), without r.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>

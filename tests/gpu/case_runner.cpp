@@ -137,9 +137,10 @@ struct CaseParams {
 };
 
 // Sets dy to 0 (in `dy`, NCHW) where z = (x - mean) * rstd * w + b lies so near relu's or
-// leaky_relu's kink that the side of the derivative depends on rounding: the kernel's z, from the
-// statistics in the stats type, against the oracle's exact one. dy = 0 gives dz = 0 on both sides.
-// The band is a few roundings of the stats type around the terms of z. Returns how many were set.
+// leaky_relu's kink that the side of the derivative depends on rounding: the kernel's z in the
+// stats type against the oracle's in float64, from the same statistics. dy = 0 gives dz = 0 on both
+// sides. The band is a few roundings of the stats type around the terms of z. Returns how many were
+// set.
 int64_t zero_dy_at_kinks(const Case& c, int64_t slice_len, const std::vector<double>& x,
                          const std::vector<double>& mean, const std::vector<double>& rstd, const CaseParams& params,
                          std::vector<double>* dy) {
@@ -374,8 +375,8 @@ Outcome run_backward_case(const Case& c) {
   INORM_CHECK(copy_to_host(p.dy, c.dtype, 0, numel, &host_dy));
   host_x = to_nchw(std::move(host_x), c, slice_len);
   host_dy = to_nchw(std::move(host_dy), c, slice_len);
-  // What normalized x: the exact statistics (train mode; the forward returns them in the stats
-  // type), or the running stats.
+  // What normalized x: the exact statistics rounded to the stats type, as the forward returns them
+  // (train mode), or the running stats.
   std::vector<double> host_mean(slices), host_rstd(slices);
   for (int64_t s = 0; s < slices; ++s) {
     if (p.use_input_stats) {
@@ -387,6 +388,16 @@ Outcome run_backward_case(const Case& c) {
       host_rstd[s] = 1.0 / std::sqrt(params.host_rv[s % p.channels] + p.eps);
     }
   }
+  if (p.use_input_stats) {
+    INORM_CHECK(mean.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(rstd.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(copy_from_host(host_mean, stats, mean.get()));
+    INORM_CHECK(copy_from_host(host_rstd, stats, rstd.get()));
+    INORM_CHECK(copy_to_host(mean.get(), stats, 0, slices, &host_mean));
+    INORM_CHECK(copy_to_host(rstd.get(), stats, 0, slices, &host_rstd));
+    p.mean = mean.get();
+    p.rstd = rstd.get();
+  }
   if (zero_dy_at_kinks(c, slice_len, host_x, host_mean, host_rstd, params, &host_dy) > 0) {
     std::vector<double> dy_in_memory(host_dy.size());
     for (int64_t s = 0; s < slices; ++s) {
@@ -395,14 +406,6 @@ Outcome run_backward_case(const Case& c) {
       }
     }
     INORM_CHECK(copy_from_host(dy_in_memory, c.dtype, const_cast<void*>(p.dy)));
-  }
-  if (p.use_input_stats) {
-    INORM_CHECK(mean.allocate(slices * dtype_size(stats)));
-    INORM_CHECK(rstd.allocate(slices * dtype_size(stats)));
-    INORM_CHECK(copy_from_host(host_mean, stats, mean.get()));
-    INORM_CHECK(copy_from_host(host_rstd, stats, rstd.get()));
-    p.mean = mean.get();
-    p.rstd = rstd.get();
   }
   if (c.affine && c.want_weight_grads) {
     INORM_CHECK(dweight.allocate(p.channels * dtype_size(c.param_dtype)));
@@ -454,6 +457,8 @@ Outcome run_backward_case(const Case& c) {
   problem.activation = c.activation;
   problem.negative_slope = c.negative_slope;
   problem.bias = c.affine && !c.weight_only ? &params.host_bias : nullptr;
+  problem.saved_mean = p.use_input_stats ? &host_mean : nullptr;
+  problem.saved_rstd = p.use_input_stats ? &host_rstd : nullptr;
   const BackwardResult want = instance_norm_backward_reference(problem);
 
   // dx: the output's rounding, atol relative to |rstd * w| * rms(dy) of its slice. dweight and
