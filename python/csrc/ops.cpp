@@ -101,6 +101,10 @@ std::optional<at::ScalarType> check_forward_args(const Tensor& input, const Opti
                                                  const OptionalTensor& bias, const OptionalTensor& running_mean,
                                                  const OptionalTensor& running_var, bool use_input_stats) {
   TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
+  // torch.nn.functional.instance_norm's check, type and message (here, not in Python: host time).
+  TORCH_CHECK_VALUE(!use_input_stats || c10::multiply_integers(input.sizes().slice(2)) != 1,
+                    "Expected more than 1 spatial element when training, got input size torch.Size(", input.sizes(),
+                    ")");
   TORCH_CHECK(use_input_stats || (running_mean.has_value() && running_var.has_value()),
               "Expected running_mean and running_var to be defined when use_input_stats is false");
   TORCH_CHECK(running_mean.has_value() == running_var.has_value(),

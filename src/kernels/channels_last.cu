@@ -16,6 +16,7 @@
 // one before (launch_dependent).
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 
 #include <cuda/barrier>
 #include <cuda/ptx>
@@ -124,26 +125,28 @@ struct StagedTile {
   RaggedRange<T> range;
 };
 
-// Stages every input's tile: on the bulk path one bulk copy of each run (start_chunk_loads), waited
-// for; else the CTA's threads taking consecutive units of the rows, then a barrier. Every thread of
-// the CTA calls it; the buffer is free (every thread is past its last read of it).
-template <TileLoad kLoad, typename T, int kInputs>
-__device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const (&from)[kInputs], unsigned char* smem,
-                                                             Barrier& loaded, const Tile& tile, const KernelArgs& args) {
+// Stages the tile of every input (inputs[i]: the tensor's first element): on the bulk path one
+// bulk copy of each run (start_staged_loads), waited for; else the CTA's threads taking consecutive
+// units of the rows, then a barrier. Every thread of the CTA calls it; the buffer is free (every
+// thread is past its last read of it).
+template <TileLoad kLoad, int kInputs, typename T>
+__device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inputs, const Tile& tile,
+                                                             unsigned char* smem, Barrier& loaded,
+                                                             const KernelArgs& args) {
+  const T* from[kInputs];
+#pragma unroll
+  for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
   StagedTile<T, kInputs> result;
   if constexpr (kLoad == TileLoad::kBulk) {
-    const int64_t len = tile.rows * args.channels;
     const int64_t region = shared_region_bytes(args.tile_rows * args.channels * static_cast<int64_t>(sizeof(T)));
     T* bufs[kInputs];
     RaggedRange<T> ranges[kInputs];
+    Barrier::arrival_token token =
+        start_staged_loads<T, kInputs>(loaded, smem, region, from, tile.rows * args.channels, bufs, ranges);
 #pragma unroll
-    for (int i = 0; i < kInputs; ++i) {
-      ranges[i] = RaggedRange<T>(from[i], len);
-      bufs[i] = reinterpret_cast<T*>(smem + i * region) + ranges[i].misalign;
-      result.staged[i] = bufs[i];
-    }
+    for (int i = 0; i < kInputs; ++i) result.staged[i] = bufs[i];
     result.range = ranges[0];
-    loaded.wait(start_chunk_loads<T, kInputs>(loaded, bufs, from, ranges));
+    loaded.wait(std::move(token));
   } else {
     using Unit = UnitOf<T, kLoad>;
     constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kStageBatchBytes>;
@@ -254,10 +257,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   const int64_t items = channels_last_items(args, &blocks);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const Tile tile = tile_of(args, item, blocks);
-    const T* from[kInputs];
-#pragma unroll
-    for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
-    const StagedTile<T, kInputs> staged = stage_tile<kLoad>(from, smem, loaded, tile, args);
+    const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
     const bool active = t.column < tile.width;
     const int64_t slice = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
     TileColumn<T, kInputs> column;
@@ -362,10 +362,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     __syncthreads();
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
       const Tile tile = tile_of(args, item, blocks);
-      const T* from[kInputs];
-#pragma unroll
-      for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
-      const StagedTile<T, kInputs> staged = stage_tile<kLoad>(from, smem, loaded, tile, args);
+      const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
       apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
                             coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels);
       __syncthreads();  // every thread is past its last read of the staged tile

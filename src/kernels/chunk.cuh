@@ -75,6 +75,22 @@ __device__ __forceinline__ Barrier::arrival_token start_chunk_loads(Barrier& loa
   return loaded.arrive();
 }
 
+// Places each input's buffer in its region of `smem` (`region` bytes apart) at the same address
+// modulo 16 as its source, so that the body moves by bulk copy, and starts the copies of elements
+// [0, len) of every input (start_chunk_loads). bufs and ranges receive each input's buffer and layout.
+template <typename T, int kInputs>
+__device__ __forceinline__ Barrier::arrival_token start_staged_loads(Barrier& loaded, unsigned char* smem,
+                                                                     int64_t region, const T* const (&srcs)[kInputs],
+                                                                     int64_t len, T* (&bufs)[kInputs],
+                                                                     RaggedRange<T> (&ranges)[kInputs]) {
+#pragma unroll
+  for (int k = 0; k < kInputs; ++k) {
+    ranges[k] = RaggedRange<T>(srcs[k], len);
+    bufs[k] = reinterpret_cast<T*>(smem + k * region) + ranges[k].misalign;
+  }
+  return start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
+}
+
 // One input: start_chunk_loads for a single tensor.
 template <typename T>
 __device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& loaded, T* buf, const T* src,
@@ -99,24 +115,21 @@ struct Chunk {
   RegisterPart<T, kThreads, kVecs> part[kInputs];
 
   // Points the chunk at elements [0, shared_len) of every input (srcs[k]: its first), each held in
-  // its region of `smem` (`region` bytes apart) at the same address modulo 16 as its source, so
-  // that the body moves by bulk copy, and starts their load (start_chunk_loads). Returns the
-  // barrier's arrival token to wait on. The register part is the caller's to load.
+  // its region of `smem` (`region` bytes apart), and starts their load (start_staged_loads).
+  // Returns the barrier's arrival token to wait on. The register part is the caller's to load.
   __device__ __forceinline__ Barrier::arrival_token start_load(Barrier& loaded, unsigned char* smem, int64_t region,
                                                                const T* const (&srcs)[kInputs], int64_t shared_len,
                                                                bool coaligned) {
     T* bufs[kInputs];
     RaggedRange<T> ranges[kInputs];
+    const Barrier::arrival_token token = start_staged_loads<T, kInputs>(loaded, smem, region, srcs, shared_len, bufs,
+                                                                        ranges);
 #pragma unroll
-    for (int k = 0; k < kInputs; ++k) {
-      ranges[k] = RaggedRange<T>(srcs[k], shared_len);
-      bufs[k] = reinterpret_cast<T*>(smem + k * region) + ranges[k].misalign;
-      buf[k] = bufs[k];
-    }
+    for (int k = 0; k < kInputs; ++k) buf[k] = bufs[k];
     range = ranges[0];
     len = shared_len;
     inputs_coaligned = coaligned;
-    return start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
+    return token;
   }
 
   __device__ __forceinline__ const Pack<T>* body(int k) const {

@@ -145,49 +145,42 @@ TEST(Oracle, BackwardMatchesCentralDifferencesOfTheForward) {
       for (double& v : dy) v = normal(rng);
       std::vector<double> weight = {1.5, -0.7, 0.3}, bias = {0.1, 0.2, -0.3};
       const std::vector<double> running_mean = {2.9, 3.1, 3.0}, running_var = {0.8, 1.2, 1.0};
-      auto loss = [&](const std::vector<double>& xv, const std::vector<double>& w, const std::vector<double>& b) {
-        ReferenceProblem forward;
-        forward.batch = batch;
-        forward.channels = channels;
-        forward.slice_len = slice_len;
-        forward.x = &xv;
-        forward.weight = &w;
-        forward.bias = &b;
-        forward.use_input_stats = use_input_stats;
-        forward.activation = activation;
-        forward.negative_slope = slope;
+      // What the forward and the backward problem share; weight, bias and x are the vectors that
+      // central() perturbs in place.
+      const auto describe = [&](auto* p) {
+        p->batch = batch;
+        p->channels = channels;
+        p->slice_len = slice_len;
+        p->x = &x;
+        p->weight = &weight;
+        p->bias = &bias;
+        p->use_input_stats = use_input_stats;
+        p->activation = activation;
+        p->negative_slope = slope;
         if (!use_input_stats) {
-          forward.running_mean = &running_mean;
-          forward.running_var = &running_var;
+          p->running_mean = &running_mean;
+          p->running_var = &running_var;
         }
+      };
+      auto loss = [&]() {
+        ReferenceProblem forward;
+        describe(&forward);
         const ReferenceResult y = instance_norm_reference(forward);
         long double sum = 0;
-        for (std::size_t i = 0; i < xv.size(); ++i) sum += y.y[i] * dy[i];
+        for (std::size_t i = 0; i < x.size(); ++i) sum += y.y[i] * dy[i];
         return static_cast<double>(sum);
       };
       BackwardProblem problem;
-      problem.batch = batch;
-      problem.channels = channels;
-      problem.slice_len = slice_len;
-      problem.x = &x;
+      describe(&problem);
       problem.dy = &dy;
-      problem.weight = &weight;
-      problem.bias = &bias;
-      problem.activation = activation;
-      problem.negative_slope = slope;
-      problem.use_input_stats = use_input_stats;
-      if (!use_input_stats) {
-        problem.running_mean = &running_mean;
-        problem.running_var = &running_var;
-      }
       const BackwardResult result = instance_norm_backward_reference(problem);
       const double h = 1e-5;
       auto central = [&](std::vector<double>* v, std::size_t i) {
         const double keep = (*v)[i];
         (*v)[i] = keep + h;
-        const double up = loss(x, weight, bias);
+        const double up = loss();
         (*v)[i] = keep - h;
-        const double down = loss(x, weight, bias);
+        const double down = loss();
         (*v)[i] = keep;
         return (up - down) / (2 * h);
       };
