@@ -2,6 +2,8 @@
 (scripts/test.sh builds it into build/python), only the torch-free ones, and one line says why."""
 import importlib.util
 
+import pytest
+
 TORCH_FREE = {"test_packaging.py"}
 
 
@@ -23,6 +25,18 @@ def pytest_ignore_collect(collection_path, config):
     if MISSING and name.startswith("test_") and name.endswith(".py") and name not in TORCH_FREE:
         return True
     return None
+
+
+@pytest.fixture
+def exact_convolutions():
+    # Convolutions in TF32 round their inputs to 10 bits: a difference of one float32 ulp in what a
+    # norm hands them can come out of the next convolution as 1e-3, more than the norms differ by.
+    import torch
+
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32 = saved
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -251,7 +251,7 @@ def test_fuse_replaces_pairs_and_keeps_indices_and_state_dict():
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_gpu)])
 @pytest.mark.parametrize("compiled", [False, True])
-def test_fused_networks_match_the_original(device, compiled):
+def test_fused_networks_match_the_original(device, compiled, exact_convolutions):
     shapes = {"unet3d": (2, 1, 12, 12, 12), "cyclegan": (2, 3, 24, 24)}
     original = randomized(conv_norm_act_stack()).to(device)
     converted = inorm.convert_instance_norm(copy.deepcopy(original), fuse=True)

@@ -130,15 +130,6 @@ class _Block(torch.nn.Module):
         return x + self.conv2(torch.relu(self.norm(self.conv1(x))))
 
 
-@pytest.fixture
-def exact_convolutions():
-    # Convolutions in TF32 would differ between eager and compiled code by more than the norm does.
-    saved = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cudnn.allow_tf32 = saved
-
-
 def test_compiled_training_step_matches_eager(exact_convolutions):
     torch._dynamo.reset()
     torch.manual_seed(0)
