@@ -67,13 +67,14 @@ void check_status(const inorm::Status& status) {
   TORCH_CHECK(false, status.message());
 }
 
-// The ops' activation argument (inorm.h Activation): "none", "relu", "leaky_relu" or "silu".
+// The ops' activation argument (inorm.h Activation): "none", "relu", "leaky_relu" or "silu"; another
+// is a RuntimeError, as torch's gelu says of an unknown `approximate`.
 inorm::Activation to_activation(c10::string_view name) {
   for (const inorm::Activation activation : {inorm::Activation::kNone, inorm::Activation::kRelu,
                                              inorm::Activation::kLeakyRelu, inorm::Activation::kSilu}) {
     if (name == inorm::activation_name(activation)) return activation;
   }
-  TORCH_CHECK_VALUE(false, "inorm: unknown activation '", name, "'; expected none, relu, leaky_relu or silu");
+  TORCH_CHECK(false, "inorm: unknown activation '", name, "'; expected none, relu, leaky_relu or silu");
 }
 
 // weight, bias and running stats: [C], on the input's device, one dtype among them (the library
@@ -101,10 +102,6 @@ std::optional<at::ScalarType> check_forward_args(const Tensor& input, const Opti
                                                  const OptionalTensor& bias, const OptionalTensor& running_mean,
                                                  const OptionalTensor& running_var, bool use_input_stats) {
   TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
-  // torch.nn.functional.instance_norm's check, type and message (here, not in Python: host time).
-  TORCH_CHECK_VALUE(!use_input_stats || c10::multiply_integers(input.sizes().slice(2)) != 1,
-                    "Expected more than 1 spatial element when training, got input size torch.Size(", input.sizes(),
-                    ")");
   TORCH_CHECK(use_input_stats || (running_mean.has_value() && running_var.has_value()),
               "Expected running_mean and running_var to be defined when use_input_stats is false");
   TORCH_CHECK(running_mean.has_value() == running_var.has_value(),

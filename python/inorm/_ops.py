@@ -1,8 +1,6 @@
 """Fake (meta) kernels of torch.ops.inorm for torch.compile and meta tensors. The kernels themselves
 and the autograd formula (which calls inorm's backward kernel) are C++ (python/csrc/ops.cpp), so no
 Python runs on a call."""
-import math
-
 import torch
 
 
@@ -35,17 +33,15 @@ ACTIVATIONS = ("none", "relu", "leaky_relu", "silu")
 
 
 def _check_activation(activation):
-    # As the real kernels do (ops.cpp to_activation): a ValueError naming the choices.
+    # As the real kernels do (ops.cpp to_activation): a RuntimeError naming the choices.
     if activation not in ACTIVATIONS:
-        raise ValueError(f"inorm: unknown activation '{activation}'; expected none, relu, leaky_relu or silu")
+        raise RuntimeError(f"inorm: unknown activation '{activation}'; expected none, relu, leaky_relu or silu")
 
 
 @torch.library.register_fake("inorm::instance_norm_forward")
 def _instance_norm_forward_fake(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
                                 activation="none", negative_slope=0.01):
     torch._check(input.dim() >= 2, lambda: f"inorm: input must have at least 2 dimensions (N, C, ...), got {input.dim()}")
-    if use_input_stats and math.prod(input.shape[2:]) == 1:  # as the kernels (ops.cpp check_forward_args)
-        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.size()}")
     _check_activation(activation)
     _check_devices(input, weight=weight, bias=bias, running_mean=running_mean, running_var=running_var)
     stats_dtype = _stats_dtype(input.dtype)

@@ -29,7 +29,8 @@ def instance_norm(
     normalized output inside the same kernel: F.relu(instance_norm(...)) and the like in one pass
     over memory, forward and backward (the backward recomputes the activation's input; nothing more
     is saved than for the norm alone)."""
-    # The op checks the spatial size as torch.nn.functional.instance_norm does (the same ValueError).
+    if use_input_stats:
+        _verify_spatial_size(input.size())
     if activation is None:  # the op's default: two arguments fewer to convert on every call
         return _instance_norm_op(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
     return _instance_norm_op(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
@@ -38,3 +39,12 @@ def instance_norm(
 
 # The overload itself: a call skips the packet's overload resolution (per-call host time).
 _instance_norm_op = torch.ops.inorm.instance_norm.default
+
+
+def _verify_spatial_size(size: torch.Size) -> None:
+    # The same check and message as torch.nn.functional.instance_norm.
+    size_prods = 1
+    for i in range(2, len(size)):
+        size_prods *= size[i]
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")

@@ -7,7 +7,7 @@ and unbatched-input handling are torch.nn's own."""
 import torch
 from torch import nn
 
-from .functional import _instance_norm_op
+from .functional import _instance_norm_op, _verify_spatial_size
 
 if not hasattr(nn.modules.instancenorm._InstanceNorm, "_apply_instance_norm"):  # pragma: no cover
     raise ImportError(
@@ -32,8 +32,10 @@ class _InormForward:
     negative_slope = 0.01
 
     def _apply_instance_norm(self, input):
-        # inorm.instance_norm's op, called directly (one Python frame less on every call); it makes
-        # F.instance_norm's checks itself.
+        # inorm.instance_norm's check and op, called directly (one Python frame less on every call).
+        use_input_stats = self.training or not self.track_running_stats
+        if use_input_stats:
+            _verify_spatial_size(input.size())
         parameters, buffers = self._parameters, self._buffers
         args = (
             input,
@@ -41,7 +43,7 @@ class _InormForward:
             _registered(self, parameters, "bias"),
             _registered(self, buffers, "running_mean"),
             _registered(self, buffers, "running_var"),
-            self.training or not self.track_running_stats,
+            use_input_stats,
             self.momentum if self.momentum is not None else 0.0,
             self.eps,
         )

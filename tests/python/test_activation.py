@@ -57,12 +57,14 @@ def test_module_takes_torch_arguments_and_names_its_activation():
         inorm.InstanceNormAct2d(8, activation="gelu")
 
 
-def test_unknown_activation_raises_value_error_from_the_op_and_its_fake():
-    x = torch.rand(2, 3, 8)
-    with pytest.raises(ValueError, match="unknown activation 'tanh'"):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_gpu)])
+def test_unknown_activation_raises_from_the_op_and_its_fake(device):
+    # A RuntimeError, as torch's gelu raises for an unknown `approximate`.
+    x = torch.rand(2, 3, 8, device=device)
+    with pytest.raises(RuntimeError, match="unknown activation 'tanh'"):
         inorm.instance_norm(x, activation="tanh")
     with torch._subclasses.fake_tensor.FakeTensorMode():
-        with pytest.raises(ValueError, match="unknown activation 'tanh'"):
+        with pytest.raises(RuntimeError, match="unknown activation 'tanh'"):
             torch.ops.inorm.instance_norm_forward(torch.empty(2, 3, 8), None, None, None, None, True, 0.1, 1e-5,
                                                   "tanh", 0.01)
 
