@@ -61,6 +61,15 @@ Tensor empty_cuda(at::IntArrayRef sizes, at::ScalarType dtype, at::Device device
   return at::detail::empty_cuda(sizes, dtype, device, format);
 }
 
+// Integers in error messages are formatted here, never streamed (c10::str): in the H200's Python a
+// message that streamed an integer from this library (a shape, a dimension count) crashed the
+// process, while those of strings alone raised as they should (std::to_string takes no locale).
+std::string shape_text(at::IntArrayRef sizes) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
 void check_status(const inorm::Status& status) {
   if (status.ok()) return;
   if (status.code() == inorm::StatusCode::kUnsupported) TORCH_CHECK_NOT_IMPLEMENTED(false, status.message());
@@ -85,8 +94,8 @@ void check_parameter(const OptionalTensor& tensor, const char* name, const Tenso
   const int64_t channels = input.size(1);
   TORCH_CHECK(tensor->device() == input.device(), "Expected all tensors to be on the same device: inorm's ", name,
               " is on ", tensor->device(), " but input is on ", input.device());
-  TORCH_CHECK(tensor->dim() == 1 && tensor->size(0) == channels, "inorm: ", name,
-              " must have shape [", channels, "] (the input's channels), got ", tensor->sizes());
+  TORCH_CHECK(tensor->dim() == 1 && tensor->size(0) == channels, "inorm: ", name, " must have shape [",
+              std::to_string(channels), "] (the input's channels), got ", shape_text(tensor->sizes()));
   to_inorm_dtype(tensor->scalar_type(), name);
   if (!param_type->has_value()) {
     *param_type = tensor->scalar_type();
@@ -101,7 +110,8 @@ void check_parameter(const OptionalTensor& tensor, const char* name, const Tenso
 std::optional<at::ScalarType> check_forward_args(const Tensor& input, const OptionalTensor& weight,
                                                  const OptionalTensor& bias, const OptionalTensor& running_mean,
                                                  const OptionalTensor& running_var, bool use_input_stats) {
-  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
+  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ",
+              std::to_string(input.dim()));
   TORCH_CHECK(use_input_stats || (running_mean.has_value() && running_var.has_value()),
               "Expected running_mean and running_var to be defined when use_input_stats is false");
   TORCH_CHECK(running_mean.has_value() == running_var.has_value(),
@@ -120,9 +130,10 @@ std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, con
                                                   const OptionalTensor& rstd, const OptionalTensor& running_mean,
                                                   const OptionalTensor& running_var, bool use_input_stats,
                                                   const OptionalTensor& bias) {
-  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ", input.dim());
-  TORCH_CHECK(grad_output.sizes() == input.sizes(), "inorm: grad_output has shape ", grad_output.sizes(),
-              ", input ", input.sizes());
+  TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ",
+              std::to_string(input.dim()));
+  TORCH_CHECK(grad_output.sizes() == input.sizes(), "inorm: grad_output has shape ", shape_text(grad_output.sizes()),
+              ", input ", shape_text(input.sizes()));
   TORCH_CHECK(grad_output.device() == input.device() && grad_output.scalar_type() == input.scalar_type(),
               "inorm: grad_output must be on the input's device with its dtype, got ", grad_output.device(), " ",
               grad_output.scalar_type(), " against ", input.device(), " ", input.scalar_type());
@@ -138,7 +149,7 @@ std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, con
       TORCH_CHECK(tensor->has_value() && (*tensor)->device() == input.device() &&
                       (*tensor)->scalar_type() == stats_type && (*tensor)->numel() == slices,
                   "inorm: with use_input_stats the backward needs the forward's ", name, " (", stats_type, ", ",
-                  slices, " values on ", input.device(), ")");
+                  std::to_string(slices), " values on ", input.device(), ")");
     }
   } else {
     TORCH_CHECK(running_mean.has_value() && running_var.has_value(),

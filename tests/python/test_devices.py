@@ -121,3 +121,36 @@ def test_a_model_moves_between_devices():
     torch.testing.assert_close(y_cuda.cpu(), y_cpu, rtol=1e-5, atol=1e-5)
     norm.cpu()
     assert norm.running_mean.device.type == "cpu"
+
+
+# The op's own checks, called directly (no torch.nn check before them), each in a process of its
+# own: on the H200 a message that streamed an integer (a shape) from the extension crashed the
+# process instead of raising (6047b3d, e2b9898), so a crash must show as this test's failure, not
+# end the run.
+OP_ERRORS = {
+    "weight of the wrong shape": ("torch.ops.inorm.instance_norm(torch.rand(2, 4, 8, device=D), torch.ones(3, device=D),"
+                                  " None, None, None, True, 0.1, 1e-5)", "weight must have shape [4] (the input's "
+                                                                         "channels), got [3]"),
+    "one dimension": ("torch.ops.inorm.instance_norm(torch.rand(4, device=D), None, None, None, None, True, 0.1, 1e-5)",
+                      "at least 2 dimensions (N, C, ...), got 1"),
+    "grad_output of another shape": ("torch.ops.inorm.instance_norm_backward(torch.rand(2, 4, 9, device=D), "
+                                     "torch.rand(2, 4, 8, device=D), None, None, None, torch.zeros(4, device=D), "
+                                     "torch.ones(4, device=D), False, 1e-5, [True, False, False])",
+                                     "grad_output has shape [2, 4, 9], input [2, 4, 8]"),
+    "unknown activation": ("torch.ops.inorm.instance_norm(torch.rand(2, 4, 8, device=D), None, None, None, None, True, "
+                           "0.1, 1e-5, 'tanh')", "unknown activation 'tanh'"),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_gpu)])
+@pytest.mark.parametrize("error", OP_ERRORS)
+def test_op_errors_raise_in_a_process_that_lives_on(device, error):
+    import subprocess
+    import sys
+
+    call, message = OP_ERRORS[error]
+    code = (f"import torch, inorm\nD = {device!r}\ntry:\n    {call}\nexcept RuntimeError as e:\n"
+            f"    print('raised:', e, flush=True)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"exit status {result.returncode}: {result.stderr[-2000:]}"
+    assert "raised:" in result.stdout and message in result.stdout, result.stdout + result.stderr[-2000:]
