@@ -40,8 +40,29 @@ SliceStats slice_statistics(const double* x, int64_t len, double eps) {
   return stats;
 }
 
+namespace {
+
+// The slices of a problem: N * groups of `channels / groups` channels each, `len` elements in all
+// (InstanceNorm: groups == channels, a slice is one channel).
+struct Slices {
+  int64_t count;
+  int64_t groups;
+  int64_t per_group;  // channels of a slice
+  int64_t len;
+  // The channel of element i of slice s.
+  int64_t channel(int64_t s, int64_t i, int64_t spatial) const { return (s % groups) * per_group + i / spatial; }
+};
+template <typename Problem>
+Slices slices_of(const Problem& p) {
+  const int64_t groups = p.groups > 0 ? p.groups : p.channels;
+  const int64_t per_group = groups > 0 ? p.channels / groups : 0;
+  return Slices{p.batch * groups, groups, per_group, per_group * p.slice_len};
+}
+
+}  // namespace
+
 ReferenceResult instance_norm_reference(const ReferenceProblem& p) {
-  const int64_t slices = p.batch * p.channels;
+  const Slices slices = slices_of(p);
   const std::vector<double>& x = *p.x;
   ReferenceResult result;
   result.y.resize(x.size());
@@ -50,8 +71,8 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& p) {
   auto weight = [&](int64_t c) { return p.weight ? (*p.weight)[c] : 1.0; };
   auto bias = [&](int64_t c) { return p.bias ? (*p.bias)[c] : 0.0; };
 
-  if (!p.use_input_stats) {
-    for (int64_t s = 0; s < slices; ++s) {
+  if (!p.use_input_stats) {  // InstanceNorm only: a slice is a channel
+    for (int64_t s = 0; s < slices.count; ++s) {
       const int64_t c = s % p.channels;
       const double scale = weight(c) / std::sqrt(result.running_var[c] + p.eps);
       for (int64_t i = s * p.slice_len; i < (s + 1) * p.slice_len; ++i) {
@@ -61,20 +82,20 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& p) {
     return result;
   }
 
-  result.mean.resize(slices);
-  result.rstd.resize(slices);
+  result.mean.resize(slices.count);
+  result.rstd.resize(slices.count);
   std::vector<double> mean_sum(p.channels, 0.0);
   std::vector<double> var_sum(p.channels, 0.0);
-  for (int64_t s = 0; s < slices; ++s) {
-    const int64_t c = s % p.channels;
-    const double* xs = x.data() + s * p.slice_len;
-    const SliceStats stats = slice_statistics(xs, p.slice_len, p.eps);
+  for (int64_t s = 0; s < slices.count; ++s) {
+    const double* xs = x.data() + s * slices.len;
+    const SliceStats stats = slice_statistics(xs, slices.len, p.eps);
     result.mean[s] = stats.mean;
     result.rstd[s] = stats.rstd;
-    mean_sum[c] += stats.mean;
-    var_sum[c] += stats.var_unbiased;
-    double* ys = result.y.data() + s * p.slice_len;
-    for (int64_t i = 0; i < p.slice_len; ++i) {
+    mean_sum[s % slices.groups] += stats.mean;  // running stats: InstanceNorm only (group g is channel g)
+    var_sum[s % slices.groups] += stats.var_unbiased;
+    double* ys = result.y.data() + s * slices.len;
+    for (int64_t i = 0; i < slices.len; ++i) {
+      const int64_t c = slices.channel(s, i, p.slice_len);
       ys[i] = activate(p.activation, p.negative_slope, (xs[i] - stats.mean) * stats.rstd * weight(c) + bias(c));
     }
   }
@@ -92,7 +113,7 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& p) {
 }
 
 BackwardResult instance_norm_backward_reference(const BackwardProblem& p) {
-  const int64_t slices = p.batch * p.channels;
+  const Slices slices = slices_of(p);
   const std::vector<double>& x = *p.x;
   const std::vector<double>& dy = *p.dy;
   BackwardResult result;
@@ -100,55 +121,51 @@ BackwardResult instance_norm_backward_reference(const BackwardProblem& p) {
   result.z.resize(x.size());
   result.dweight.assign(p.channels, 0.0);
   result.dbias.assign(p.channels, 0.0);
-  result.dx_scale.resize(slices);
+  result.dx_scale.resize(slices.count);
   result.dweight_scale.assign(p.channels, 0.0);
   result.dbias_scale.assign(p.channels, 0.0);
   std::vector<long double> dweight(p.channels, 0.0L), dbias(p.channels, 0.0L);
-  const long double n = static_cast<long double>(p.slice_len);
-  for (int64_t s = 0; s < slices; ++s) {
-    const int64_t c = s % p.channels;
-    const double* xs = x.data() + s * p.slice_len;
-    const double* dys = dy.data() + s * p.slice_len;
+  const long double n = static_cast<long double>(slices.len);
+  auto weight = [&](int64_t c) { return p.weight ? (*p.weight)[c] : 1.0; };
+  auto bias = [&](int64_t c) { return p.bias ? (*p.bias)[c] : 0.0; };
+  std::vector<long double> xhat(slices.len), g(slices.len);
+  for (int64_t s = 0; s < slices.count; ++s) {
+    const double* xs = x.data() + s * slices.len;
+    const double* dys = dy.data() + s * slices.len;
     double mean = 0;
     double rstd = 0;
     if (p.use_input_stats) {
-      const SliceStats stats = slice_statistics(xs, p.slice_len, p.eps);
+      const SliceStats stats = slice_statistics(xs, slices.len, p.eps);
       mean = stats.mean;
       rstd = stats.rstd;
-    } else {
-      mean = (*p.running_mean)[c];
-      rstd = 1.0 / std::sqrt((*p.running_var)[c] + p.eps);
+    } else {  // InstanceNorm only: a slice is a channel
+      mean = (*p.running_mean)[s % p.channels];
+      rstd = 1.0 / std::sqrt((*p.running_var)[s % p.channels] + p.eps);
     }
-    const double weight = p.weight ? (*p.weight)[c] : 1.0;
-    const double bias = p.bias ? (*p.bias)[c] : 0.0;
-    double* zs = result.z.data() + s * p.slice_len;
+    double* zs = result.z.data() + s * slices.len;
     const double z_center = p.use_input_stats && p.saved_mean ? (*p.saved_mean)[s] : mean;
-    const double z_scale = (p.use_input_stats && p.saved_rstd ? (*p.saved_rstd)[s] : rstd) * weight;
-    std::vector<double> dz(p.slice_len);
-    long double sum_dz = 0, sum_dz_xhat = 0, sum_sq_dz = 0;
-    for (int64_t i = 0; i < p.slice_len; ++i) {
-      const long double xhat = (xs[i] - static_cast<long double>(mean)) * rstd;
-      zs[i] = (xs[i] - z_center) * z_scale + bias;
-      dz[i] = activation_gradient(p.activation, p.negative_slope, zs[i], dys[i]);
-      sum_dz += dz[i];
-      sum_dz_xhat += dz[i] * xhat;
-      sum_sq_dz += static_cast<long double>(dz[i]) * dz[i];
-      result.dweight_scale[c] += std::fabs(static_cast<double>(dz[i] * xhat));
-      result.dbias_scale[c] += std::fabs(dz[i]);
+    const double z_rstd = p.use_input_stats && p.saved_rstd ? (*p.saved_rstd)[s] : rstd;
+    long double sum_g = 0, sum_g_xhat = 0, sum_sq_g = 0;
+    for (int64_t i = 0; i < slices.len; ++i) {
+      const int64_t c = slices.channel(s, i, p.slice_len);
+      xhat[i] = (xs[i] - static_cast<long double>(mean)) * rstd;
+      zs[i] = (xs[i] - z_center) * z_rstd * weight(c) + bias(c);
+      const double dz = activation_gradient(p.activation, p.negative_slope, zs[i], dys[i]);
+      g[i] = static_cast<long double>(dz) * weight(c);
+      sum_g += g[i];
+      sum_g_xhat += g[i] * xhat[i];
+      sum_sq_g += g[i] * g[i];
+      dweight[c] += dz * xhat[i];
+      dbias[c] += dz;
+      result.dweight_scale[c] += std::fabs(static_cast<double>(dz * xhat[i]));
+      result.dbias_scale[c] += std::fabs(dz);
     }
-    dweight[c] += sum_dz_xhat;
-    dbias[c] += sum_dz;
-    const long double k = static_cast<long double>(rstd) * weight;
-    result.dx_scale[s] = static_cast<double>(std::fabs(k) * std::sqrt(sum_sq_dz / std::max<long double>(n, 1)));
-    double* dxs = result.dx.data() + s * p.slice_len;
-    for (int64_t i = 0; i < p.slice_len; ++i) {
-      if (!p.use_input_stats) {
-        dxs[i] = static_cast<double>(k * dz[i]);
-        continue;
-      }
-      // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dz * weight
-      const long double xhat = (xs[i] - static_cast<long double>(mean)) * rstd;
-      dxs[i] = static_cast<double>(k * (dz[i] - sum_dz / n - xhat * sum_dz_xhat / n));
+    result.dx_scale[s] = static_cast<double>(rstd * std::sqrt(sum_sq_g / std::max<long double>(n, 1)));
+    double* dxs = result.dx.data() + s * slices.len;
+    for (int64_t i = 0; i < slices.len; ++i) {
+      // train: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dz * weight; eval: rstd * g
+      dxs[i] = static_cast<double>(p.use_input_stats ? rstd * (g[i] - sum_g / n - xhat[i] * sum_g_xhat / n)
+                                                     : rstd * g[i]);
     }
   }
   for (int64_t c = 0; c < p.channels; ++c) {

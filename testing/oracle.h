@@ -1,6 +1,7 @@
 // Float64 CPU reference for InstanceNorm forward and backward with exactly the library's semantics
 // (the semantics of torch.nn.functional.instance_norm and its autograd, followed by the activation
-// as torch.nn.functional computes it).
+// as torch.nn.functional computes it), and for GroupNorm (torch.nn.functional.group_norm), its
+// generalization: a slice is C / groups channels of a sample, the affine per channel inside it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,10 @@ SliceStats slice_statistics(const double* x, int64_t len, double eps);
 struct ReferenceProblem {
   int64_t batch = 0;
   int64_t channels = 0;
-  int64_t slice_len = 0;
+  int64_t slice_len = 0;  // S, the spatial extent of a channel
+  // GroupNorm: groups dividing C, each slice C / groups channels x S (0: InstanceNorm, groups ==
+  // channels). Running stats and eval mode only with InstanceNorm.
+  int64_t groups = 0;
   double eps = 1e-5;
   const std::vector<double>* x = nullptr;             // [N * C * S]
   const std::vector<double>* weight = nullptr;        // [C] or null
@@ -43,8 +47,8 @@ struct ReferenceProblem {
 
 struct ReferenceResult {
   std::vector<double> y;
-  std::vector<double> mean;  // [N * C], use_input_stats only
-  std::vector<double> rstd;  // [N * C], use_input_stats only
+  std::vector<double> mean;  // [N * groups] (InstanceNorm: [N * C]), use_input_stats only
+  std::vector<double> rstd;  // [N * groups], use_input_stats only
   std::vector<double> running_mean;  // after `updates` updates (or unchanged)
   std::vector<double> running_var;
 };
@@ -58,7 +62,8 @@ ReferenceResult instance_norm_reference(const ReferenceProblem& problem);
 struct BackwardProblem {
   int64_t batch = 0;
   int64_t channels = 0;
-  int64_t slice_len = 0;
+  int64_t slice_len = 0;  // S, the spatial extent of a channel
+  int64_t groups = 0;     // as in ReferenceProblem
   double eps = 1e-5;
   const std::vector<double>* x = nullptr;             // [N * C * S]
   const std::vector<double>* dy = nullptr;            // [N * C * S]
@@ -70,7 +75,7 @@ struct BackwardProblem {
   double negative_slope = 0.01;
   const std::vector<double>* bias = nullptr;  // [C] or null; read only with an activation
   // Train mode: the forward's mean and rstd as the backward gets them (rounded to the stats type),
-  // [N * C], which place z; null: the exact statistics of x.
+  // [N * groups], which place z; null: the exact statistics of x.
   const std::vector<double>* saved_mean = nullptr;
   const std::vector<double>* saved_rstd = nullptr;
 };
@@ -80,9 +85,9 @@ struct BackwardResult {
   std::vector<double> dweight;  // [C]: sum over n and the slice of dz * xhat
   std::vector<double> dbias;    // [C]: sum over n and the slice of dz
   std::vector<double> z;        // [N * C * S]: the pre-activation values (xhat * weight + bias)
-  // Scales for tolerances: per slice |rstd * weight| * rms(dz) (dx's terms are of that size), per
+  // Scales for tolerances: per slice rstd * rms(dz * weight) (dx's terms are of that size), per
   // channel the sums of |dz * xhat| and |dz| (the size of the terms dweight and dbias add up).
-  std::vector<double> dx_scale;       // [N * C]
+  std::vector<double> dx_scale;       // [N * groups]
   std::vector<double> dweight_scale;  // [C]
   std::vector<double> dbias_scale;    // [C]
 };

@@ -131,26 +131,33 @@ TEST(Oracle, BackwardByHand) {
 }
 
 // L = sum(y * dy) over the forward oracle; its gradient by central differences in x, weight and
-// bias must match the backward oracle, in train mode and in eval mode with running stats, with
-// each activation (the seed's data puts no z within h of relu's kink).
+// bias must match the backward oracle: InstanceNorm in train mode and in eval mode with running
+// stats, GroupNorm with two groups of two channels and with one group of four, each with each
+// activation (the seed's data puts no z within h of relu's kink).
 TEST(Oracle, BackwardMatchesCentralDifferencesOfTheForward) {
-  for (const bool use_input_stats : {true, false}) {
+  struct Mode {
+    bool use_input_stats;
+    int64_t groups;  // 0: InstanceNorm
+  };
+  for (const Mode mode : {Mode{true, 0}, Mode{false, 0}, Mode{true, 2}, Mode{true, 1}}) {
+    const bool use_input_stats = mode.use_input_stats;
     for (const Activation activation : {Activation::kNone, Activation::kRelu, Activation::kLeakyRelu, Activation::kSilu}) {
       const double slope = 0.2;
       std::mt19937_64 rng(7);
       std::normal_distribution<double> normal;
-      const int64_t batch = 2, channels = 3, slice_len = 5;
+      const int64_t batch = 2, channels = 4, slice_len = 5;
       std::vector<double> x(batch * channels * slice_len), dy(x.size());
       for (double& v : x) v = 3.0 + normal(rng);
       for (double& v : dy) v = normal(rng);
-      std::vector<double> weight = {1.5, -0.7, 0.3}, bias = {0.1, 0.2, -0.3};
-      const std::vector<double> running_mean = {2.9, 3.1, 3.0}, running_var = {0.8, 1.2, 1.0};
+      std::vector<double> weight = {1.5, -0.7, 0.3, 0.9}, bias = {0.1, 0.2, -0.3, 0.05};
+      const std::vector<double> running_mean = {2.9, 3.1, 3.0, 2.8}, running_var = {0.8, 1.2, 1.0, 0.9};
       // What the forward and the backward problem share; weight, bias and x are the vectors that
       // central() perturbs in place.
       const auto describe = [&](auto* p) {
         p->batch = batch;
         p->channels = channels;
         p->slice_len = slice_len;
+        p->groups = mode.groups;
         p->x = &x;
         p->weight = &weight;
         p->bias = &bias;
@@ -185,15 +192,44 @@ TEST(Oracle, BackwardMatchesCentralDifferencesOfTheForward) {
         return (up - down) / (2 * h);
       };
       for (std::size_t i = 0; i < x.size(); ++i) {
-        EXPECT_NEAR(result.dx[i], central(&x, i), 1e-7)
-            << "dx[" << i << "], train " << use_input_stats << ", " << activation_name(activation);
+        EXPECT_NEAR(result.dx[i], central(&x, i), 1e-7) << "dx[" << i << "], train " << use_input_stats << ", groups "
+                                                        << mode.groups << ", " << activation_name(activation);
       }
       for (std::size_t c = 0; c < weight.size(); ++c) {
-        EXPECT_NEAR(result.dweight[c], central(&weight, c), 1e-7) << "dweight[" << c << "], " << activation_name(activation);
-        EXPECT_NEAR(result.dbias[c], central(&bias, c), 1e-7) << "dbias[" << c << "], " << activation_name(activation);
+        EXPECT_NEAR(result.dweight[c], central(&weight, c), 1e-7)
+            << "dweight[" << c << "], groups " << mode.groups << ", " << activation_name(activation);
+        EXPECT_NEAR(result.dbias[c], central(&bias, c), 1e-7)
+            << "dbias[" << c << "], groups " << mode.groups << ", " << activation_name(activation);
       }
     }
   }
+}
+
+// GroupNorm by hand: one sample of four channels of two elements in two groups; group 0 holds
+// channels 0 and 1 (x = 1, 2, 3, 4: mean 2.5, biased variance 1.25), group 1 channels 2 and 3
+// (x = 5, 6, 7, 8: mean 6.5); each channel's own weight and bias.
+TEST(Oracle, GroupNormByHand) {
+  const std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<double> weight = {1.0, 2.0, -1.0, 0.5}, bias = {0.0, 1.0, 0.0, -2.0};
+  ReferenceProblem p;
+  p.batch = 1;
+  p.channels = 4;
+  p.slice_len = 2;
+  p.groups = 2;
+  p.eps = 0.0;
+  p.x = &x;
+  p.weight = &weight;
+  p.bias = &bias;
+  const ReferenceResult r = instance_norm_reference(p);
+  ASSERT_EQ(r.mean.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.mean[0], 2.5);
+  EXPECT_DOUBLE_EQ(r.mean[1], 6.5);
+  const double rstd = 1.0 / std::sqrt(1.25);
+  EXPECT_DOUBLE_EQ(r.rstd[0], rstd);
+  const double xhat[] = {-1.5 * rstd, -0.5 * rstd, 0.5 * rstd, 1.5 * rstd};
+  const std::vector<double> want = {xhat[0],  xhat[1],  2 * xhat[2] + 1,   2 * xhat[3] + 1,
+                                    -xhat[0], -xhat[1], 0.5 * xhat[2] - 2, 0.5 * xhat[3] - 2};
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(r.y[i], want[i], 1e-15) << i;
 }
 
 // The activations at points whose values and derivatives are known by hand, NaN included.
