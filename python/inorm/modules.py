@@ -7,7 +7,7 @@ and unbatched-input handling are torch.nn's own."""
 import torch
 from torch import nn
 
-from .functional import _instance_norm_op, _verify_spatial_size
+from .functional import instance_norm
 
 if not hasattr(nn.modules.instancenorm._InstanceNorm, "_apply_instance_norm"):  # pragma: no cover
     raise ImportError(
@@ -32,24 +32,19 @@ class _InormForward:
     negative_slope = 0.01
 
     def _apply_instance_norm(self, input):
-        # inorm.instance_norm's check and op, called directly (one Python frame less on every call).
-        use_input_stats = self.training or not self.track_running_stats
-        if use_input_stats:
-            _verify_spatial_size(input.size())
         parameters, buffers = self._parameters, self._buffers
-        args = (
+        return instance_norm(
             input,
-            _registered(self, parameters, "weight"),
-            _registered(self, parameters, "bias"),
             _registered(self, buffers, "running_mean"),
             _registered(self, buffers, "running_var"),
-            use_input_stats,
+            _registered(self, parameters, "weight"),
+            _registered(self, parameters, "bias"),
+            self.training or not self.track_running_stats,
             self.momentum if self.momentum is not None else 0.0,
             self.eps,
+            self.activation,
+            self.negative_slope,
         )
-        if self.activation is None:
-            return _instance_norm_op(*args)
-        return _instance_norm_op(*args, self.activation, self.negative_slope)
 
 
 class InstanceNorm1d(_InormForward, nn.InstanceNorm1d):
