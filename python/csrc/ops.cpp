@@ -518,7 +518,8 @@ class InstanceNormFunction : public torch::autograd::Function<InstanceNormFuncti
     ctx->saved_data["activation"] = std::string(activation);
     ctx->saved_data["negative_slope"] = negative_slope;
     const Tensor weight_or_none = weight.has_value() ? *weight : Tensor();
-    const Tensor bias_for_z = bias.has_value() && to_activation(activation) != inorm::Activation::kNone ? *bias : Tensor();
+    const bool activated = to_activation(activation) != inorm::Activation::kNone;
+    const Tensor bias_for_z = bias.has_value() && activated ? *bias : Tensor();
     if (use_input_stats) {
       ctx->save_for_backward({input, weight_or_none, mean, rstd, bias_for_z});
     } else {
