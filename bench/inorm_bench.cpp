@@ -134,13 +134,14 @@ void record(const testing::Comparison& cmp, int64_t slice, Row* row) {
   }
 }
 
-// Where z lies within `band` of relu's or leaky_relu's kink the side of the derivative (in the
-// backward) depends on the rounding of z: both dx values are right, so such elements are not
-// compared (set to NaN in both). The band is a few roundings of float32 statistics around z's terms.
-void skip_kinks(Activation activation, int64_t slice_len, const testing::BackwardResult& want, double mean,
-                double w, double rstd, double b, std::vector<double>* got, std::vector<double>* expected) {
-  if (activation != Activation::kRelu && activation != Activation::kLeakyRelu) return;
-  const double band = 1e-6 * (1.0 + std::fabs(mean * rstd * w) + std::fabs(b));
+// Where z lies within kink_band of relu's or leaky_relu's kink (oracle.h) the side of the derivative
+// depends on the rounding of z: both dx values are right, so such elements are not compared (set
+// to NaN in both).
+void skip_kinks(Activation activation, DType dtype, int64_t slice_len, const testing::BackwardResult& want,
+                double mean, double w, double rstd, double b, std::vector<double>* got,
+                std::vector<double>* expected) {
+  if (!testing::has_kink(activation)) return;
+  const double band = testing::kink_band(dtype, mean, rstd * w, b);
   for (int64_t i = 0; i < slice_len; ++i) {
     if (std::fabs(want.z[i]) < band) (*got)[i] = (*expected)[i] = NAN;
   }
@@ -193,7 +194,7 @@ Status verify_backward_samples(const BackwardParams& p, int64_t slice_len, const
     problem.saved_mean = &saved_mean;
     problem.saved_rstd = &saved_rstd;
     testing::BackwardResult want = testing::instance_norm_backward_reference(problem);
-    skip_kinks(p.activation, slice_len, want, saved_mean[0], w[0], saved_rstd[0], b[0], &dx, &want.dx);
+    skip_kinks(p.activation, p.dtype, slice_len, want, saved_mean[0], w[0], saved_rstd[0], b[0], &dx, &want.dx);
     record(testing::compare_scaled(dx, want.dx, want.dx_scale, slice_len, testing::output_tolerance(p.dtype)), slice,
            row);
   }

@@ -26,6 +26,15 @@ double activation_gradient(Activation activation, double negative_slope, double 
   }
 }
 
+bool has_kink(Activation activation) {
+  return activation == Activation::kRelu || activation == Activation::kLeakyRelu;
+}
+
+double kink_band(DType dtype, double mean, double scale, double bias) {
+  const double rounding = stats_dtype(dtype) == DType::kFloat64 ? 1e-13 : 1e-6;
+  return rounding * (1.0 + std::fabs(mean * scale) + std::fabs(bias));
+}
+
 SliceStats slice_statistics(const double* x, int64_t len, double eps) {
   long double sum = 0;
   for (int64_t i = 0; i < len; ++i) sum += x[i];

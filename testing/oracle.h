@@ -14,6 +14,12 @@ namespace inorm::testing {
 // The activation of z and dy * its derivative at z, PyTorch's formulas (inorm.h Activation).
 double activate(Activation activation, double negative_slope, double z);
 double activation_gradient(Activation activation, double negative_slope, double z, double dy);
+// Whether the activation has a kink (relu, leaky_relu) at z = 0, where the side its derivative takes
+// depends on rounding; and how near 0 such a z lies for that: the kernels' z in the stats type of
+// `dtype` against the oracle's in float64, a few roundings of the stats type around z's terms
+// (mean * scale and bias, scale = rstd * weight). The tests set dy = 0 there, the benchmark skips it.
+bool has_kink(Activation activation);
+double kink_band(DType dtype, double mean, double scale, double bias);
 
 struct SliceStats {
   double mean = 0;

@@ -46,7 +46,8 @@ MODULES = {3: (torch.nn.InstanceNorm1d, inorm.InstanceNorm1d),
            4: (torch.nn.InstanceNorm2d, inorm.InstanceNorm2d),
            5: (torch.nn.InstanceNorm3d, inorm.InstanceNorm3d)}
 FUSED_MODULES = {3: inorm.InstanceNormAct1d, 4: inorm.InstanceNormAct2d, 5: inorm.InstanceNormAct3d}
-ACTIVATION_MODULES = {"relu": torch.nn.ReLU, "leaky_relu": torch.nn.LeakyReLU, "silu": torch.nn.SiLU}
+# The torch.nn module of each activation name: convert_instance_norm(fuse=True)'s table, inverted.
+ACTIVATION_MODULES = {name: module for module, name in inorm.modules._FUSED.items()}
 IMPLEMENTATIONS = ("eager", "compile", "inorm")
 
 

@@ -136,16 +136,12 @@ struct CaseParams {
   }
 };
 
-// Sets dy to 0 (in `dy`, NCHW) where z = (x - mean) * rstd * w + b lies so near relu's or
-// leaky_relu's kink that the side of the derivative depends on rounding: the kernel's z in the
-// stats type against the oracle's in float64, from the same statistics. dy = 0 gives dz = 0 on both
-// sides. The band is a few roundings of the stats type around the terms of z. Returns how many were
-// set.
+// Sets dy to 0 (in `dy`, NCHW) where z = (x - mean) * rstd * w + b lies within kink_band of relu's
+// or leaky_relu's kink (oracle.h): dy = 0 gives dz = 0 on both sides. Returns how many were set.
 int64_t zero_dy_at_kinks(const Case& c, int64_t slice_len, const std::vector<double>& x,
                          const std::vector<double>& mean, const std::vector<double>& rstd, const CaseParams& params,
                          std::vector<double>* dy) {
-  if (c.activation != Activation::kRelu && c.activation != Activation::kLeakyRelu) return 0;
-  const double rounding = stats_dtype(c.dtype) == DType::kFloat64 ? 1e-13 : 1e-6;
+  if (!has_kink(c.activation)) return 0;
   const int64_t channels = c.shape[1];
   int64_t zeroed = 0;
   for (std::size_t s = 0; s < mean.size(); ++s) {
@@ -153,7 +149,7 @@ int64_t zero_dy_at_kinks(const Case& c, int64_t slice_len, const std::vector<dou
     const double w = c.affine ? params.host_weight[channel] : 1.0;
     const double b = c.affine && !c.weight_only ? params.host_bias[channel] : 0.0;
     const double scale = rstd[s] * w;
-    const double band = rounding * (1.0 + std::fabs(mean[s] * scale) + std::fabs(b));
+    const double band = kink_band(c.dtype, mean[s], scale, b);
     for (int64_t i = 0; i < slice_len; ++i) {
       const int64_t e = static_cast<int64_t>(s) * slice_len + i;
       if (std::fabs((x[e] - mean[s]) * scale + b) < band && (*dy)[e] != 0.0) {
