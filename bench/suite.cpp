@@ -184,6 +184,11 @@ Status load_suite(const std::string& path, std::vector<BenchCase>* cases) {
     if (const Json* data = field("data")) c.data = data->string;
     if (const Json* op = field("op")) c.op = op->string;
     if (c.op != "instance_norm" && c.op != "group_norm") return bad_suite(path, c.id + ": unknown op '" + c.op + "'");
+    if (c.op == "group_norm") {
+      const Json* groups = field("groups");
+      if (groups == nullptr || groups->number < 1) return bad_suite(path, c.id + ": group_norm needs \"groups\" >= 1");
+      c.groups = static_cast<int64_t>(groups->number);
+    }
     if (const Json* activation = field("activation")) {
       const auto it = activations.find(activation->string);
       if (it == activations.end()) {

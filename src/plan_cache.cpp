@@ -23,11 +23,12 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
   mix(std::hash<int64_t>{}(sig.num_slices));
   mix(std::hash<int64_t>{}(sig.channels));
   mix(std::hash<int64_t>{}(sig.slice_len));
+  mix(std::hash<int64_t>{}(sig.slice_channels));
   const unsigned flags = static_cast<unsigned>(sig.pass) | static_cast<unsigned>(sig.dtype) << 1 |
                          static_cast<unsigned>(sig.param_dtype) << 3 | sig.use_input_stats << 5 |
                          sig.update_running_stats << 6 | sig.weight_grads << 7 | sig.writes_output << 8 |
                          sig.vector_io << 9 | sig.coaligned << 10 | static_cast<unsigned>(sig.inputs) << 11 |
-                         static_cast<unsigned>(sig.layout) << 13 | static_cast<unsigned>(sig.activation) << 14;
+                         static_cast<unsigned>(sig.layout) << 13 | static_cast<unsigned>(sig.activation) << 14 | sig.channel_affine << 16;
   mix(flags);
   mix(static_cast<std::size_t>(k.device));
   mix(static_cast<std::size_t>(k.options.force_path) ^ static_cast<std::size_t>(k.options.force_ctas_per_slice) << 8 ^

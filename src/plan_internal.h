@@ -52,6 +52,14 @@ int64_t slice_len_of(const Params& params) {
   for (int i = 0; i < params.spatial_rank && i < 3; ++i) len *= params.spatial[i];
   return len;
 }
+// GroupNorm: ForwardParams.groups given (the backward takes InstanceNorm only, for now).
+inline bool is_group_norm(const ForwardParams& params) { return params.groups != 0; }
+inline bool is_group_norm(const BackwardParams&) { return false; }
+// Channels a slice spans: C / groups for GroupNorm, else one.
+inline int64_t slice_channels_of(const ForwardParams& params) {
+  return is_group_norm(params) && params.channels > 0 ? params.channels / params.groups : 1;
+}
+inline int64_t slice_channels_of(const BackwardParams&) { return 1; }
 // Whether the plan ends with the channel reduction (kernels/channel_reduce.cu).
 inline bool reduces_channels(const Plan& plan) { return plan.update_running_stats || plan.weight_grads; }
 

@@ -131,6 +131,7 @@ std::string Plan::describe() const {
     default:
       break;
   }
+  if (slice_channels > 1) out << " groups=" << channels / slice_channels << (channel_affine ? " channel-affine" : "");
   if (activation != Activation::kNone) out << " +" << activation_name(activation);
   if (update_running_stats) out << " +running_stats";
   if (weight_grads) out << " +weight_grads";
@@ -244,9 +245,11 @@ Plan signature_of(const Params& params, Pass pass, int inputs, std::initializer_
   plan.dtype = params.dtype;
   plan.param_dtype = params.param_dtype;
   plan.layout = params.layout;
-  plan.num_slices = params.batch * params.channels;
+  plan.slice_channels = slice_channels_of(params);
+  plan.num_slices = params.batch * (params.channels / plan.slice_channels);
   plan.channels = params.channels;
-  plan.slice_len = slice_len_of(params);
+  plan.slice_len = slice_len_of(params) * plan.slice_channels;
+  plan.channel_affine = plan.slice_channels > 1 && (params.weight != nullptr || params.bias != nullptr);
   plan.use_input_stats = params.use_input_stats;
   plan.activation = params.activation;
   const std::size_t elem = dtype_size(params.dtype);
@@ -284,6 +287,7 @@ bool same_problem(const Plan& a, const Plan& b) {
   return a.pass == b.pass && a.inputs == b.inputs && a.dtype == b.dtype && a.param_dtype == b.param_dtype &&
          a.layout == b.layout &&
          a.num_slices == b.num_slices && a.channels == b.channels && a.slice_len == b.slice_len &&
+         a.slice_channels == b.slice_channels && a.channel_affine == b.channel_affine &&
          a.use_input_stats == b.use_input_stats && a.activation == b.activation &&
          a.update_running_stats == b.update_running_stats &&
          a.weight_grads == b.weight_grads && a.writes_output == b.writes_output;
@@ -356,7 +360,7 @@ Status validate_shape(const Params& p, bool has_params, int64_t* numel) {
       return invalid("tensor size overflows 64-bit byte offsets");
     }
   }
-  if (p.use_input_stats && detail::slice_len_of(p) == 1) {
+  if (p.use_input_stats && detail::slice_len_of(p) == 1 && !detail::is_group_norm(p)) {
     return invalid(
         "Expected more than 1 spatial element when training (use_input_stats), got S == 1");
   }
@@ -399,6 +403,19 @@ Status check_aligned(std::initializer_list<const void*> ptrs, DType dtype, const
 }  // namespace
 
 Status validate_forward(const ForwardParams& p) {
+  if (detail::is_group_norm(p)) {
+    if (p.groups < 0 || (p.channels > 0 && p.channels % p.groups != 0)) {
+      return invalid("groups must be 0 (InstanceNorm) or a positive divisor of the channels, got groups=" +
+                     std::to_string(p.groups) + " for C=" + std::to_string(p.channels));
+    }
+    if (!p.use_input_stats || p.running_mean != nullptr || p.running_var != nullptr) {
+      return invalid("GroupNorm (groups given) normalizes with the statistics of its input: use_input_stats, and "
+                     "no running_mean / running_var");
+    }
+    if (p.layout == Layout::kChannelsLast) {
+      return unsupported("GroupNorm runs NCHW (contiguous) input only; channels_last is not implemented yet");
+    }
+  }
   int64_t numel = 0;
   Status status = validate_shape(p, p.weight || p.bias || p.running_mean || p.running_var, &numel);
   if (!status.ok()) return status;

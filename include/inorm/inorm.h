@@ -70,8 +70,9 @@ struct ForwardParams {
   const void* bias = nullptr;
   DType param_dtype = DType::kFloat32;  // also the type of running_mean / running_var
 
-  // Optional per-(n, c) outputs, stats_dtype(dtype), shape [N * C]: the mean and 1/sqrt(var + eps)
-  // of the instance statistics (biased variance). Only with use_input_stats.
+  // Optional per-(n, c) outputs, stats_dtype(dtype), shape [N * C] (GroupNorm: per (n, group),
+  // [N * groups]): the mean and 1/sqrt(var + eps) of the instance statistics (biased variance).
+  // Only with use_input_stats.
   void* mean = nullptr;
   void* rstd = nullptr;
 
@@ -88,6 +89,12 @@ struct ForwardParams {
   // y = activation(z); negative_slope (finite) is read only by kLeakyRelu.
   Activation activation = Activation::kNone;
   double negative_slope = 0.01;
+
+  // GroupNorm (torch.nn.functional.group_norm): `groups` slices per sample, each of C / groups
+  // channels x spatial (contiguous in NCHW), normalized together; the affine stays per channel and
+  // mean / rstd are [N * groups]. 0 or C: InstanceNorm, a slice per channel. groups must divide C;
+  // GroupNorm takes no running statistics, and runs NCHW only (channels_last: kUnsupported).
+  int64_t groups = 0;
 };
 
 // The gradients of the forward above. Train mode (use_input_stats): with xhat = (x - mean) * rstd,
@@ -195,9 +202,11 @@ struct Plan {
   DType dtype = DType::kFloat32;
   DType param_dtype = DType::kFloat32;
   Layout layout = Layout::kContiguous;
-  int64_t num_slices = 0;  // N * C
+  int64_t num_slices = 0;  // N * C (GroupNorm: N * groups)
   int64_t channels = 0;
-  int64_t slice_len = 0;   // S, product of the spatial extents
+  int64_t slice_len = 0;   // S, product of the spatial extents (GroupNorm: C / groups * S)
+  int64_t slice_channels = 1;   // channels a slice spans: 1, or C / groups (GroupNorm)
+  bool channel_affine = false;  // GroupNorm with weight or bias: the affine changes inside a slice
   bool use_input_stats = true;
   Activation activation = Activation::kNone;
   bool update_running_stats = false;  // forward: running stats given with use_input_stats

@@ -2,7 +2,7 @@
 // dy, reduces each slice to three sums in one pass, and writes dx:
 //   d = x - center (the forward's mean, or the running mean in eval mode), r = mean(d) (train
 //   mode: what the float32 mean's rounding missed, so 1e4 + randn keeps its digits; 0 in eval),
-//   dz = dy * activation'(d * rstd * w + b) (kActivated; dz = dy otherwise), xhat = (d - r) * rstd,
+//   dz = dy * activation'(d * rstd * w + b) (kGeneral; dz = dy otherwise), xhat = (d - r) * rstd,
 //   sum_dz_xhat = rstd * (sum(dz * d) - r * sum(dz)),
 //   train: dx = rstd * w * (dz - sum(dz) / S - xhat * sum_dz_xhat / S)
 //   eval:  dx = rstd * w * dz
@@ -39,12 +39,13 @@ struct GradSplitSums {
 };
 static_assert(sizeof(GradSplitSums) == sizeof(SplitPartial), "split_pipelined's workspace holds either");
 
-template <typename T, bool kActivated>
+template <typename T, bool kGeneral>
 struct BackwardOp {
   using Elem = T;
   using Acc = AccOf<T>;
-  using Epilogue = EpilogueOf<Acc, kActivated>;
+  using Epilogue = EpilogueOf<Acc, kGeneral>;
   static constexpr int kInputs = 2;  // x, dy
+  static constexpr bool kChannelCoefficients = false;  // GroupNorm's backward: not yet
   using Partial = GradSums<Acc>;
   struct Totals {
     Acc dy;
@@ -55,7 +56,7 @@ struct BackwardOp {
     Acc center;  // the mean x was normalized with
     Acc rstd;
     Acc weight;
-    Acc bias;    // kActivated: z = (x - center) * rstd * weight + bias
+    Acc bias;    // kGeneral: z = (x - center) * rstd * weight + bias
   };
   struct Coefficients : Epilogue {
     Acc center;
@@ -63,12 +64,12 @@ struct BackwardOp {
     Acc dy_scale;  // rstd * w
     Acc x_scale;   // train: -rstd * w * rstd * sum_dz_xhat / S
     Acc shift;     // train: -rstd * w * sum(dz) / S
-    Acc bias;      // kActivated: z = (x - center) * dy_scale + bias
+    Acc bias;      // kGeneral: z = (x - center) * dy_scale + bias
     bool train;
   };
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
-    const int64_t channel = slice % args.channels;
+    const int64_t channel = first_channel(args, slice);
     Context ctx{Epilogue::of(args)};
     if (args.use_input_stats) {
       ctx.center = static_cast<const Acc*>(args.saved_mean)[slice];
@@ -79,7 +80,7 @@ struct BackwardOp {
                                  static_cast<Acc>(args.eps));
     }
     ctx.weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
-    ctx.bias = kActivated && args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+    ctx.bias = kGeneral && args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
     return ctx;
   }
 

@@ -182,7 +182,7 @@ struct Chunk {
     }
   }
 
-  // dst[i] = g(values of element i) for every element (dst: the output's elements of this chunk),
+  // dst[i] = g(values of element i, i) for every element (dst: the output's elements of this chunk),
   // with 16-byte stores (L2 only) where every tensor, dst too, is aligned alike (`coaligned`, passed
   // at the store: a flag kept in the chunk across the exchange cost the forward a register spill);
   // a thread stores only elements it read, so dst may be an input. The register part first, as it
@@ -199,7 +199,7 @@ struct Chunk {
           Acc v[kInputs];
 #pragma unroll
           for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
-          out.v[e] = Traits<T>::from_acc(g(v));
+          out.v[e] = Traits<T>::from_acc(g(v, len + part[0].offset(k) + e));
         }
         store_pack_l2(dst + len + part[0].offset(k), out);
       }
@@ -215,7 +215,7 @@ struct Chunk {
           Acc v[kInputs];
 #pragma unroll
           for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
-          out.v[e] = Traits<T>::from_acc(g(v));
+          out.v[e] = Traits<T>::from_acc(g(v, range.head + b * kVec + e));
         }
         store_pack_l2(dst + range.head + b * kVec, out);
       }
@@ -223,13 +223,13 @@ struct Chunk {
         const int64_t j = range.ragged_index(threadIdx.x);
         Acc v[kInputs];
         load(j, v);
-        dst[j] = Traits<T>::from_acc(g(v));
+        dst[j] = Traits<T>::from_acc(g(v, j));
       }
     } else {
       for (int64_t j = threadIdx.x; j < len; j += kThreads) {
         Acc v[kInputs];
         load(j, v);
-        dst[j] = Traits<T>::from_acc(g(v));
+        dst[j] = Traits<T>::from_acc(g(v, j));
       }
     }
   }

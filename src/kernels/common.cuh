@@ -21,6 +21,8 @@ struct KernelArgs {
   int64_t num_slices;
   int64_t channels;
   int64_t slice_len;
+  int64_t slice_channels;  // channels a slice spans (GroupNorm: C / groups; else 1)
+  int64_t channel_len;     // elements of a channel in a slice: slice_len / slice_channels
   double eps;
   const void* weight;
   const void* bias;     // forward; backward with an activation (it places z)
@@ -241,6 +243,33 @@ struct ActivationEpilogue {
 
 template <typename Acc, bool kActivated>
 using EpilogueOf = std::conditional_t<kActivated, ActivationEpilogue<Acc>, IdentityEpilogue<Acc>>;
+
+// The first channel of `slice`, which spans args.slice_channels channels (InstanceNorm: one).
+__device__ __forceinline__ int64_t first_channel(const KernelArgs& args, int64_t slice) {
+  return slice % (args.channels / args.slice_channels) * args.slice_channels;
+}
+
+// Where a slice spans several channels (GroupNorm), the coefficients an op applies follow the
+// channel of each element: the window is the elements [begin, begin + len) of the slice whose
+// channel the coefficients hold, and seek derives them again (Op::for_channel) only for an element
+// outside it. A thread's elements run in order, so that is about once per channel; a slice of one
+// channel never leaves its window, and ops without channel coefficients skip the check.
+template <typename Op>
+struct ChannelWindow {
+  int64_t begin = 0;  // Op::finish gives the coefficients of the slice's first channel
+  int64_t len;
+
+  __device__ __forceinline__ explicit ChannelWindow(const KernelArgs& args) : len(args.channel_len) {}
+  __device__ __forceinline__ void seek(const KernelArgs& args, int64_t slice, int64_t index,
+                                       typename Op::Coefficients& coefficients) {
+    if constexpr (Op::kChannelCoefficients) {
+      if (static_cast<uint64_t>(index - begin) < static_cast<uint64_t>(len)) return;
+      const int64_t channel = index / len;
+      begin = channel * len;
+      Op::for_channel(args, first_channel(args, slice) + channel, coefficients);
+    }
+  }
+};
 
 // Sums of two and three accumulators, reduced together (one block or warp reduction for all).
 template <typename Acc>

@@ -1,9 +1,11 @@
 // The forward as an op of the slice engine (kernels/chunk.cuh; the families in group_registers.cu,
 // shared_resident.cu and split_pipelined.cu): it reads x, reduces each slice to its mean and the
 // sum of squared deviations (corrected two-pass, from on-chip data), and writes
-// y = activation(((x - mean) * rstd) * weight + bias) (kActivated: the runtime activation of
-// common.cuh ActivationEpilogue; otherwise none, at no cost). The mean is carried as a high and a
-// low part, so data far from zero (1e4 + randn) keeps its digits.
+// y = activation(((x - mean) * rstd) * weight + bias). kGeneral: the runtime activation of
+// common.cuh ActivationEpilogue, and the weight and bias of each element's channel where a slice
+// spans several (GroupNorm; common.cuh ChannelWindow); otherwise no activation and one channel's
+// affine a slice, at no cost. The mean is carried as a high and a low part, so data far from zero
+// (1e4 + randn) keeps its digits.
 //
 // An op of the engine answers, as static members:
 //   Context context(args, slice)          what the slice needs before its reductions
@@ -13,7 +15,11 @@
 //   SplitPartial to_split(partial), combine_split<kThreads>(partials, parts), from_split(split)
 //                                          the same in float64 through global memory (split path)
 //   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise coefficients
+//                                          (of the slice's first channel)
 //   Acc apply(coefficients, v)             the output element from the inputs' element v
+//   kChannelCoefficients, for_channel(args, channel, coefficients)   whether the coefficients
+//                                          depend on the channel inside a slice, and their
+//                                          values for another channel (common.cuh ChannelWindow)
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -69,17 +75,18 @@ __device__ __forceinline__ void combine_chunks(const ChunkStats<Acc>* chunks, in
 }
 
 // Turns a slice's statistics (mean = mean_hi + mean_lo, m2 = sum of squared deviations over
-// `count` = S elements) into its affine coefficients; the caller picked one thread per slice as
-// `writer` of the optional outputs.
+// `count` = S elements) into the affine coefficients of its first channel (and *rstd_out, when
+// given, its rstd); the caller picked one thread per slice as `writer` of the optional outputs.
 template <typename Acc>
 __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice,
                                                          Acc mean_hi, Acc mean_lo, Acc m2,
-                                                         bool writer) {
+                                                         bool writer, Acc* rstd_out = nullptr) {
   const Acc count = static_cast<Acc>(args.slice_len);
   m2 = m2 < Acc(0) ? Acc(0) : m2;  // rounding may leave it slightly negative; fmax would drop NaN
   const Acc var = m2 / count;
   const Acc rstd = reciprocal_sqrt(var + static_cast<Acc>(args.eps));
-  const int64_t channel = slice % args.channels;
+  if (rstd_out != nullptr) *rstd_out = rstd;
+  const int64_t channel = first_channel(args, slice);
   const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
   const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
   if (writer) {
@@ -94,12 +101,13 @@ __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args,
   return SliceAffine<Acc>{mean_hi, mean_lo, rstd * weight, bias};
 }
 
-template <typename T, bool kActivated>
+template <typename T, bool kGeneral>
 struct ForwardOp {
   using Elem = T;
   using Acc = AccOf<T>;
-  using Epilogue = EpilogueOf<Acc, kActivated>;
+  using Epilogue = EpilogueOf<Acc, kGeneral>;
   static constexpr int kInputs = 1;
+  static constexpr bool kChannelCoefficients = kGeneral;
   using Partial = ChunkStats<Acc>;
   struct Totals {
     Acc mean_hi;
@@ -114,6 +122,7 @@ struct ForwardOp {
   };
   struct Coefficients : Epilogue {
     SliceAffine<Acc> affine;
+    Acc rstd;  // the slice's: for_channel scales another channel's weight by it
   };
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
@@ -153,8 +162,14 @@ struct ForwardOp {
 
   static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, const Context&,
                                                         const Totals& totals, bool writer) {
-    return Coefficients{Epilogue::of(args),
-                        finish_slice<Acc>(args, slice, totals.mean_hi, totals.mean_lo, totals.m2, writer)};
+    Coefficients c{Epilogue::of(args)};
+    c.affine = finish_slice<Acc>(args, slice, totals.mean_hi, totals.mean_lo, totals.m2, writer, &c.rstd);
+    return c;
+  }
+
+  static __device__ __forceinline__ void for_channel(const KernelArgs& args, int64_t channel, Coefficients& c) {
+    c.affine.scale = args.weight ? c.rstd * load_param<Acc>(args.weight, args.param_dtype, channel) : c.rstd;
+    c.affine.shift = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
   }
 
   static __device__ __forceinline__ Acc apply(const Coefficients& c, const Acc (&v)[1]) {

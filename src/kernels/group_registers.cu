@@ -89,8 +89,9 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   GroupAllSum<kGroup> all_sum;
   const typename Op::Partial partial = Op::reduce(ctx, slice_data, args.slice_len, all_sum);
   if (!slice_data.active) return;
-  const typename Op::Coefficients coefficients =
+  typename Op::Coefficients coefficients =
       Op::finish(args, slice, ctx, Op::combine(&partial, 1), slice_data.lane == 0);
+  ChannelWindow<Op> window(args);
   if (args.out == nullptr) return;
 
   T* out = static_cast<T*>(args.out) + offset;
@@ -103,6 +104,7 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
       Acc v[kInputs];
 #pragma unroll
       for (int i = 0; i < kInputs; ++i) v[i] = slice_data.values[i][j][k];
+      window.seek(args, slice, slice_data.first(j) + k, coefficients);
       outputs[k] = Op::apply(coefficients, v);
     }
     if constexpr (kVector) {

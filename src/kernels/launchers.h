@@ -84,15 +84,15 @@ Status dispatch_dtype(DType dtype, F&& f) {
   return Status(StatusCode::kInvalidArgument, "inorm: unknown dtype");
 }
 
-// Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type, with the
-// activation epilogue where the plan has an activation.
+// Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type: the general
+// op (kGeneral) where the plan has an activation or an affine by channel inside its slices.
 template <typename F>
 Status dispatch_op(const Plan& plan, F&& f) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    const bool activated = plan.activation != Activation::kNone;
-    if (plan.pass == Pass::kBackward) return activated ? f(BackwardOp<T, true>{}) : f(BackwardOp<T, false>{});
-    return activated ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
+    const bool general = plan.activation != Activation::kNone || plan.channel_affine;
+    if (plan.pass == Pass::kBackward) return general ? f(BackwardOp<T, true>{}) : f(BackwardOp<T, false>{});
+    return general ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
   });
 }
 

@@ -66,6 +66,8 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.signature.coaligned = !k.signature.coaligned; },
       [](PlanKey& k) { k.signature.layout = Layout::kChannelsLast; },
       [](PlanKey& k) { k.signature.activation = Activation::kSilu; },
+      [](PlanKey& k) { k.signature.slice_channels = 2; },
+      [](PlanKey& k) { k.signature.channel_affine = true; },
       [](PlanKey& k) { k.options.force_path = Path::kSplitPipelined; },
       [](PlanKey& k) { k.options.force_ctas_per_slice = 3; },
       [](PlanKey& k) { k.options.force_ctas_per_sm = 2; },

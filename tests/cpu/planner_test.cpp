@@ -289,6 +289,51 @@ TEST(Planner, TinySlicesUseWarpVectorRegisters) {
   EXPECT_EQ(plan.grid, 256 * 256 / (detail::kGroupCtaThreads / 32));
 }
 
+// GroupNorm: a slice is C / groups channels x S, planned as one slice of that length; the affine
+// changes inside it only with weight or bias (the general op then follows each element's channel).
+TEST(Planner, GroupNormSlicesSpanTheGroupsChannels) {
+  ForwardParams p = problem(DType::kFloat16, {2, 320, 64, 64});
+  p.groups = 32;
+  p.weight = reinterpret_cast<void*>(kAligned * 2);
+  Plan plan = plan_of(p);
+  EXPECT_EQ(plan.num_slices, 2 * 32);
+  EXPECT_EQ(plan.slice_len, 10 * 64 * 64);
+  EXPECT_EQ(plan.slice_channels, 10);
+  EXPECT_EQ(plan.channels, 320);
+  EXPECT_TRUE(plan.channel_affine);
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_NE(plan.describe().find("groups=32 channel-affine"), std::string::npos) << plan.describe();
+  p.weight = nullptr;
+  plan = plan_of(p);
+  EXPECT_FALSE(plan.channel_affine);
+  EXPECT_EQ(plan.describe().find("channel-affine"), std::string::npos) << plan.describe();
+  // One channel a group is InstanceNorm's plan; one group holds a whole sample.
+  p.groups = 320;
+  plan = plan_of(p);
+  EXPECT_EQ(plan.slice_channels, 1);
+  EXPECT_EQ(plan.num_slices, 2 * 320);
+  EXPECT_EQ(plan.describe().find("groups="), std::string::npos) << plan.describe();
+  p.groups = 1;
+  plan = plan_of(p);
+  EXPECT_EQ(plan.num_slices, 2);
+  EXPECT_EQ(plan.slice_len, 320 * 64 * 64);
+  // A GroupNorm slice may be 16-byte aligned where a channel is not: 8 channels of 2 floats.
+  ForwardParams odd = problem(DType::kFloat32, {4, 64, 2});
+  odd.groups = 8;
+  EXPECT_TRUE(detail::plan_signature(odd).vector_io);
+  odd.groups = 0;
+  EXPECT_FALSE(detail::plan_signature(odd).vector_io);
+  // A plan for GroupNorm does not run InstanceNorm of the same tensor, nor another group count.
+  ForwardParams a = problem(DType::kFloat32, {2, 8, 32, 32});
+  a.groups = 4;
+  ForwardParams b = a;
+  b.groups = 2;
+  ForwardParams in = a;
+  in.groups = 0;
+  EXPECT_FALSE(detail::same_problem(detail::plan_signature(a), detail::plan_signature(b)));
+  EXPECT_FALSE(detail::same_problem(detail::plan_signature(a), detail::plan_signature(in)));
+}
+
 TEST(Planner, OddHalfSlicesUseOneCtaEach) {
   // 127 x 129 half values: 32766 bytes, slices not 16-byte aligned. Four CTAs per SM give 528
   // CTAs for 1024 slices: two full rounds (six would leave the second round a third empty).

@@ -221,6 +221,41 @@ TEST(Validate, Activations) {
   EXPECT_TRUE(detail::plan_matches(plan, detail::plan_signature(p)));
 }
 
+// GroupNorm: groups divides C; no running statistics; NCHW only (channels_last is kUnsupported,
+// not invalid). Its slices may hold one element (torch's group_norm computes them: y = bias), and
+// groups == C is GroupNorm too, so S = 1 is valid there, where InstanceNorm (groups 0) refuses it.
+TEST(Validate, GroupNorm) {
+  ForwardParams p = valid_params();
+  p.channels = 6;
+  for (int64_t groups : {1, 2, 3, 6}) {
+    p.groups = groups;
+    EXPECT_TRUE(validate_forward(p).ok()) << groups;
+  }
+  p.groups = 4;
+  expect_invalid(p, "groups must be 0 (InstanceNorm) or a positive divisor of the channels, got groups=4 for C=6");
+  p.groups = -2;
+  expect_invalid(p, "got groups=-2");
+  p.groups = 3;
+  p.running_mean = p.running_var = fake_pointer(0x2000);
+  expect_invalid(p, "no running_mean / running_var");
+  p.use_input_stats = false;
+  expect_invalid(p, "GroupNorm (groups given) normalizes with the statistics of its input");
+  p.running_mean = p.running_var = nullptr;
+  expect_invalid(p, "GroupNorm (groups given) normalizes with the statistics of its input");
+  p.use_input_stats = true;
+  p.layout = Layout::kChannelsLast;
+  expect_invalid(p, "channels_last is not implemented yet", StatusCode::kUnsupported);
+  p.layout = Layout::kContiguous;
+  p.spatial_rank = 1;
+  p.spatial[0] = 1;
+  for (int64_t groups : {3, 6}) {
+    p.groups = groups;
+    EXPECT_TRUE(validate_forward(p).ok()) << groups;
+  }
+  p.groups = 0;
+  expect_invalid(p, "Expected more than 1 spatial element");
+}
+
 // launch_forward refuses a shared_resident plan edited into a shape the kernel cannot run (more
 // chunk statistics than its inbox holds, or a group with nothing exchanged) before it touches the
 // device; the pointers here are host addresses.

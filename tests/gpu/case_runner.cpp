@@ -170,6 +170,7 @@ std::string describe(const Case& c) {
   if (c.layout == Layout::kChannelsLast) out << " channels_last";
   if (c.affine) out << " affine(" << dtype_name(c.param_dtype) << ")";
   if (c.activation != Activation::kNone) out << " " << activation_name(c.activation);
+  if (c.groups > 0) out << " groups=" << c.groups;
   if (c.x_offset || c.y_offset) out << " offsets=" << c.x_offset << "," << c.y_offset;
   return out.str();
 }
@@ -194,7 +195,9 @@ Outcome run_forward_case(const Case& c) {
 
   ForwardParams p;
   set_shape(c, &p);
-  const int64_t slices = p.batch * p.channels;
+  p.groups = c.groups;
+  const int64_t slices = p.batch * p.channels;  // channels: the nan slice and the layout's
+  const int64_t stat_slices = c.groups > 0 ? p.batch * c.groups : slices;  // mean and rstd
   const int64_t slice_len = detail::slice_len_of(p);
   const int64_t numel = slices * slice_len;
   const std::size_t elem = dtype_size(c.dtype);
@@ -229,8 +232,8 @@ Outcome run_forward_case(const Case& c) {
     p.use_input_stats = c.running == Running::kUpdate;
   }
   if (c.stats_outputs && p.use_input_stats) {
-    INORM_CHECK(mean.allocate(slices * dtype_size(stats)));
-    INORM_CHECK(rstd.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(mean.allocate(stat_slices * dtype_size(stats)));
+    INORM_CHECK(rstd.allocate(stat_slices * dtype_size(stats)));
     INORM_CHECK(poison(mean.get(), mean.bytes()));
     INORM_CHECK(poison(rstd.get(), rstd.bytes()));
     p.mean = mean.get();
@@ -271,6 +274,7 @@ Outcome run_forward_case(const Case& c) {
   problem.batch = p.batch;
   problem.channels = p.channels;
   problem.slice_len = slice_len;
+  problem.groups = c.groups;
   problem.eps = p.eps;
   problem.x = &host_x;
   problem.weight = c.affine ? &params.host_weight : nullptr;
@@ -295,8 +299,8 @@ Outcome run_forward_case(const Case& c) {
     if (count_poison(mean_raw, stats) + count_poison(rstd_raw, stats) != 0) {
       failures.push_back("mean/rstd: some entries never written");
     }
-    std::vector<double> mean_scale(slices), rstd_scale(slices);
-    for (int64_t s = 0; s < slices; ++s) {
+    std::vector<double> mean_scale(stat_slices), rstd_scale(stat_slices);
+    for (int64_t s = 0; s < stat_slices; ++s) {
       mean_scale[s] = std::fabs(want.mean[s]) + 1.0 / want.rstd[s];
       rstd_scale[s] = want.rstd[s];
     }
@@ -443,6 +447,7 @@ Outcome run_backward_case(const Case& c) {
   problem.batch = p.batch;
   problem.channels = p.channels;
   problem.slice_len = slice_len;
+  problem.groups = c.groups;
   problem.eps = p.eps;
   problem.x = &host_x;
   problem.dy = &host_dy;

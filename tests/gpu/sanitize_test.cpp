@@ -33,6 +33,7 @@ struct Reach {
   Running running = Running::kNone;
   int64_t offset = 0;
   Layout layout = Layout::kContiguous;
+  int64_t groups = 0;  // GroupNorm's (forward)
 };
 
 void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt,
@@ -55,6 +56,7 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   c.expect_registers = registers;
   c.activation = activation;
   c.negative_slope = 0.2;
+  c.groups = r.groups;
   ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
   expect_passes(c, std::string(r.why) + (activation == Activation::kNone ? "" : std::string(", ") +
                                                                                    activation_name(activation)));
@@ -125,6 +127,32 @@ TEST(GpuSanitize, ActivatedPlans) {
       expect_plan_passes(pass, r, std::nullopt, activations[turn++ % 3]);
     }
   }
+}
+
+// GroupNorm's forward in every family it runs, silu fused, the weight and bias following the
+// channel inside each chunk (register parts included).
+TEST(GpuSanitize, GroupNormPlans) {
+  INORM_REQUIRE_GPU();
+  std::vector<Reach> reaches = {
+      {"group_registers, scalar (a misaligned view)", {2, 6, 50}, DType::kFloat32, Path::kGroupRegisters, 0, 0,
+       Exchange::kAuto, 0, Running::kNone, 1},
+      {"group_registers, vectors", {2, 6, 512}, DType::kFloat32, Path::kGroupRegisters},
+      {"shared_resident, one CTA a slice, no exchange", {2, 6, 4097}, DType::kFloat32, Path::kSharedResident, 1, 0,
+       Exchange::kNone},
+      {"shared_resident, 3 CTAs through L2", {2, 6, 4097}, DType::kBFloat16, Path::kSharedResident, 3, 0,
+       Exchange::kGlobal},
+      {"shared_resident, a cluster of 5", {2, 6, 4097}, DType::kFloat32, Path::kSharedResident, 5, 0,
+       Exchange::kCluster},
+      {"split_pipelined, three parts a slice", {1, 6, 13335}, DType::kFloat32, Path::kSplitPipelined},
+  };
+  for (Reach& r : reaches) {
+    r.groups = 3;
+    expect_plan_passes(Pass::kForward, r, std::nullopt, Activation::kSilu);
+  }
+  Reach registers{"register parts, two channels of a slice", {2, 2, 65538}, DType::kFloat32, Path::kSharedResident, 4,
+                  detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1};
+  registers.groups = 1;
+  expect_plan_passes(Pass::kForward, registers, true, Activation::kSilu);
 }
 
 // Register parts: chunks longer than a CTA's share of shared memory at two per SM hold their end in

@@ -1,0 +1,131 @@
+// GPU tests of GroupNorm's forward (ForwardParams.groups): a slice is C / groups channels x
+// spatial, normalized together, with the weight and bias of each element's channel (the general
+// op follows it, common.cuh ChannelWindow). Checked in full against the float64 oracle by run_case
+// (case_runner.h): every group count (1, 2, one channel a group, and between) x every dtype on a
+// shape of each family, every path forced onto a misaligned view, offset data, a NaN, no affine, in
+// place and bitwise repeats. GpuSanitize.GroupNormPlans runs each family under the sanitizers.
+// Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "case_runner.h"
+#include "expect_case.h"
+
+namespace inorm::testing {
+namespace {
+
+Case group_case(std::vector<int64_t> shape, DType dtype, int64_t groups, Activation activation = Activation::kNone) {
+  Case c;
+  c.shape = std::move(shape);
+  c.dtype = dtype;
+  c.groups = groups;
+  c.affine = true;
+  c.param_dtype = dtype;
+  c.activation = activation;
+  return c;
+}
+
+std::string with_groups(int64_t groups, const std::string& why) {
+  return why + ", groups " + std::to_string(groups);
+}
+
+struct GroupShape {
+  const char* why;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> groups;
+};
+
+// Each shape with every group count it allows: 1, 2, one channel a group, and one between.
+const std::vector<GroupShape>& group_shapes() {
+  static const std::vector<GroupShape> shapes = {
+      {"2x6x5x7: channels of 35, slices of 35 to 210 in a lane group's registers", {2, 6, 5, 7}, {1, 2, 3, 6}},
+      {"3x12x33x31: channels of 1023, their ends inside 16-byte vectors, a CTA a slice", {3, 12, 33, 31}, {1, 2, 4, 12}},
+      {"2x8x130x130: slices of one to eight 16900-element channels over several CTAs", {2, 8, 130, 130}, {1, 2, 8}},
+      {"1x4x1500x1500: a slice of four 2.25M-element channels, larger than the chip", {1, 4, 1500, 1500}, {1}},
+      {"2x5x3: channels of three, shorter than any vector", {2, 5, 3}, {1, 5}},
+      {"N=0: an empty batch", {0, 4, 8, 8}, {2}},
+  };
+  return shapes;
+}
+
+// Every group count and dtype, silu and no activation in turn.
+TEST(GpuGroupNorm, EveryGroupCountEveryDtype) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    int turn = 0;
+    for (const GroupShape& s : group_shapes()) {
+      for (int64_t groups : s.groups) {
+        const Activation activation = turn++ % 2 ? Activation::kSilu : Activation::kNone;
+        expect_passes(group_case(s.shape, dtype, groups, activation), with_groups(groups, s.why));
+      }
+    }
+  }
+}
+
+// Every forced plan (expect_case.h forced_plans) on 3 groups of two 1517-element channels, every
+// tensor one element off 16-byte alignment: chunk and part boundaries fall anywhere in a channel.
+TEST(GpuGroupNorm, EveryPathForced) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
+    for (const ForcedPlan& f : forced_plans()) {
+      Case c = forced_misaligned_case(Pass::kForward, {2, 6, 37, 41}, dtype, f.path);
+      c.running = Running::kNone;  // GroupNorm has none
+      c.groups = 3;
+      c.options = f.options();
+      c.expect_exchange = f.exchange;
+      expect_passes(c, f.describe());
+    }
+  }
+  Case small = forced_misaligned_case(Pass::kForward, {2, 6, 5, 7}, DType::kFloat16, Path::kGroupRegisters);
+  small.running = Running::kNone;
+  small.groups = 2;
+  expect_passes(small, "forced to group_registers");
+}
+
+// x far from zero: the statistics keep their digits across the channels of a slice.
+TEST(GpuGroupNorm, OffsetData) {
+  INORM_REQUIRE_GPU();
+  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{8, 16, 8, 8}, {4, 8, 63, 65}, {2, 8, 130, 130}, {1, 4, 1500, 1500}}) {
+      Case c = group_case(shape, DType::kFloat32, 2, Activation::kLeakyRelu);
+      c.negative_slope = 0.2;
+      ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+      expect_passes(c, data);
+    }
+  }
+}
+
+// A NaN in one channel: its whole group is NaN, the other groups are not.
+TEST(GpuGroupNorm, NanStaysInItsGroup) {
+  INORM_REQUIRE_GPU();
+  Case c = group_case({2, 6, 4097}, DType::kFloat32, 3);
+  c.nan_slice = 4;  // channel 4 of sample 0: group 2
+  expect_passes(c, "NaN in channel 4");
+}
+
+// No affine (the norm alone: the plain op, nothing by channel) and a weight without a bias.
+TEST(GpuGroupNorm, WithoutBias) {
+  INORM_REQUIRE_GPU();
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 8, 63, 65}, {2, 6, 5, 7}}) {
+    Case plain = group_case(shape, DType::kFloat32, 2);
+    plain.affine = false;
+    expect_passes(plain, "no affine");
+    Case weight_only = group_case(shape, DType::kBFloat16, 2, Activation::kRelu);
+    weight_only.weight_only = true;
+    expect_passes(weight_only, "weight without bias");
+  }
+}
+
+TEST(GpuGroupNorm, InPlaceAndBitwiseRepeatable) {
+  INORM_REQUIRE_GPU();
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 16, 32, 32}, {2, 4, 512, 512}}) {
+    expect_passes_in_place_and_repeated(group_case(shape, DType::kBFloat16, 2, Activation::kSilu), "GroupNorm");
+  }
+}
+
+}  // namespace
+}  // namespace inorm::testing
