@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real
         cuda::ptx::cp_async_bulk_commit_group();
       }
     } else {
-      chunk.store_each(dst, args.coaligned, [&](const Acc(&v)[1], int64_t) { return affine.apply(v[0]); });
+      chunk.store_each(dst, args.coaligned, WholeSliceWindow{}, 0, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
     }
     __syncthreads();
   }
@@ -485,7 +485,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) clus
     Acc mean_hi, mean_lo, m2;
     combine_chunks(peers[b], group_size, &mean_hi, &mean_lo, &m2);
     const SliceAffine<Acc> affine = finish_slice<Acc>(args, slice, mean_hi, mean_lo, m2, rank == 0 && threadIdx.x == 0);
-    chunk.store_each(dst, args.coaligned, [&](const Acc(&v)[1], int64_t) { return affine.apply(v[0]); });
+    chunk.store_each(dst, args.coaligned, WholeSliceWindow{}, 0, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
     __syncthreads();
   }
   cluster.sync();  // no CTA exits while a peer may still address its shared memory

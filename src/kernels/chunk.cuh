@@ -182,26 +182,44 @@ struct Chunk {
     }
   }
 
-  // dst[i] = g(values of element i, i) for every element (dst: the output's elements of this chunk),
-  // with 16-byte stores (L2 only) where every tensor, dst too, is aligned alike (`coaligned`, passed
-  // at the store: a flag kept in the chunk across the exchange cost the forward a register spill);
-  // a thread stores only elements it read, so dst may be an input. The register part first, as it
-  // was loaded last.
-  template <typename G>
-  __device__ __forceinline__ void store_each(T* dst, bool coaligned, G&& g) const {
+  // dst[i] = g(values of element i) for every element (dst: the output's elements of this chunk,
+  // whose element 0 is element `first` of its slice), `window` (common.cuh ChannelWindow) moved to
+  // each element's channel first: checked once a 16-byte vector, element by element only in a
+  // vector that crosses a channel's end. 16-byte stores (L2 only) where every tensor, dst too, is
+  // aligned alike (`coaligned`, passed at the store: a flag kept in the chunk across the exchange
+  // cost the forward a register spill); a thread stores only elements it read, so dst may be an
+  // input. The register part first, as it was loaded last.
+  template <typename Window, typename G>
+  __device__ __forceinline__ void store_each(T* dst, bool coaligned, Window&& window, int64_t first,
+                                             G&& g) const {
+    // The output vector of the inputs' vectors at element j of the chunk.
+    const auto map_pack = [&](const Pack<T>(&packs)[kInputs], int64_t j) {
+      const bool covered = window.covers(first + j, kVec);
+      Pack<T> out;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        Acc v[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
+        if (!covered) window.seek(first + j + e);
+        out.v[e] = Traits<T>::from_acc(g(v));
+      }
+      return out;
+    };
+    const auto store_element = [&](int64_t j) {
+      Acc v[kInputs];
+      load(j, v);
+      window.seek(first + j);
+      dst[j] = Traits<T>::from_acc(g(v));
+    };
     if constexpr (kVecs > 0) {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
         if (part[0].offset(k) >= part[0].len) continue;
-        Pack<T> out;
+        Pack<T> packs[kInputs];
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          Acc v[kInputs];
-#pragma unroll
-          for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
-          out.v[e] = Traits<T>::from_acc(g(v, len + part[0].offset(k) + e));
-        }
-        store_pack_l2(dst + len + part[0].offset(k), out);
+        for (int i = 0; i < kInputs; ++i) packs[i] = part[i].packs[k];
+        store_pack_l2(dst + len + part[0].offset(k), map_pack(packs, len + part[0].offset(k)));
       }
     }
     if (coaligned) {
@@ -209,28 +227,11 @@ struct Chunk {
         Pack<T> packs[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) packs[i] = body(i)[b];
-        Pack<T> out;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          Acc v[kInputs];
-#pragma unroll
-          for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
-          out.v[e] = Traits<T>::from_acc(g(v, range.head + b * kVec + e));
-        }
-        store_pack_l2(dst + range.head + b * kVec, out);
+        store_pack_l2(dst + range.head + b * kVec, map_pack(packs, range.head + b * kVec));
       }
-      if (threadIdx.x < range.ragged()) {
-        const int64_t j = range.ragged_index(threadIdx.x);
-        Acc v[kInputs];
-        load(j, v);
-        dst[j] = Traits<T>::from_acc(g(v, j));
-      }
+      if (threadIdx.x < range.ragged()) store_element(range.ragged_index(threadIdx.x));
     } else {
-      for (int64_t j = threadIdx.x; j < len; j += kThreads) {
-        Acc v[kInputs];
-        load(j, v);
-        dst[j] = Traits<T>::from_acc(g(v, j));
-      }
+      for (int64_t j = threadIdx.x; j < len; j += kThreads) store_element(j);
     }
   }
 

@@ -251,23 +251,48 @@ __device__ __forceinline__ int64_t first_channel(const KernelArgs& args, int64_t
 
 // Where a slice spans several channels (GroupNorm), the coefficients an op applies follow the
 // channel of each element: the window is the elements [begin, begin + len) of the slice whose
-// channel the coefficients hold, and seek derives them again (Op::for_channel) only for an element
-// outside it. A thread's elements run in order, so that is about once per channel; a slice of one
-// channel never leaves its window, and ops without channel coefficients skip the check.
+// channel `coefficients` (the caller's, which Op::finish made for the slice's first channel) now
+// hold. covers() checks a run of elements at once (a 16-byte vector); seek() moves the window to an
+// element's channel (Op::for_channel with that channel's weight and bias) where it lies outside.
+// A thread's elements run in order, so that is about once per channel; a slice of one channel
+// never leaves its window. Ops without channel coefficients get an empty window that covers all.
+struct WholeSliceWindow {
+  static __device__ __forceinline__ constexpr bool covers(int64_t, int) { return true; }
+  static __device__ __forceinline__ void seek(int64_t) {}
+};
+template <typename Op, bool = Op::kChannelCoefficients>
+struct ChannelWindow : WholeSliceWindow {
+  __device__ __forceinline__ ChannelWindow(const KernelArgs&, int64_t, typename Op::Coefficients&) {}
+};
 template <typename Op>
-struct ChannelWindow {
-  int64_t begin = 0;  // Op::finish gives the coefficients of the slice's first channel
-  int64_t len;
+struct ChannelWindow<Op, true> {
+  using Acc = typename Op::Acc;
+  typename Op::Coefficients& coefficients;
+  const void* weight;
+  const void* bias;
+  DType param_dtype;
+  int64_t slice_first_channel;
+  int64_t len;            // elements a channel
+  int64_t begin = 0;
 
-  __device__ __forceinline__ explicit ChannelWindow(const KernelArgs& args) : len(args.channel_len) {}
-  __device__ __forceinline__ void seek(const KernelArgs& args, int64_t slice, int64_t index,
-                                       typename Op::Coefficients& coefficients) {
-    if constexpr (Op::kChannelCoefficients) {
-      if (static_cast<uint64_t>(index - begin) < static_cast<uint64_t>(len)) return;
-      const int64_t channel = index / len;
-      begin = channel * len;
-      Op::for_channel(args, first_channel(args, slice) + channel, coefficients);
-    }
+  __device__ __forceinline__ ChannelWindow(const KernelArgs& args, int64_t slice,
+                                           typename Op::Coefficients& slice_coefficients)
+      : coefficients(slice_coefficients),
+        weight(args.weight),
+        bias(args.bias),
+        param_dtype(args.param_dtype),
+        slice_first_channel(first_channel(args, slice)),
+        len(args.channel_len) {}
+  // Whether elements [first, first + count) of the slice all lie in the window.
+  __device__ __forceinline__ bool covers(int64_t first, int count) const {
+    return first >= begin && first + count <= begin + len;
+  }
+  __device__ __forceinline__ void seek(int64_t index) {
+    if (covers(index, 1)) return;
+    const int64_t channel = index / len;
+    begin = channel * len;
+    Op::for_channel(weight ? load_param<Acc>(weight, param_dtype, slice_first_channel + channel) : Acc(1),
+                    bias ? load_param<Acc>(bias, param_dtype, slice_first_channel + channel) : Acc(0), coefficients);
   }
 };
 

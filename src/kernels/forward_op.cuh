@@ -17,9 +17,10 @@
 //   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise coefficients
 //                                          (of the slice's first channel)
 //   Acc apply(coefficients, v)             the output element from the inputs' element v
-//   kChannelCoefficients, for_channel(args, channel, coefficients)   whether the coefficients
+//   kChannelCoefficients, for_channel(weight, bias, coefficients)   whether the coefficients
 //                                          depend on the channel inside a slice, and their
-//                                          values for another channel (common.cuh ChannelWindow)
+//                                          values for another channel's weight and bias
+//                                          (common.cuh ChannelWindow)
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -167,9 +168,9 @@ struct ForwardOp {
     return c;
   }
 
-  static __device__ __forceinline__ void for_channel(const KernelArgs& args, int64_t channel, Coefficients& c) {
-    c.affine.scale = args.weight ? c.rstd * load_param<Acc>(args.weight, args.param_dtype, channel) : c.rstd;
-    c.affine.shift = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+  static __device__ __forceinline__ void for_channel(Acc weight, Acc bias, Coefficients& c) {
+    c.affine.scale = c.rstd * weight;
+    c.affine.shift = bias;
   }
 
   static __device__ __forceinline__ Acc apply(const Coefficients& c, const Acc (&v)[1]) {

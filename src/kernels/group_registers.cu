@@ -91,20 +91,21 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   if (!slice_data.active) return;
   typename Op::Coefficients coefficients =
       Op::finish(args, slice, ctx, Op::combine(&partial, 1), slice_data.lane == 0);
-  ChannelWindow<Op> window(args);
+  ChannelWindow<Op> window(args, slice, coefficients);
   if (args.out == nullptr) return;
 
   T* out = static_cast<T*>(args.out) + offset;
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     if (!slice_data.valid(j)) continue;
+    const bool covered = window.covers(slice_data.first(j), kVec);
     Acc outputs[kVec];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       Acc v[kInputs];
 #pragma unroll
       for (int i = 0; i < kInputs; ++i) v[i] = slice_data.values[i][j][k];
-      window.seek(args, slice, slice_data.first(j) + k, coefficients);
+      if (!covered) window.seek(slice_data.first(j) + k);
       outputs[k] = Op::apply(coefficients, v);
     }
     if constexpr (kVector) {

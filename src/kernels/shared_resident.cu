@@ -230,16 +230,13 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     }
     typename Op::Coefficients coefficients =
         Op::finish(args, slice, ctx, Op::combine(stats, group_size), rank == 0 && threadIdx.x == 0);
-    ChannelWindow<Op> window(args);
+    ChannelWindow<Op> window(args, slice, coefficients);
     // Taken early, the counter's latency hides under the stores; it is sent to the peers after them
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
     if (args.out != nullptr) {  // (the offset again: kept live across the exchange, it cost a spill)
-      chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned,
-                       [&](const Acc(&v)[kInputs], int64_t j) {
-                         window.seek(args, slice, begin + j, coefficients);
-                         return Op::apply(coefficients, v);
-                       });
+      chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned, window, begin,
+                       [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
     }
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
                                               &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1), taken);

@@ -126,14 +126,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       }
       typename Op::Coefficients coefficients =
           Op::finish(args, work.slice, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
-      ChannelWindow<Op> window(args);
+      ChannelWindow<Op> window(args, work.slice, coefficients);
       loaded.wait(std::move(token));
       if (args.out != nullptr) {
-        chunk.store_each(static_cast<T*>(args.out) + offset, args.coaligned,
-                         [&](const Acc(&v)[kInputs], int64_t j) {
-                           window.seek(args, work.slice, begin + j, coefficients);
-                           return Op::apply(coefficients, v);
-                         });
+        chunk.store_each(static_cast<T*>(args.out) + offset, args.coaligned, window, begin,
+                         [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
       }
     }
     // Every thread is past its last read of the buffer and of current_item. The next item is taken
