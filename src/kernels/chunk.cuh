@@ -193,16 +193,24 @@ struct Chunk {
   __device__ __forceinline__ void store_each(T* dst, bool coaligned, Window&& window, int64_t first,
                                              G&& g) const {
     // The output vector of the inputs' vectors at element j of the chunk.
+    // (Two loops, not a check per element inside one: that cost the general op 17% on the split path.)
     const auto map_pack = [&](const Pack<T>(&packs)[kInputs], int64_t j) {
-      const bool covered = window.covers(first + j, kVec);
-      Pack<T> out;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
+      const auto output = [&](int e) {
         Acc v[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
-        if (!covered) window.seek(first + j + e);
-        out.v[e] = Traits<T>::from_acc(g(v));
+        return Traits<T>::from_acc(g(v));
+      };
+      Pack<T> out;
+      if (window.covers(first + j, kVec)) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) out.v[e] = output(e);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          window.seek(first + j + e);
+          out.v[e] = output(e);
+        }
       }
       return out;
     };

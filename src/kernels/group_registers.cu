@@ -98,15 +98,22 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     if (!slice_data.valid(j)) continue;
-    const bool covered = window.covers(slice_data.first(j), kVec);
-    Acc outputs[kVec];
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
+    const auto output = [&](int k) {
       Acc v[kInputs];
 #pragma unroll
       for (int i = 0; i < kInputs; ++i) v[i] = slice_data.values[i][j][k];
-      if (!covered) window.seek(slice_data.first(j) + k);
-      outputs[k] = Op::apply(coefficients, v);
+      return Op::apply(coefficients, v);
+    };
+    Acc outputs[kVec];
+    if (window.covers(slice_data.first(j), kVec)) {  // (chunk.cuh store_each: two loops)
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) outputs[k] = output(k);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        window.seek(slice_data.first(j) + k);
+        outputs[k] = output(k);
+      }
     }
     if constexpr (kVector) {
       Pack<T> pack;
