@@ -193,7 +193,8 @@ struct Chunk {
   __device__ __forceinline__ void store_each(T* dst, bool coaligned, Window&& window, int64_t first,
                                              G&& g) const {
     // The output vector of the inputs' vectors at element j of the chunk.
-    // (Two loops, not a check per element inside one: that cost the general op 17% on the split path.)
+    // Two loops, not a check per element inside one: that cost the general op 12-20% more
+    // (dev/VARIANTS.md 43).
     const auto map_pack = [&](const Pack<T>(&packs)[kInputs], int64_t j) {
       const auto output = [&](int e) {
         Acc v[kInputs];
