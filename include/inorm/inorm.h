@@ -1,4 +1,5 @@
-// inorm: InstanceNorm forward and backward for NVIDIA GPUs (sm_90), torch-free.
+// inorm: InstanceNorm forward and backward, and GroupNorm's forward, for NVIDIA GPUs (sm_90),
+// torch-free.
 //
 // Usage: fill ForwardParams (BackwardParams), call plan_forward (plan_backward; host only, cheap),
 // give the plan a workspace of plan.workspace_bytes on the device, then launch_forward
