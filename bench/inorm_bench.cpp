@@ -136,15 +136,23 @@ void record(const testing::Comparison& cmp, int64_t slice, Row* row) {
 
 // Where z lies within kink_band of relu's or leaky_relu's kink (oracle.h) the side of the derivative
 // depends on the rounding of z: both dx values are right, so such elements are not compared (set
-// to NaN in both).
-void skip_kinks(Activation activation, DType dtype, int64_t slice_len, const testing::BackwardResult& want,
-                double mean, double w, double rstd, double b, std::vector<double>* got,
-                std::vector<double>* expected) {
+// to NaN in both). A slice's channels are channel_len apart, with weights w and biases b.
+void skip_kinks(Activation activation, DType dtype, int64_t channel_len, const testing::BackwardResult& want,
+                double mean, double rstd, const std::vector<double>& w, const std::vector<double>& b,
+                std::vector<double>* got, std::vector<double>* expected) {
   if (!testing::has_kink(activation)) return;
-  const double band = testing::kink_band(dtype, mean, rstd * w, b);
-  for (int64_t i = 0; i < slice_len; ++i) {
-    if (std::fabs(want.z[i]) < band) (*got)[i] = (*expected)[i] = NAN;
+  for (std::size_t c = 0; c < w.size(); ++c) {
+    const double band = testing::kink_band(dtype, mean, rstd * w[c], b[c]);
+    for (int64_t i = static_cast<int64_t>(c) * channel_len; i < static_cast<int64_t>(c + 1) * channel_len; ++i) {
+      if (std::fabs(want.z[i]) < band) (*got)[i] = (*expected)[i] = NAN;
+    }
   }
+}
+
+// The slices a sample of p has (GroupNorm: groups, else one a channel) and the channels of each.
+template <typename Params>
+int64_t slices_a_sample(const Params& p) {
+  return p.groups > 0 ? p.groups : p.channels;
 }
 
 // `channel_len`: elements of a channel (S); a slice spans p.groups's share of the channels
@@ -152,7 +160,7 @@ void skip_kinks(Activation activation, DType dtype, int64_t slice_len, const tes
 Status verify_forward_samples(const ForwardParams& p, int64_t channel_len, const std::vector<double>& weight,
                               const std::vector<double>& bias, Row* row) {
   row->verified = true;
-  const int64_t groups = p.groups > 0 ? p.groups : p.channels;  // slices a sample
+  const int64_t groups = slices_a_sample(p);
   const int64_t slice_channels = p.channels / groups;
   const int64_t slice_len = slice_channels * channel_len;
   for (int64_t slice : sample_slices(p.batch * groups)) {
@@ -172,23 +180,32 @@ Status verify_forward_samples(const ForwardParams& p, int64_t channel_len, const
   return Status::Ok();
 }
 
-Status verify_backward_samples(const BackwardParams& p, int64_t slice_len, const std::vector<double>& weight,
+// dx of sampled slices against the oracle, each slice a problem of one sample and its channels.
+Status verify_backward_samples(const BackwardParams& p, int64_t channel_len, const std::vector<double>& weight,
                                const std::vector<double>& bias, Row* row) {
   row->verified = true;
-  for (int64_t slice : sample_slices(p.batch * p.channels)) {
+  const int64_t groups = slices_a_sample(p);
+  const int64_t slice_channels = p.channels / groups;
+  const int64_t slice_len = slice_channels * channel_len;
+  for (int64_t slice : sample_slices(p.batch * groups)) {
     std::vector<double> x, dy, dx;
-    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, p.channels, slice_len, slice, &x));
-    BENCH_TRY(testing::copy_slice_to_host(p.dy, p.dtype, p.layout, p.channels, slice_len, slice, &dy));
-    BENCH_TRY(testing::copy_slice_to_host(p.dx, p.dtype, p.layout, p.channels, slice_len, slice, &dx));
-    const std::vector<double> w = {weight.empty() ? 1.0 : weight[slice % p.channels]};
-    const std::vector<double> b = {bias.empty() ? 0.0 : bias[slice % p.channels]};
+    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, groups, slice_len, slice, &x));
+    BENCH_TRY(testing::copy_slice_to_host(p.dy, p.dtype, p.layout, groups, slice_len, slice, &dy));
+    BENCH_TRY(testing::copy_slice_to_host(p.dx, p.dtype, p.layout, groups, slice_len, slice, &dx));
+    std::vector<double> w(slice_channels, 1.0), b(slice_channels, 0.0);
+    for (int64_t c = 0; c < slice_channels; ++c) {
+      const int64_t channel = slice % groups * slice_channels + c;
+      if (!weight.empty()) w[c] = weight[channel];
+      if (!bias.empty()) b[c] = bias[channel];
+    }
     std::vector<double> saved_mean, saved_rstd;  // what the kernel got; they place the activation's z
     BENCH_TRY(testing::copy_to_host(p.mean, stats_dtype(p.dtype), slice, 1, &saved_mean));
     BENCH_TRY(testing::copy_to_host(p.rstd, stats_dtype(p.dtype), slice, 1, &saved_rstd));
     testing::BackwardProblem problem;
     problem.batch = 1;
-    problem.channels = 1;
-    problem.slice_len = slice_len;
+    problem.channels = slice_channels;
+    problem.groups = 1;
+    problem.slice_len = channel_len;
     problem.eps = p.eps;
     problem.x = &x;
     problem.dy = &dy;
@@ -199,7 +216,7 @@ Status verify_backward_samples(const BackwardParams& p, int64_t slice_len, const
     problem.saved_mean = &saved_mean;
     problem.saved_rstd = &saved_rstd;
     testing::BackwardResult want = testing::instance_norm_backward_reference(problem);
-    skip_kinks(p.activation, p.dtype, slice_len, want, saved_mean[0], w[0], saved_rstd[0], b[0], &dx, &want.dx);
+    skip_kinks(p.activation, p.dtype, channel_len, want, saved_mean[0], saved_rstd[0], w, b, &dx, &want.dx);
     record(testing::compare_scaled(dx, want.dx, want.dx_scale, slice_len, testing::output_tolerance(p.dtype)), slice,
            row);
   }
@@ -350,7 +367,8 @@ Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_
   fill_shape(c, &p);
   Inputs in;
   BENCH_TRY(make_inputs(c, p.channels, &in));
-  const int64_t slices = p.batch * p.channels;
+  p.groups = c.groups;
+  const int64_t slices = p.batch * slices_a_sample(p);
   const std::size_t stats_bytes = static_cast<std::size_t>(slices) * dtype_size(stats_dtype(c.dtype));
   DeviceBuffer dy, mean, rstd, dweight, dbias;
   BENCH_TRY(mean.allocate(stats_bytes));
@@ -362,6 +380,7 @@ Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_
     f.y = in.out.get();
     f.mean = mean.get();
     f.rstd = rstd.get();
+    f.groups = c.groups;
     BENCH_TRY(forward(f, stream));
   }
   testing::DataSpec normal;
@@ -612,14 +631,6 @@ int main_impl(int argc, char** argv) {
   std::vector<Row> rows;
   bool failed = false;
   for (const BenchCase& c : cases) {
-    if (c.op != "instance_norm" && options.backward) {  // reported in the table, not run
-      Row row = base_row(c, options);
-      row.path = "not run";
-      row.note = c.op + "'s backward is not implemented yet";
-      std::printf("%-22s %s\n", c.id.c_str(), row.note.c_str());
-      rows.push_back(row);
-      continue;
-    }
     const std::size_t before = rows.size();
     const Status status = options.backward ? run_backward_case(c, options, stream, &rows)
                                            : run_forward_case(c, options, stream, &rows);

@@ -20,10 +20,9 @@ struct BenchCase {
   std::string data = "rand";  // see testing::parse_data_spec
   Activation activation = Activation::kNone;  // shared/suites/fused.json's "activation"
   double negative_slope = 0.01;
-  // "op": instance_norm, or group_norm with "groups" (fused.json); the library's GroupNorm has no
-  // backward yet: such a case is reported there, not run.
+  // "op": instance_norm, or group_norm with "groups" (fused.json).
   std::string op = "instance_norm";
-  int64_t groups = 0;  // group_norm's (ForwardParams.groups); 0 for instance_norm
+  int64_t groups = 0;  // group_norm's (ForwardParams.groups, BackwardParams.groups); 0 for instance_norm
 };
 
 // The seed: InstanceNorm2d(64) on 112x64x512x512 float32, U[0,1), affine=False.

@@ -192,6 +192,10 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.slice_term0 = ws + layout.slice_term0;
     args.slice_term1 = ws + layout.slice_term1;
   }
+  if (detail::sums_channels_in_slices(plan)) {
+    args.channel_partials = ws + layout.channel_partials;
+    args.channel_partials_per_slice = detail::channel_partials_per_slice(plan);
+  }
   if (plan.path == Path::kSplitPipelined) {
     args.split_partials = ws + layout.split_partials;
     args.split_slice_stats = ws + layout.split_slice_stats;

@@ -33,6 +33,8 @@ struct WorkspaceLayout {
   // and sum(dy) for dweight and dbias (backward).
   std::size_t slice_term0 = 0;
   std::size_t slice_term1 = 0;
+  // sums_channels_in_slices: stats type pairs [num_slices * channel_partials_per_slice].
+  std::size_t channel_partials = 0;
   std::size_t total = 0;
 };
 WorkspaceLayout workspace_layout(const Plan& plan);
@@ -52,16 +54,35 @@ int64_t slice_len_of(const Params& params) {
   for (int i = 0; i < params.spatial_rank && i < 3; ++i) len *= params.spatial[i];
   return len;
 }
-// GroupNorm: ForwardParams.groups given (the backward takes InstanceNorm only, for now).
-inline bool is_group_norm(const ForwardParams& params) { return params.groups != 0; }
-inline bool is_group_norm(const BackwardParams&) { return false; }
+// GroupNorm: the params' groups given.
+template <typename Params>
+bool is_group_norm(const Params& params) {
+  return params.groups != 0;
+}
 // Channels a slice spans: C / groups for GroupNorm, else one.
-inline int64_t slice_channels_of(const ForwardParams& params) {
+template <typename Params>
+int64_t slice_channels_of(const Params& params) {
   return is_group_norm(params) && params.channels > 0 ? params.channels / params.groups : 1;
 }
-inline int64_t slice_channels_of(const BackwardParams&) { return 1; }
 // Whether the plan ends with the channel reduction (kernels/channel_reduce.cu).
 inline bool reduces_channels(const Plan& plan) { return plan.update_running_stats || plan.weight_grads; }
+// Whether the backward's weight gradients come from per-channel sums inside slices (GroupNorm):
+// each chunk of a slice leaves, per channel it overlaps, sum(dz) and sum(dz * (x - center)) in the
+// workspace (kernels/backward_op.cuh), which the channel reduction combines per channel.
+inline bool sums_channels_in_slices(const Plan& plan) {
+  return plan.pass == Pass::kBackward && plan.weight_grads && plan.slice_channels > 1;
+}
+// The elements of a slice one such partial's chunk covers: a CTA's chunk (kSharedResident), a
+// part (kSplitPipelined), or the whole slice.
+inline int64_t channel_partial_chunk_len(const Plan& plan) {
+  return plan.path == Path::kSharedResident || plan.path == Path::kSplitPipelined ? plan.chunk_len : plan.slice_len;
+}
+// Partials per slice: channel c of the slice and chunk k (the chunks c overlaps) at c + k, so the
+// slice_channels channels and the chunks between them take slice_channels + chunks - 1.
+inline int64_t channel_partials_per_slice(const Plan& plan) {
+  const int64_t chunk = channel_partial_chunk_len(plan);
+  return plan.slice_channels + (chunk > 0 ? (plan.slice_len + chunk - 1) / chunk : 1) - 1;
+}
 
 // Bytes of a chunk's partial: ChunkStats<stats type> (count, mean, resid, m2; kernels/forward_op.cuh), or the
 // backward's GradSums, as large.

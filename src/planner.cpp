@@ -218,6 +218,10 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.slice_term0 = reserve(stats_bytes);
     layout.slice_term1 = reserve(stats_bytes);
   }
+  if (sums_channels_in_slices(plan)) {
+    layout.channel_partials =
+        reserve(slices * channel_partials_per_slice(plan) * 2 * dtype_size(stats_dtype(plan.dtype)));
+  }
   layout.total = offset;
   return layout;
 }
@@ -280,6 +284,8 @@ Plan plan_signature(const BackwardParams& params) {
   Plan plan = signature_of(params, Pass::kBackward, 2, {params.dy, params.dx});
   plan.weight_grads = params.dweight != nullptr || params.dbias != nullptr;
   plan.writes_output = params.dx != nullptr;
+  // The backward follows each element's channel also to sum dweight and dbias per channel.
+  plan.channel_affine = plan.channel_affine || (plan.slice_channels > 1 && plan.weight_grads);
   return plan;
 }
 
@@ -400,24 +406,31 @@ Status check_aligned(std::initializer_list<const void*> ptrs, DType dtype, const
   return Status::Ok();
 }
 
+// GroupNorm's own conditions, either pass: groups divides C; instance statistics only; NCHW.
+template <typename Params>
+Status validate_groups(const Params& p) {
+  if (!detail::is_group_norm(p)) return Status::Ok();
+  if (p.groups < 0 || (p.channels > 0 && p.channels % p.groups != 0)) {
+    return invalid("groups must be 0 (InstanceNorm) or a positive divisor of the channels, got groups=" +
+                   std::to_string(p.groups) + " for C=" + std::to_string(p.channels));
+  }
+  if (!p.use_input_stats || p.running_mean != nullptr || p.running_var != nullptr) {
+    return invalid("GroupNorm (groups given) normalizes with the statistics of its input: use_input_stats, and "
+                   "no running_mean / running_var");
+  }
+  if (p.layout == Layout::kChannelsLast) {
+    return unsupported("GroupNorm runs NCHW (contiguous) input only; channels_last is not implemented yet");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status validate_forward(const ForwardParams& p) {
-  if (detail::is_group_norm(p)) {
-    if (p.groups < 0 || (p.channels > 0 && p.channels % p.groups != 0)) {
-      return invalid("groups must be 0 (InstanceNorm) or a positive divisor of the channels, got groups=" +
-                     std::to_string(p.groups) + " for C=" + std::to_string(p.channels));
-    }
-    if (!p.use_input_stats || p.running_mean != nullptr || p.running_var != nullptr) {
-      return invalid("GroupNorm (groups given) normalizes with the statistics of its input: use_input_stats, and "
-                     "no running_mean / running_var");
-    }
-    if (p.layout == Layout::kChannelsLast) {
-      return unsupported("GroupNorm runs NCHW (contiguous) input only; channels_last is not implemented yet");
-    }
-  }
+  Status status = validate_groups(p);
+  if (!status.ok()) return status;
   int64_t numel = 0;
-  Status status = validate_shape(p, p.weight || p.bias || p.running_mean || p.running_var, &numel);
+  status = validate_shape(p, p.weight || p.bias || p.running_mean || p.running_var, &numel);
   if (!status.ok()) return status;
   if (!p.use_input_stats && (p.mean != nullptr || p.rstd != nullptr)) {
     return invalid("mean/rstd outputs are produced only with use_input_stats (instance statistics)");
@@ -443,8 +456,10 @@ Status validate_forward(const ForwardParams& p) {
 }
 
 Status validate_backward(const BackwardParams& p) {
+  Status status = validate_groups(p);
+  if (!status.ok()) return status;
   int64_t numel = 0;
-  Status status =
+  status =
       validate_shape(p, p.weight || p.bias || p.running_mean || p.running_var || p.dweight || p.dbias, &numel);
   if (!status.ok()) return status;
   if (p.use_input_stats && (p.running_mean != nullptr)) {

@@ -1,5 +1,4 @@
-// inorm: InstanceNorm forward and backward, and GroupNorm's forward, for NVIDIA GPUs (sm_90),
-// torch-free.
+// inorm: InstanceNorm and GroupNorm, forward and backward, for NVIDIA GPUs (sm_90), torch-free.
 //
 // Usage: fill ForwardParams (BackwardParams), call plan_forward (plan_backward; host only, cheap),
 // give the plan a workspace of plan.workspace_bytes on the device, then launch_forward
@@ -124,12 +123,17 @@ struct BackwardParams {
   DType param_dtype = DType::kFloat32;  // also the type of running_mean / running_var / dweight / dbias
 
   // use_input_stats == true: the per-(n, c) mean and rstd the forward returned, stats_dtype(dtype),
-  // shape [N * C]. use_input_stats == false: the running statistics that normalized x, [C].
+  // shape [N * C] (GroupNorm: [N * groups]). use_input_stats == false: the running statistics that normalized x, [C].
   const void* mean = nullptr;
   const void* rstd = nullptr;
   const void* running_mean = nullptr;
   const void* running_var = nullptr;
   bool use_input_stats = true;
+
+  // GroupNorm's backward, as ForwardParams.groups: mean and rstd are [N * groups]; train mode
+  // (use_input_stats) and NCHW only. dx's means run over each group's slice, dweight and dbias
+  // stay per channel.
+  int64_t groups = 0;
 
   // Gradients of weight and bias, shape [C], `param_dtype`, each null when not wanted.
   void* dweight = nullptr;
@@ -207,7 +211,8 @@ struct Plan {
   int64_t channels = 0;
   int64_t slice_len = 0;   // S, product of the spatial extents (GroupNorm: C / groups * S)
   int64_t slice_channels = 1;   // channels a slice spans: 1, or C / groups (GroupNorm)
-  bool channel_affine = false;  // GroupNorm with weight or bias: the affine changes inside a slice
+  bool channel_affine = false;  // GroupNorm with weight or bias (backward: or weight gradients, which
+                                // are summed per channel): each element's channel matters in a slice
   bool use_input_stats = true;
   Activation activation = Activation::kNone;
   bool update_running_stats = false;  // forward: running stats given with use_input_stats

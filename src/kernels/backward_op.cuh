@@ -2,12 +2,17 @@
 // dy, reduces each slice to three sums in one pass, and writes dx:
 //   d = x - center (the forward's mean, or the running mean in eval mode), r = mean(d) (train
 //   mode: what the float32 mean's rounding missed, so 1e4 + randn keeps its digits; 0 in eval),
-//   dz = dy * activation'(d * rstd * w + b) (kGeneral; dz = dy otherwise), xhat = (d - r) * rstd,
-//   sum_dz_xhat = rstd * (sum(dz * d) - r * sum(dz)),
-//   train: dx = rstd * w * (dz - sum(dz) / S - xhat * sum_dz_xhat / S)
-//   eval:  dx = rstd * w * dz
-// and leaves sum_dz_xhat and sum(dz) per slice for the channel reduction (dweight, dbias). The
-// activation's z is recomputed from the statistics given (inorm.h BackwardParams), without r.
+//   dz = dy * activation'(d * rstd * w + b) (kGeneral; dz = dy otherwise), g = dz * w,
+//   xhat = (d - r) * rstd, sum_g_xhat = rstd * (sum(g * d) - r * sum(g)),
+//   train: dx = rstd * (g - sum(g) / S - xhat * sum_g_xhat / S)
+//   eval:  dx = rstd * g
+// with S the slice's length, and leaves per channel what dweight = sum(dz * xhat) and dbias =
+// sum(dz) need for the channel reduction. The activation's z is recomputed from the statistics
+// given (inorm.h BackwardParams), without r.
+// InstanceNorm (a slice is one channel, w one number) sums dz and takes w out of the sums; GroupNorm
+// (kGeneral, a slice of several channels) sums each channel's part of the chunk apart, weights it
+// by its w into the slice's sums, and leaves it in the workspace (args.channel_partials) for
+// dweight and dbias.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -45,8 +50,8 @@ struct BackwardOp {
   using Acc = AccOf<T>;
   using Epilogue = EpilogueOf<Acc, kGeneral>;
   static constexpr int kInputs = 2;  // x, dy
-  static constexpr bool kChannelCoefficients = false;  // GroupNorm's backward: not yet
-  using Partial = GradSums<Acc>;
+  static constexpr bool kChannelCoefficients = kGeneral;
+  using Partial = GradSums<Acc>;  // InstanceNorm: sums of dz; GroupNorm: of g = dz * w
   struct Totals {
     Acc dy;
     Acc dy_d;
@@ -55,15 +60,16 @@ struct BackwardOp {
   struct Context : Epilogue {
     Acc center;  // the mean x was normalized with
     Acc rstd;
-    Acc weight;
+    Acc weight;  // of the slice's first channel
     Acc bias;    // kGeneral: z = (x - center) * rstd * weight + bias
   };
   struct Coefficients : Epilogue {
     Acc center;
     Acc resid;     // r
-    Acc dy_scale;  // rstd * w
-    Acc x_scale;   // train: -rstd * w * rstd * sum_dz_xhat / S
-    Acc shift;     // train: -rstd * w * sum(dz) / S
+    Acc rstd;
+    Acc dy_scale;  // rstd * w (of the window's channel)
+    Acc x_scale;   // train: -rstd^2 * sum_g_xhat / S
+    Acc shift;     // train: -rstd * sum(g) / S
     Acc bias;      // kGeneral: z = (x - center) * dy_scale + bias
     bool train;
   };
@@ -84,20 +90,62 @@ struct BackwardOp {
     return ctx;
   }
 
-  template <typename Elements, typename AllSum>
-  static __device__ __forceinline__ Partial reduce(const Context& ctx, const Elements& elements, int64_t,
-                                                   AllSum& all_sum) {
+  // The sums of dz, dz * d and d over `elements` for one channel's weight and bias.
+  template <typename Visit>
+  static __device__ __forceinline__ TripleSum<Acc> channel_sums(const Context& ctx, Acc weight, Acc bias,
+                                                                Visit&& visit) {
     TripleSum<Acc> sums{Acc(0), Acc(0), Acc(0)};
-    const Acc z_scale = ctx.rstd * ctx.weight;
-    elements.for_each([&](const Acc(&v)[2]) {
+    const Acc z_scale = ctx.rstd * weight;
+    visit([&](const Acc(&v)[2]) {
       const Acc d = v[0] - ctx.center;
-      const Acc dz = ctx.gradient(fma(d, z_scale, ctx.bias), v[1]);
+      const Acc dz = ctx.gradient(fma(d, z_scale, bias), v[1]);
       sums.first += dz;
       sums.second += dz * d;
       sums.third += d;
     });
-    sums = all_sum.last(sums);
-    return Partial{sums.first, sums.second, sums.third, Acc(0)};
+    return sums;
+  }
+
+  template <typename Elements, typename AllSum>
+  static __device__ __forceinline__ Partial reduce(const KernelArgs& args, const Context& ctx,
+                                                   const Elements& elements, const ChunkPlace& place, int64_t count,
+                                                   AllSum& all_sum) {
+    if constexpr (!kGeneral) {  // one affine a slice (or none): the sums of dz over the whole chunk
+      const TripleSum<Acc> sums =
+          all_sum.last(channel_sums(ctx, ctx.weight, ctx.bias, [&](auto&& f) { elements.for_each(f); }));
+      return Partial{sums.first, sums.second, sums.third, Acc(0)};
+    } else {
+      // A block sum per channel the chunk overlaps (one for InstanceNorm), each channel with its own
+      // weight and bias; the writer adds them up in channel order.
+      const int64_t len = args.channel_len;
+      const bool spans = args.slice_channels > 1;
+      const int64_t slice_channel = first_channel(args, place.slice);
+      Partial partial{Acc(0), Acc(0), Acc(0), Acc(0)};
+      const int64_t last = count > 0 ? (place.first + count - 1) / len : -1;
+#pragma unroll 1
+      for (int64_t c = place.first / len; c <= last; ++c) {
+        const int64_t begin = max(c * len, place.first) - place.first;
+        const int64_t end = min((c + 1) * len, place.first + count) - place.first;
+        const Acc weight =
+            spans && args.weight ? load_param<Acc>(args.weight, args.param_dtype, slice_channel + c) : ctx.weight;
+        const Acc bias =
+            spans && args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : ctx.bias;
+        const TripleSum<Acc> sums = all_sum.last(
+            channel_sums(ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
+        if (!place.writer) continue;
+        if (args.channel_partials != nullptr) {
+          Acc* pair = static_cast<Acc*>(args.channel_partials) +
+                      2 * (place.slice * args.channel_partials_per_slice + c + place.index);
+          pair[0] = sums.first;
+          pair[1] = sums.second;
+        }
+        const Acc g_scale = spans ? weight : Acc(1);
+        partial.dy += g_scale * sums.first;
+        partial.dy_d += g_scale * sums.second;
+        partial.d += sums.third;
+      }
+      return partial;
+    }
   }
 
   static __device__ __forceinline__ Totals combine(const Partial* partials, int count) {
@@ -115,17 +163,24 @@ struct BackwardOp {
     const Acc n = static_cast<Acc>(args.slice_len);
     const Acc resid = args.use_input_stats ? totals.d / n : Acc(0);
     const Acc dy_xhat = ctx.rstd * (totals.dy_d - resid * totals.dy);
-    if (writer && args.slice_term0) {  // the weight gradients' terms
-      static_cast<Acc*>(args.slice_term0)[slice] = dy_xhat;
-      static_cast<Acc*>(args.slice_term1)[slice] = totals.dy;
+    const bool spans = kGeneral && args.slice_channels > 1;
+    if (writer && args.slice_term0) {  // the weight gradients' terms (channel_reduce.cu)
+      static_cast<Acc*>(args.slice_term0)[slice] = spans ? ctx.rstd : dy_xhat;
+      static_cast<Acc*>(args.slice_term1)[slice] = spans ? resid : totals.dy;
     }
     const Acc dy_scale = ctx.rstd * ctx.weight;
+    const Acc g_scale = spans ? ctx.rstd : dy_scale;  // the sums are of g (GroupNorm) or of dz
     const Epilogue& epilogue = ctx;
     if (!args.use_input_stats) {
-      return Coefficients{epilogue, ctx.center, Acc(0), dy_scale, Acc(0), Acc(0), ctx.bias, false};
+      return Coefficients{epilogue, ctx.center, Acc(0), ctx.rstd, dy_scale, Acc(0), Acc(0), ctx.bias, false};
     }
-    return Coefficients{epilogue,          ctx.center, resid, dy_scale, -dy_scale * ctx.rstd * dy_xhat / n,
-                        -dy_scale * totals.dy / n, ctx.bias, true};
+    return Coefficients{epilogue, ctx.center, resid, ctx.rstd, dy_scale, -g_scale * ctx.rstd * dy_xhat / n,
+                        -g_scale * totals.dy / n, ctx.bias, true};
+  }
+
+  static __device__ __forceinline__ void for_channel(Acc weight, Acc bias, Coefficients& c) {
+    c.dy_scale = c.rstd * weight;
+    c.bias = bias;
   }
 
   static __device__ __forceinline__ Acc apply(const Coefficients& c, const Acc (&v)[2]) {

@@ -182,6 +182,59 @@ struct Chunk {
     }
   }
 
+  // f(v) for the elements in [begin, end) of the chunk this thread holds, as for_each visits them:
+  // the vectors that overlap the range, checked element by element only where they cross its ends.
+  template <typename F>
+  __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
+    const auto visit_pack = [&](const Pack<T>(&packs)[kInputs], int64_t j) {
+      const bool whole = j >= begin && j + kVec <= end;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        if (!whole && (j + e < begin || j + e >= end)) continue;
+        Acc v[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
+        f(v);
+      }
+    };
+    if constexpr (kVecs > 0) {
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+        const int64_t j = len + part[0].offset(k);
+        if (part[0].offset(k) >= part[0].len || j + kVec <= begin || j >= end) continue;
+        Pack<T> packs[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) packs[i] = part[i].packs[k];
+        visit_pack(packs, j);
+      }
+    }
+    if (inputs_in_vectors()) {
+      // The body vectors that overlap [begin, end): vector b holds elements head + b * kVec on.
+      const int64_t first_vec = begin > range.head ? (begin - range.head) / kVec : 0;
+      const int64_t end_vec = end > range.head ? min(range.body_vecs, (end - range.head + kVec - 1) / kVec) : 0;
+      for (int64_t b = first_vec + threadIdx.x; b < end_vec; b += kThreads) {
+        Pack<T> packs[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) packs[i] = body(i)[b];
+        visit_pack(packs, range.head + b * kVec);
+      }
+      if (threadIdx.x < range.ragged()) {
+        const int64_t j = range.ragged_index(threadIdx.x);
+        if (j >= begin && j < end) {
+          Acc v[kInputs];
+          load(j, v);
+          f(v);
+        }
+      }
+    } else {
+      for (int64_t j = begin + threadIdx.x; j < min(end, len); j += kThreads) {
+        Acc v[kInputs];
+        load(j, v);
+        f(v);
+      }
+    }
+  }
+
   // dst[i] = g(values of element i) for every element (dst: the output's elements of this chunk,
   // whose element 0 is element `first` of its slice), `window` (common.cuh ChannelWindow) moved to
   // each element's channel first: checked once a 16-byte vector, element by element only in a

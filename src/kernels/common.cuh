@@ -38,6 +38,10 @@ struct KernelArgs {
   // the batch (forward: mean and unbiased variance; backward: sum(dy * xhat) and sum(dy))
   void* slice_term0;
   void* slice_term1;
+  // GroupNorm's backward with weight gradients (plan_internal.h sums_channels_in_slices): per slice,
+  // per channel and chunk, stats type pairs (sum dz, sum dz * (x - center)), or null
+  void* channel_partials;
+  int64_t channel_partials_per_slice;
   const void* running_mean;
   const void* running_var;
   int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitPipelined: elements per part
@@ -294,6 +298,17 @@ struct ChannelWindow<Op, true> {
     Op::for_channel(weight ? load_param<Acc>(weight, param_dtype, slice_first_channel + channel) : Acc(1),
                     bias ? load_param<Acc>(bias, param_dtype, slice_first_channel + channel) : Acc(0), coefficients);
   }
+};
+
+// Where a chunk lies in its slice, for an op's reduction that sums per channel inside a slice
+// (GroupNorm's backward): the slice, the chunk's first element in it and its index among the
+// slice's chunks (plan_internal.h channel_partial_chunk_len apart), and whether this thread is the
+// one that holds the chunk's sums (all_sum.last's) and writes what follows from them.
+struct ChunkPlace {
+  int64_t slice;
+  int64_t first;
+  int64_t index;
+  bool writer;
 };
 
 // Sums of two and three accumulators, reduced together (one block or warp reduction for all).

@@ -9,8 +9,10 @@
 //
 // An op of the engine answers, as static members:
 //   Context context(args, slice)          what the slice needs before its reductions
-//   Partial reduce(ctx, elements, count, all_sum)   a chunk's (or a whole slice's) partial, its last
-//                                          sum by all_sum.last (a CTA's partial is used in thread 0)
+//   Partial reduce(args, ctx, elements, place, count, all_sum)   a chunk's (or a whole slice's)
+//                                          partial, its last sum by all_sum.last (a CTA's partial
+//                                          is used in thread 0); `place` (common.cuh ChunkPlace)
+//                                          says where the chunk lies, for sums per channel
 //   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
 //   SplitPartial to_split(partial), combine_split<kThreads>(partials, parts), from_split(split)
 //                                          the same in float64 through global memory (split path)
@@ -137,8 +139,8 @@ struct ForwardOp {
   // Corrected two-pass statistics of the `count` elements: their mean, then the deviations from it
   // and their residual.
   template <typename Elements, typename AllSum>
-  static __device__ __forceinline__ Partial reduce(const Context& ctx, const Elements& elements, int64_t count,
-                                                   AllSum& all_sum) {
+  static __device__ __forceinline__ Partial reduce(const KernelArgs&, const Context& ctx, const Elements& elements,
+                                                   const ChunkPlace&, int64_t count, AllSum& all_sum) {
     Acc sum = Acc(0);
     elements.for_each([&](const Acc(&v)[1]) { sum += v[0] - ctx.shift; });
     sum = all_sum(sum);

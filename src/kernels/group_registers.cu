@@ -32,11 +32,17 @@ struct GroupSlice {
 
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
+    for_each_range(0, len, f);
+  }
+  // f(v) for the elements of the slice in [begin, end).
+  template <typename F>
+  __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       if (!valid(j)) continue;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
+        if (first(j) + k < begin || first(j) + k >= end) continue;
         Acc v[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) v[i] = values[i][j][k];
@@ -87,7 +93,8 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   // Every lane of the warp takes part in the reductions, those of an inactive group too.
   const typename Op::Context ctx = Op::context(args, slice_data.active ? slice : 0);
   GroupAllSum<kGroup> all_sum;
-  const typename Op::Partial partial = Op::reduce(ctx, slice_data, args.slice_len, all_sum);
+  const ChunkPlace place{slice_data.active ? slice : 0, 0, 0, slice_data.active && slice_data.lane == 0};
+  const typename Op::Partial partial = Op::reduce(args, ctx, slice_data, place, args.slice_len, all_sum);
   if (!slice_data.active) return;
   typename Op::Coefficients coefficients =
       Op::finish(args, slice, ctx, Op::combine(&partial, 1), slice_data.lane == 0);

@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     const typename Op::Context ctx = Op::context(args, slice);
     loaded.wait(std::move(load_token));
     AllSum all_sum{reduce_storage};
-    const Partial mine = Op::reduce(ctx, chunk, len, all_sum);
+    const Partial mine = Op::reduce(args, ctx, chunk, ChunkPlace{slice, begin, rank, threadIdx.x == 0}, len, all_sum);
     Partial* stats = inbox[kCluster ? (round & 1) : 0];
     if constexpr (kCluster) {
       exchange_in_cluster(cluster, rank, group_size, mine, stats, &arrived[round & 1],

@@ -99,7 +99,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       loaded.wait(std::move(token));
       AllSum all_sum{reduce_storage};
       // Ends with a barrier after the last read of the buffer: the next item may overwrite it.
-      const SplitSums part = Op::to_split(Op::reduce(ctx, chunk, len, all_sum));
+      const ChunkPlace place{work.slice, begin, work.part, threadIdx.x == 0};
+      const SplitSums part = Op::to_split(Op::reduce(args, ctx, chunk, place, len, all_sum));
       if (threadIdx.x == 0) {
         partials[work.slice * parts + work.part] = part;
         completes_slice = arrivals.fetch_add(1u, cuda::memory_order_acq_rel) == parts - 1;

@@ -260,6 +260,68 @@ TEST(PlanBackward, WorkspaceHoldsThePerSliceTermsOnlyForWeightGradients) {
   EXPECT_EQ(grads.workspace_bytes, 2u * 256 * 256 * 4);  // two float terms per slice, 256-aligned
 }
 
+// GroupNorm's backward: the forward's conditions (groups divides C, train mode, NCHW) hold for it.
+TEST(ValidateBackward, GroupNorm) {
+  BackwardParams p = problem(DType::kFloat32, {2, 6, 5, 7});
+  for (int64_t groups : {1, 2, 3, 6}) {
+    p.groups = groups;
+    EXPECT_TRUE(validate_backward(p).ok()) << groups;
+  }
+  p.groups = 4;
+  expect_invalid(p, "groups must be 0 (InstanceNorm) or a positive divisor of the channels, got groups=4 for C=6");
+  p.groups = 3;
+  p.use_input_stats = false;
+  p.mean = p.rstd = nullptr;
+  p.running_mean = fake_pointer(kAligned * 210);
+  p.running_var = fake_pointer(kAligned * 211);
+  expect_invalid(p, "GroupNorm (groups given) normalizes with the statistics of its input");
+  p = problem(DType::kFloat32, {2, 6, 5, 7});
+  p.groups = 3;
+  p.layout = Layout::kChannelsLast;
+  expect_invalid(p, "channels_last is not implemented yet", StatusCode::kUnsupported);
+  p.layout = Layout::kContiguous;
+  p.spatial_rank = 1;
+  p.spatial[0] = 1;  // slices of two one-element channels: GroupNorm computes them
+  EXPECT_TRUE(validate_backward(p).ok());
+}
+
+// GroupNorm's weight gradients are summed per channel inside each slice: the general op follows
+// each element's channel whenever they are wanted, and every chunk leaves a pair of sums per channel
+// it overlaps (c + k for channel c and chunk k: channels + chunks - 1 a slice).
+TEST(PlanBackward, GroupNormSumsChannelsInsideSlices) {
+  BackwardParams p = problem(DType::kFloat32, {2, 320, 64, 64});
+  p.groups = 32;
+  const Plan plain = plan_of(p);
+  EXPECT_EQ(plain.num_slices, 64);
+  EXPECT_EQ(plain.slice_len, 10 * 64 * 64);
+  EXPECT_FALSE(plain.channel_affine);  // no weight, no weight gradients: dx alone, the plain op
+  EXPECT_FALSE(detail::sums_channels_in_slices(plain));
+  p.dbias = fake_pointer(kAligned * 202);
+  const Plan grads = plan_of(p);
+  EXPECT_TRUE(grads.channel_affine);
+  EXPECT_TRUE(detail::sums_channels_in_slices(grads));
+  ASSERT_EQ(grads.path, Path::kSharedResident);
+  const int64_t chunks = (grads.slice_len + grads.chunk_len - 1) / grads.chunk_len;
+  EXPECT_EQ(detail::channel_partials_per_slice(grads), 10 + chunks - 1);
+  const detail::WorkspaceLayout layout = detail::workspace_layout(grads);
+  EXPECT_GE(layout.total - layout.channel_partials, 64u * (10 + chunks - 1) * 2 * 4);
+  EXPECT_FALSE(detail::plan_matches(plain, detail::plan_signature(p)));
+  // Small slices: one chunk, a pair per channel.
+  BackwardParams small = problem(DType::kFloat32, {4, 8, 4, 4});
+  small.groups = 2;
+  small.dweight = fake_pointer(kAligned * 201);
+  const Plan group = plan_of(small);
+  EXPECT_EQ(group.path, Path::kGroupRegisters);
+  EXPECT_EQ(detail::channel_partials_per_slice(group), 4);
+  // Parts of the split path: as many chunks as parts.
+  BackwardParams big = problem(DType::kFloat32, {1, 4, 2048, 2048});
+  big.groups = 1;
+  big.dweight = fake_pointer(kAligned * 201);
+  const Plan split = plan_of(big);
+  ASSERT_EQ(split.path, Path::kSplitPipelined);
+  EXPECT_EQ(detail::channel_partials_per_slice(split), 4 + split.parts_per_slice - 1);
+}
+
 TEST(PlanBackward, NothingToComputeIsEmpty) {
   BackwardParams p = valid_params();
   p.dx = nullptr;  // no gradient wanted at all

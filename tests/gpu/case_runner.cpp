@@ -138,21 +138,23 @@ struct CaseParams {
 
 // Sets dy to 0 (in `dy`, NCHW) where z = (x - mean) * rstd * w + b lies within kink_band of relu's
 // or leaky_relu's kink (oracle.h): dy = 0 gives dz = 0 on both sides. Returns how many were set.
-int64_t zero_dy_at_kinks(const Case& c, int64_t slice_len, const std::vector<double>& x,
+// slice_len is a channel's; mean and rstd are of slices of `per_slice` channels (GroupNorm) or one.
+int64_t zero_dy_at_kinks(const Case& c, int64_t slice_len, int64_t per_slice, const std::vector<double>& x,
                          const std::vector<double>& mean, const std::vector<double>& rstd, const CaseParams& params,
                          std::vector<double>* dy) {
   if (!has_kink(c.activation)) return 0;
   const int64_t channels = c.shape[1];
   int64_t zeroed = 0;
-  for (std::size_t s = 0; s < mean.size(); ++s) {
-    const int64_t channel = static_cast<int64_t>(s) % channels;
+  for (int64_t s = 0; s < static_cast<int64_t>(mean.size()) * per_slice; ++s) {
+    const int64_t channel = s % channels;
+    const int64_t stat = s / per_slice;
     const double w = c.affine ? params.host_weight[channel] : 1.0;
     const double b = c.affine && !c.weight_only ? params.host_bias[channel] : 0.0;
-    const double scale = rstd[s] * w;
-    const double band = kink_band(c.dtype, mean[s], scale, b);
+    const double scale = rstd[stat] * w;
+    const double band = kink_band(c.dtype, mean[stat], scale, b);
     for (int64_t i = 0; i < slice_len; ++i) {
-      const int64_t e = static_cast<int64_t>(s) * slice_len + i;
-      if (std::fabs((x[e] - mean[s]) * scale + b) < band && (*dy)[e] != 0.0) {
+      const int64_t e = s * slice_len + i;
+      if (std::fabs((x[e] - mean[stat]) * scale + b) < band && (*dy)[e] != 0.0) {
         (*dy)[e] = 0.0;
         ++zeroed;
       }
@@ -330,8 +332,12 @@ Outcome run_backward_case(const Case& c) {
 
   BackwardParams p;
   set_shape(c, &p);
-  const int64_t slices = p.batch * p.channels;
+  p.groups = c.groups;
+  const int64_t slices = p.batch * p.channels;  // channels: the nan slice and the layout's
   const int64_t slice_len = detail::slice_len_of(p);
+  const int64_t per_stat = detail::slice_channels_of(p);          // channels a statistic covers
+  const int64_t stat_slices = slices / per_stat;                  // mean and rstd
+  const int64_t stat_len = slice_len * per_stat;
   const int64_t numel = slices * slice_len;
   const std::size_t elem = dtype_size(c.dtype);
   const DType stats = stats_dtype(c.dtype);
@@ -377,10 +383,10 @@ Outcome run_backward_case(const Case& c) {
   host_dy = to_nchw(std::move(host_dy), c, slice_len);
   // What normalized x: the exact statistics rounded to the stats type, as the forward returns them
   // (train mode), or the running stats.
-  std::vector<double> host_mean(slices), host_rstd(slices);
-  for (int64_t s = 0; s < slices; ++s) {
+  std::vector<double> host_mean(stat_slices), host_rstd(stat_slices);
+  for (int64_t s = 0; s < stat_slices; ++s) {
     if (p.use_input_stats) {
-      const SliceStats st = slice_statistics(host_x.data() + s * slice_len, slice_len, p.eps);
+      const SliceStats st = slice_statistics(host_x.data() + s * stat_len, stat_len, p.eps);
       host_mean[s] = st.mean;
       host_rstd[s] = st.rstd;
     } else {
@@ -389,16 +395,16 @@ Outcome run_backward_case(const Case& c) {
     }
   }
   if (p.use_input_stats) {
-    INORM_CHECK(mean.allocate(slices * dtype_size(stats)));
-    INORM_CHECK(rstd.allocate(slices * dtype_size(stats)));
+    INORM_CHECK(mean.allocate(stat_slices * dtype_size(stats)));
+    INORM_CHECK(rstd.allocate(stat_slices * dtype_size(stats)));
     INORM_CHECK(copy_from_host(host_mean, stats, mean.get()));
     INORM_CHECK(copy_from_host(host_rstd, stats, rstd.get()));
-    INORM_CHECK(copy_to_host(mean.get(), stats, 0, slices, &host_mean));
-    INORM_CHECK(copy_to_host(rstd.get(), stats, 0, slices, &host_rstd));
+    INORM_CHECK(copy_to_host(mean.get(), stats, 0, stat_slices, &host_mean));
+    INORM_CHECK(copy_to_host(rstd.get(), stats, 0, stat_slices, &host_rstd));
     p.mean = mean.get();
     p.rstd = rstd.get();
   }
-  if (zero_dy_at_kinks(c, slice_len, host_x, host_mean, host_rstd, params, &host_dy) > 0) {
+  if (zero_dy_at_kinks(c, slice_len, per_stat, host_x, host_mean, host_rstd, params, &host_dy) > 0) {
     std::vector<double> dy_in_memory(host_dy.size());
     for (int64_t s = 0; s < slices; ++s) {
       for (int64_t i = 0; i < slice_len; ++i) {
@@ -470,7 +476,7 @@ Outcome run_backward_case(const Case& c) {
       failures.push_back("dx: " + std::to_string(count_poison(first_dx, c.dtype)) + " elements never written");
     }
     const Comparison cmp = compare_scaled(to_nchw(raw_to_double(first_dx, c.dtype), c, slice_len), want.dx,
-                                          want.dx_scale, slice_len, output_tolerance(c.dtype));
+                                          want.dx_scale, stat_len, output_tolerance(c.dtype));
     if (!cmp.ok()) failures.push_back("dx: " + cmp.describe());
   }
   const Tolerance grad_tolerance{output_tolerance(stats).atol, output_tolerance(c.param_dtype).rtol,

@@ -1,4 +1,4 @@
-// Runs one InstanceNorm (or GroupNorm forward) problem, forward or backward, on the GPU and checks it completely against
+// Runs one InstanceNorm (or GroupNorm) problem, forward or backward, on the GPU and checks it completely against
 // the float64 oracle: fresh random inputs, outputs poisoned before the launch and checked for full
 // coverage, every output (y, mean, rstd, running stats; dx, dweight, dbias) compared with stated
 // tolerances.
@@ -33,7 +33,7 @@ struct Case {
   bool affine = false;
   bool weight_only = false;    // weight without bias
   Activation activation = Activation::kNone;  // fused after the affine, in both passes
-  int64_t groups = 0;          // forward: GroupNorm's groups (0: InstanceNorm)
+  int64_t groups = 0;          // GroupNorm's groups (0: InstanceNorm)
   double negative_slope = 0.01;
   DType param_dtype = DType::kFloat32;
   Running running = Running::kNone;

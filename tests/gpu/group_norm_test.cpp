@@ -1,10 +1,11 @@
-// GPU tests of GroupNorm's forward (ForwardParams.groups): a slice is C / groups channels x
-// spatial, normalized together, with the weight and bias of each element's channel (the general
-// op follows it, common.cuh ChannelWindow). Checked in full against the float64 oracle by run_case
-// (case_runner.h): every group count (1, 2, one channel a group, and between) x every dtype on a
-// shape of each family, every path forced onto a misaligned view, offset data, a NaN, no affine, in
-// place and bitwise repeats. GpuSanitize.GroupNormPlans runs each family under the sanitizers.
-// Skips without a GPU.
+// GPU tests of GroupNorm (ForwardParams.groups, BackwardParams.groups), forward and backward: a
+// slice is C / groups channels x spatial, normalized together, with the weight and bias of each
+// element's channel (the general op follows it, common.cuh ChannelWindow); the backward sums dweight
+// and dbias per channel inside each slice (kernels/backward_op.cuh). Checked in full against the
+// float64 oracle by run_case (case_runner.h): every group count (1, 2, one channel a group, and
+// between) x every dtype on a shape of each family, every path forced onto a misaligned view,
+// offset data, a NaN, no affine, in place and bitwise repeats, each in both passes.
+// GpuSanitize.GroupNormPlans runs each family under the sanitizers. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -17,8 +18,12 @@
 namespace inorm::testing {
 namespace {
 
-Case group_case(std::vector<int64_t> shape, DType dtype, int64_t groups, Activation activation = Activation::kNone) {
+constexpr Pass kPasses[] = {Pass::kForward, Pass::kBackward};
+
+Case group_case(Pass pass, std::vector<int64_t> shape, DType dtype, int64_t groups,
+                Activation activation = Activation::kNone) {
   Case c;
+  c.pass = pass;
   c.shape = std::move(shape);
   c.dtype = dtype;
   c.groups = groups;
@@ -51,79 +56,105 @@ const std::vector<GroupShape>& group_shapes() {
   return shapes;
 }
 
-// Every group count and dtype, silu and no activation in turn.
+// Every group count and dtype, silu and no activation in turn, in both passes.
 TEST(GpuGroupNorm, EveryGroupCountEveryDtype) {
   INORM_REQUIRE_GPU();
-  for (DType dtype : kAllDtypes) {
-    int turn = 0;
-    for (const GroupShape& s : group_shapes()) {
-      for (int64_t groups : s.groups) {
-        const Activation activation = turn++ % 2 ? Activation::kSilu : Activation::kNone;
-        expect_passes(group_case(s.shape, dtype, groups, activation), with_groups(groups, s.why));
+  for (Pass pass : kPasses) {
+    for (DType dtype : kAllDtypes) {
+      int turn = 0;
+      for (const GroupShape& s : group_shapes()) {
+        for (int64_t groups : s.groups) {
+          const Activation activation = turn++ % 2 ? Activation::kSilu : Activation::kNone;
+          expect_passes(group_case(pass, s.shape, dtype, groups, activation), with_groups(groups, s.why));
+        }
       }
     }
   }
 }
 
 // Every forced plan (expect_case.h forced_plans) on 3 groups of two 1517-element channels, every
-// tensor one element off 16-byte alignment: chunk and part boundaries fall anywhere in a channel.
+// tensor one element off 16-byte alignment: chunk and part boundaries fall anywhere in a channel,
+// and the backward's per-channel sums of a chunk start and end inside channels.
 TEST(GpuGroupNorm, EveryPathForced) {
   INORM_REQUIRE_GPU();
-  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
-    for (const ForcedPlan& f : forced_plans()) {
-      Case c = forced_misaligned_case(Pass::kForward, {2, 6, 37, 41}, dtype, f.path);
-      c.running = Running::kNone;  // GroupNorm has none
-      c.groups = 3;
-      c.options = f.options();
-      c.expect_exchange = f.exchange;
-      expect_passes(c, f.describe());
+  for (Pass pass : kPasses) {
+    for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
+      for (const ForcedPlan& f : forced_plans()) {
+        Case c = forced_misaligned_case(pass, {2, 6, 37, 41}, dtype, f.path);
+        c.running = Running::kNone;  // GroupNorm has none
+        c.groups = 3;
+        c.options = f.options();
+        c.expect_exchange = f.exchange;
+        expect_passes(c, f.describe());
+      }
     }
+    Case small = forced_misaligned_case(pass, {2, 6, 5, 7}, DType::kFloat16, Path::kGroupRegisters);
+    small.running = Running::kNone;
+    small.groups = 2;
+    expect_passes(small, "forced to group_registers");
   }
-  Case small = forced_misaligned_case(Pass::kForward, {2, 6, 5, 7}, DType::kFloat16, Path::kGroupRegisters);
-  small.running = Running::kNone;
-  small.groups = 2;
-  expect_passes(small, "forced to group_registers");
 }
 
-// x far from zero: the statistics keep their digits across the channels of a slice.
+// x far from zero: the statistics keep their digits across the channels of a slice, and the
+// backward's r (what the float32 mean missed) stays right in every channel's dweight.
 TEST(GpuGroupNorm, OffsetData) {
   INORM_REQUIRE_GPU();
-  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
-    for (const std::vector<int64_t>& shape :
-         {std::vector<int64_t>{8, 16, 8, 8}, {4, 8, 63, 65}, {2, 8, 130, 130}, {1, 4, 1500, 1500}}) {
-      Case c = group_case(shape, DType::kFloat32, 2, Activation::kLeakyRelu);
-      c.negative_slope = 0.2;
-      ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
-      expect_passes(c, data);
+  for (Pass pass : kPasses) {
+    for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+      for (const std::vector<int64_t>& shape :
+           {std::vector<int64_t>{8, 16, 8, 8}, {4, 8, 63, 65}, {2, 8, 130, 130}, {1, 4, 1500, 1500}}) {
+        Case c = group_case(pass, shape, DType::kFloat32, 2, Activation::kLeakyRelu);
+        c.negative_slope = 0.2;
+        ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+        expect_passes(c, data);
+      }
     }
   }
 }
 
-// A NaN in one channel: its whole group is NaN, the other groups are not.
+// A NaN in one channel: its whole group is NaN, the other groups are not (in the backward, dx of
+// the group, and the dweight of every channel of that group, which sums over it).
 TEST(GpuGroupNorm, NanStaysInItsGroup) {
   INORM_REQUIRE_GPU();
-  Case c = group_case({2, 6, 4097}, DType::kFloat32, 3);
-  c.nan_slice = 4;  // channel 4 of sample 0: group 2
-  expect_passes(c, "NaN in channel 4");
+  for (Pass pass : kPasses) {
+    Case c = group_case(pass, {2, 6, 4097}, DType::kFloat32, 3);
+    c.nan_slice = 4;  // channel 4 of sample 0: group 2
+    expect_passes(c, "NaN in channel 4");
+  }
 }
 
-// No affine (the norm alone: the plain op, nothing by channel) and a weight without a bias.
-TEST(GpuGroupNorm, WithoutBias) {
+// No affine (the norm alone: the plain op, nothing by channel), a weight without a bias, and the
+// backward's gradients apart: dx alone (the general op without per-channel sums), and dweight and
+// dbias alone (per-channel sums, nothing written per element).
+TEST(GpuGroupNorm, WithoutBiasAndEachGradientAlone) {
   INORM_REQUIRE_GPU();
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 8, 63, 65}, {2, 6, 5, 7}}) {
-    Case plain = group_case(shape, DType::kFloat32, 2);
-    plain.affine = false;
-    expect_passes(plain, "no affine");
-    Case weight_only = group_case(shape, DType::kBFloat16, 2, Activation::kRelu);
-    weight_only.weight_only = true;
-    expect_passes(weight_only, "weight without bias");
+  for (Pass pass : kPasses) {
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 8, 63, 65}, {2, 6, 5, 7}}) {
+      Case plain = group_case(pass, shape, DType::kFloat32, 2);
+      plain.affine = false;
+      expect_passes(plain, "no affine");
+      Case weight_only = group_case(pass, shape, DType::kBFloat16, 2, Activation::kRelu);
+      weight_only.weight_only = true;
+      expect_passes(weight_only, "weight without bias");
+    }
+  }
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 8, 63, 65}, {2, 8, 130, 130}}) {
+    Case dx_only = group_case(Pass::kBackward, shape, DType::kFloat16, 4, Activation::kSilu);
+    dx_only.want_weight_grads = false;
+    expect_passes(dx_only, "dx alone");
+    Case grads_only = group_case(Pass::kBackward, shape, DType::kFloat32, 4);
+    grads_only.want_dx = false;
+    expect_passes(grads_only, "dweight and dbias alone");
   }
 }
 
 TEST(GpuGroupNorm, InPlaceAndBitwiseRepeatable) {
   INORM_REQUIRE_GPU();
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 16, 32, 32}, {2, 4, 512, 512}}) {
-    expect_passes_in_place_and_repeated(group_case(shape, DType::kBFloat16, 2, Activation::kSilu), "GroupNorm");
+  for (Pass pass : kPasses) {
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 16, 32, 32}, {2, 4, 512, 512}}) {
+      expect_passes_in_place_and_repeated(group_case(pass, shape, DType::kBFloat16, 2, Activation::kSilu),
+                                          "GroupNorm");
+    }
   }
 }
 

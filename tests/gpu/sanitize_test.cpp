@@ -33,7 +33,7 @@ struct Reach {
   Running running = Running::kNone;
   int64_t offset = 0;
   Layout layout = Layout::kContiguous;
-  int64_t groups = 0;  // GroupNorm's (forward)
+  int64_t groups = 0;  // GroupNorm's
 };
 
 void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt,
@@ -129,8 +129,8 @@ TEST(GpuSanitize, ActivatedPlans) {
   }
 }
 
-// GroupNorm's forward in every family it runs, silu fused, the weight and bias following the
-// channel inside each chunk (register parts included).
+// GroupNorm in every family it runs, both passes, silu fused, the weight and bias following the
+// channel of each element; the backward's per-channel sums of each chunk in the workspace.
 TEST(GpuSanitize, GroupNormPlans) {
   INORM_REQUIRE_GPU();
   std::vector<Reach> reaches = {
@@ -143,16 +143,19 @@ TEST(GpuSanitize, GroupNormPlans) {
        Exchange::kGlobal},
       {"shared_resident, a cluster of 5", {2, 6, 4097}, DType::kFloat32, Path::kSharedResident, 5, 0,
        Exchange::kCluster},
-      {"split_pipelined, three parts a slice", {1, 6, 13335}, DType::kFloat32, Path::kSplitPipelined},
+      {"split_pipelined, several parts a slice", {1, 6, 13335}, DType::kFloat32, Path::kSplitPipelined},
   };
-  for (Reach& r : reaches) {
-    r.groups = 3;
-    expect_plan_passes(Pass::kForward, r, std::nullopt, Activation::kSilu);
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (Reach& r : reaches) {
+      r.groups = 3;
+      expect_plan_passes(pass, r, std::nullopt, Activation::kSilu);
+    }
+    // Slices of two channels as long as RegisterParts' slices of one.
+    Reach registers{"register parts, two channels of a slice", {2, 2, pass == Pass::kForward ? 65538 : 32770},
+                    DType::kFloat32, Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1};
+    registers.groups = 1;
+    expect_plan_passes(pass, registers, true, Activation::kSilu);
   }
-  Reach registers{"register parts, two channels of a slice", {2, 2, 65538}, DType::kFloat32, Path::kSharedResident, 4,
-                  detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1};
-  registers.groups = 1;
-  expect_plan_passes(Pass::kForward, registers, true, Activation::kSilu);
 }
 
 // Register parts: chunks longer than a CTA's share of shared memory at two per SM hold their end in
