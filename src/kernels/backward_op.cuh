@@ -44,13 +44,17 @@ struct GradSplitSums {
 };
 static_assert(sizeof(GradSplitSums) == sizeof(SplitPartial), "split_pipelined's workspace holds either");
 
-template <typename T, bool kGeneral>
+// kSpansChannels (GroupNorm's general op, launchers.h dispatch_op): slices of several channels. An
+// op of its own, not a branch of the general one: its loop over channels, compiled into the same
+// kernels, made InstanceNorm's with an activation spill 100-400 bytes (dev/VARIANTS.md 44).
+template <typename T, bool kGeneral, bool kSpansChannels = false>
 struct BackwardOp {
+  static_assert(kGeneral || !kSpansChannels, "slices of several channels take the general op");
   using Elem = T;
   using Acc = AccOf<T>;
   using Epilogue = EpilogueOf<Acc, kGeneral>;
   static constexpr int kInputs = 2;  // x, dy
-  static constexpr bool kChannelCoefficients = kGeneral;
+  static constexpr bool kChannelCoefficients = kSpansChannels;
   using Partial = GradSums<Acc>;  // InstanceNorm: sums of dz; GroupNorm: of g = dz * w
   struct Totals {
     Acc dy;
@@ -110,42 +114,45 @@ struct BackwardOp {
   static __device__ __forceinline__ Partial reduce(const KernelArgs& args, const Context& ctx,
                                                    const Elements& elements, const ChunkPlace& place, int64_t count,
                                                    AllSum& all_sum) {
-    if constexpr (!kGeneral) {  // one affine a slice (or none): the sums of dz over the whole chunk
+    if constexpr (!kSpansChannels) {  // one affine a slice, or none: the whole chunk at once
       const TripleSum<Acc> sums =
           all_sum.last(channel_sums(ctx, ctx.weight, ctx.bias, [&](auto&& f) { elements.for_each(f); }));
       return Partial{sums.first, sums.second, sums.third, Acc(0)};
     } else {
-      // A block sum per channel the chunk overlaps (one for InstanceNorm), each channel with its own
-      // weight and bias; the writer adds them up in channel order.
-      const int64_t len = args.channel_len;
-      const bool spans = args.slice_channels > 1;
-      const int64_t slice_channel = first_channel(args, place.slice);
-      Partial partial{Acc(0), Acc(0), Acc(0), Acc(0)};
-      const int64_t last = count > 0 ? (place.first + count - 1) / len : -1;
-#pragma unroll 1
-      for (int64_t c = place.first / len; c <= last; ++c) {
-        const int64_t begin = max(c * len, place.first) - place.first;
-        const int64_t end = min((c + 1) * len, place.first + count) - place.first;
-        const Acc weight =
-            spans && args.weight ? load_param<Acc>(args.weight, args.param_dtype, slice_channel + c) : ctx.weight;
-        const Acc bias =
-            spans && args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : ctx.bias;
-        const TripleSum<Acc> sums = all_sum.last(
-            channel_sums(ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
-        if (!place.writer) continue;
-        if (args.channel_partials != nullptr) {
-          Acc* pair = static_cast<Acc*>(args.channel_partials) +
-                      2 * (place.slice * args.channel_partials_per_slice + c + place.index);
-          pair[0] = sums.first;
-          pair[1] = sums.second;
-        }
-        const Acc g_scale = spans ? weight : Acc(1);
-        partial.dy += g_scale * sums.first;
-        partial.dy_d += g_scale * sums.second;
-        partial.d += sums.third;
-      }
-      return partial;
+      return reduce_by_channel(args, ctx, elements, place, count, all_sum);
     }
+  }
+
+  // GroupNorm: a block sum per channel the chunk overlaps, each with its channel's weight and bias,
+  // added up in channel order where all_sum.last leaves them (thread 0 of a CTA; every lane of a
+  // group), and each channel's sums of dz and dz * d left for the weight gradients.
+  template <typename Elements, typename AllSum>
+  static __device__ __forceinline__ Partial reduce_by_channel(const KernelArgs& args, const Context& ctx,
+                                                              const Elements& elements, const ChunkPlace& place,
+                                                              int64_t count, AllSum& all_sum) {
+    const int64_t len = args.channel_len;
+    const int64_t slice_channel = first_channel(args, place.slice);
+    Partial partial{Acc(0), Acc(0), Acc(0), Acc(0)};
+    const int64_t last = count > 0 ? (place.first + count - 1) / len : -1;
+#pragma unroll 1
+    for (int64_t c = place.first / len; c <= last; ++c) {
+      const int64_t begin = max(c * len, place.first) - place.first;
+      const int64_t end = min((c + 1) * len, place.first + count) - place.first;
+      const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, slice_channel + c) : Acc(1);
+      const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : Acc(0);
+      const TripleSum<Acc> sums = all_sum.last(
+          channel_sums(ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
+      if (place.writer && args.channel_partials != nullptr) {
+        Acc* pair = static_cast<Acc*>(args.channel_partials) +
+                    2 * (place.slice * args.channel_partials_per_slice + c + place.index);
+        pair[0] = sums.first;
+        pair[1] = sums.second;
+      }
+      partial.dy += weight * sums.first;
+      partial.dy_d += weight * sums.second;
+      partial.d += sums.third;
+    }
+    return partial;
   }
 
   static __device__ __forceinline__ Totals combine(const Partial* partials, int count) {
@@ -163,7 +170,7 @@ struct BackwardOp {
     const Acc n = static_cast<Acc>(args.slice_len);
     const Acc resid = args.use_input_stats ? totals.d / n : Acc(0);
     const Acc dy_xhat = ctx.rstd * (totals.dy_d - resid * totals.dy);
-    const bool spans = kGeneral && args.slice_channels > 1;
+    constexpr bool spans = kSpansChannels;
     if (writer && args.slice_term0) {  // the weight gradients' terms (channel_reduce.cu)
       static_cast<Acc*>(args.slice_term0)[slice] = spans ? ctx.rstd : dy_xhat;
       static_cast<Acc*>(args.slice_term1)[slice] = spans ? resid : totals.dy;

@@ -197,28 +197,14 @@ struct TileColumn {
   const T* inputs[kInputs];  // the thread's first element in each staged tile
   int step;                  // rows a pass * channel_block
   int count;                 // the thread's rows
-  int row;                   // the thread's first row
-  int rows;                  // rows a pass: the thread's k-th row is row + k * rows
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
-    for (int k = 0; k < count; ++k) visit(k, f);
-  }
-  // f(v) for the thread's rows in [begin, end) of the tile.
-  template <typename F>
-  __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
     for (int k = 0; k < count; ++k) {
-      const int64_t r = row + static_cast<int64_t>(k) * rows;
-      if (r >= begin && r < end) visit(k, f);
-    }
-  }
-
- private:
-  template <typename F>
-  __device__ __forceinline__ void visit(int k, F&& f) const {
-    AccOf<T> v[kInputs];
+      AccOf<T> v[kInputs];
 #pragma unroll
-    for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(inputs[i][k * step]);
-    f(v);
+      for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(inputs[i][k * step]);
+      f(v);
+    }
   }
 };
 
@@ -278,11 +264,8 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) column.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column;
     column.step = t.rows * args.channel_block;
-    column.row = t.row;
-    column.rows = t.rows;
     column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
     const typename Op::Context ctx = Op::context(args, slice);
-    // (A slice is one channel here: the place matters to nothing but the tile's rows.)
     const ChunkPlace place{slice, tile.index * args.tile_rows, tile.index, active && t.row == 0};
     const typename Op::Partial part = Op::reduce(args, ctx, column, place, tile.rows, all_sum);
     if (active && t.row == 0) partials[slice * args.parts_per_slice + tile.index] = Op::to_split(part);
@@ -457,7 +440,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
-  return dispatch_op(plan, [&](auto op) -> Status {
+  return dispatch_op</*kGroupNorm=*/false>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
     const auto launch = [&](auto load_tag) -> Status {
       constexpr TileLoad kLoad = decltype(load_tag)::value;

@@ -85,14 +85,23 @@ Status dispatch_dtype(DType dtype, F&& f) {
 }
 
 // Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type: the general
-// op (kGeneral) where the plan has an activation or an affine by channel inside its slices.
-template <typename F>
+// op (kGeneral) where the plan has an activation or an affine by channel inside its slices, and in
+// the backward with that affine GroupNorm's own (kSpansChannels), which a family compiles only
+// where kGroupNorm says it runs GroupNorm.
+template <bool kGroupNorm = true, typename F>
 Status dispatch_op(const Plan& plan, F&& f) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const bool general = plan.activation != Activation::kNone || plan.channel_affine;
-    if (plan.pass == Pass::kBackward) return general ? f(BackwardOp<T, true>{}) : f(BackwardOp<T, false>{});
-    return general ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
+    if (plan.pass == Pass::kForward) return general ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
+    if (!general) return f(BackwardOp<T, false>{});
+    if (!plan.channel_affine) return f(BackwardOp<T, true>{});
+    if constexpr (kGroupNorm) {
+      return f(BackwardOp<T, true, true>{});
+    } else {
+      return Status(StatusCode::kUnsupported, std::string("inorm: GroupNorm's backward does not run on path ") +
+                                                  path_name(plan.path));
+    }
   });
 }
 
