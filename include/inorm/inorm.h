@@ -123,7 +123,8 @@ struct BackwardParams {
   DType param_dtype = DType::kFloat32;  // also the type of running_mean / running_var / dweight / dbias
 
   // use_input_stats == true: the per-(n, c) mean and rstd the forward returned, stats_dtype(dtype),
-  // shape [N * C] (GroupNorm: [N * groups]). use_input_stats == false: the running statistics that normalized x, [C].
+  // shape [N * C] (GroupNorm: [N * groups]). use_input_stats == false: the running statistics that
+  // normalized x, [C].
   const void* mean = nullptr;
   const void* rstd = nullptr;
   const void* running_mean = nullptr;

@@ -10,9 +10,9 @@
 // sum(dz) need for the channel reduction. The activation's z is recomputed from the statistics
 // given (inorm.h BackwardParams), without r.
 // InstanceNorm (a slice is one channel, w one number) sums dz and takes w out of the sums; GroupNorm
-// (kGeneral, a slice of several channels) sums each channel's part of the chunk apart, weights it
-// by its w into the slice's sums, and leaves it in the workspace (args.channel_partials) for
-// dweight and dbias.
+// (kSpansChannels, a slice of several channels) sums each channel's part of the chunk apart,
+// weights it by its w into the slice's sums, and leaves it in the workspace (args.channel_partials)
+// for dweight and dbias.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
