@@ -5,7 +5,8 @@
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck on the smallest plan of
 #             every family and exchange (GpuSanitize.*), and the synccheck reproducer
 #   python    the package built into the build directory (scripts/build-python.sh), pytest,
-#             python -m inorm.bench (forward, --train on train.json and fused.json, and --overhead
+#             python -m inorm.bench (forward on public.json and fused.json, --train on train.json and
+#             fused.json, and --overhead
 #             against the C++ suite's times)
 #   bench     the build and the C++ benchmarks only (with inorm-bench --overhead)
 # Results and one log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most
@@ -90,6 +91,7 @@ if part python; then
   export PYTHONPATH="$(cd "$build/python" 2>/dev/null && pwd)${PYTHONPATH:+:$PYTHONPATH}"
   step pytest 480 python3 -m pytest tests/python -q -rs -p no:cacheprovider
   step torch-bench 300 python3 -m inorm.bench --out "$out"
+  step torch-bench-fused 300 python3 -m inorm.bench --suite bench/suites/fused.json --out "$out"
   step train-bench 400 python3 -m inorm.bench --train --out "$out"
   step train-bench-fused 400 python3 -m inorm.bench --train --suite bench/suites/fused.json --out "$out"
   kernel_times=()

@@ -1,4 +1,4 @@
-// The PyTorch binding of inorm: three operators in the `inorm` namespace. It only translates tensors
+// The PyTorch binding of inorm: six operators in the `inorm` namespace. It only translates tensors
 // to inorm::ForwardParams / BackwardParams, allocates through torch and launches on the current
 // stream; every kernel and every numerical decision lives in the torch-free library.
 //
@@ -8,11 +8,15 @@
 //   inorm::instance_norm_backward the gradients of the forward.
 //   inorm::instance_norm          the user-facing op: running stats are mutable arguments (Tensor(a!)),
 //                                 written in place; CompositeImplicitAutograd over the functional op.
+//   inorm::group_norm_forward,    GroupNorm (F.group_norm), the same way: no running stats, so the
+//   inorm::group_norm_backward,   user-facing op returns the functional op's output.
+//   inorm::group_norm
 //
-// CUDA tensors run inorm's kernels, in NCHW or channels_last (the outputs keep the input's memory
-// format); every other device (CPU, ...) runs ATen's own instance norm (batch norm over the
-// [1, N * C, S] view, as at::instance_norm does), so the values are torch.nn's there, and the
-// outputs are given the same memory format as on CUDA.
+// CUDA tensors run inorm's kernels, InstanceNorm in NCHW or channels_last (the outputs keep the
+// input's memory format), GroupNorm in NCHW (as torch.nn.GroupNorm on CUDA); every other device
+// (CPU, ...) runs ATen's own implementation (instance norm: batch norm over the [1, N * C, S] view,
+// as at::instance_norm does; group norm: native_group_norm), so the values are torch.nn's there,
+// and the outputs are given the same memory format as on CUDA.
 #include <Python.h>
 
 #include <ATen/ATen.h>
@@ -124,12 +128,8 @@ std::optional<at::ScalarType> check_forward_args(const Tensor& input, const Opti
   return param_type;
 }
 
-// The backward's arguments, on every device: returns the parameters' dtype (none given: nullopt).
-std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, const Tensor& input,
-                                                  const OptionalTensor& weight, const OptionalTensor& mean,
-                                                  const OptionalTensor& rstd, const OptionalTensor& running_mean,
-                                                  const OptionalTensor& running_var, bool use_input_stats,
-                                                  const OptionalTensor& bias) {
+// grad_output: the input's shape, device and dtype.
+void check_grad_output(const Tensor& grad_output, const Tensor& input) {
   TORCH_CHECK(input.dim() >= 2, "inorm: input must have at least 2 dimensions (N, C, ...), got ",
               std::to_string(input.dim()));
   TORCH_CHECK(grad_output.sizes() == input.sizes(), "inorm: grad_output has shape ", shape_text(grad_output.sizes()),
@@ -137,24 +137,67 @@ std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, con
   TORCH_CHECK(grad_output.device() == input.device() && grad_output.scalar_type() == input.scalar_type(),
               "inorm: grad_output must be on the input's device with its dtype, got ", grad_output.device(), " ",
               grad_output.scalar_type(), " against ", input.device(), " ", input.scalar_type());
+}
+
+// The forward's instance statistics, as the backward takes them: `count` values each.
+void check_saved_stats(const OptionalTensor& mean, const OptionalTensor& rstd, const Tensor& input, int64_t count) {
+  const auto stats_type = stats_scalar_type(input.scalar_type());
+  for (const auto& [tensor, name] : {std::pair{&mean, "mean"}, std::pair{&rstd, "rstd"}}) {
+    TORCH_CHECK(tensor->has_value() && (*tensor)->device() == input.device() &&
+                    (*tensor)->scalar_type() == stats_type && (*tensor)->numel() == count,
+                "inorm: the backward needs the forward's ", name, " (", stats_type, ", ", std::to_string(count),
+                " values on ", input.device(), ")");
+  }
+}
+
+// The backward's arguments, on every device: returns the parameters' dtype (none given: nullopt).
+std::optional<at::ScalarType> check_backward_args(const Tensor& grad_output, const Tensor& input,
+                                                  const OptionalTensor& weight, const OptionalTensor& mean,
+                                                  const OptionalTensor& rstd, const OptionalTensor& running_mean,
+                                                  const OptionalTensor& running_var, bool use_input_stats,
+                                                  const OptionalTensor& bias) {
+  check_grad_output(grad_output, input);
   std::optional<at::ScalarType> param_type;
   check_parameter(weight, "weight", input, &param_type);
   check_parameter(bias, "bias", input, &param_type);
   check_parameter(running_mean, "running_mean", input, &param_type);
   check_parameter(running_var, "running_var", input, &param_type);
-  const auto stats_type = stats_scalar_type(input.scalar_type());
-  const int64_t slices = input.size(0) * input.size(1);
   if (use_input_stats) {
-    for (const auto& [tensor, name] : {std::pair{&mean, "mean"}, std::pair{&rstd, "rstd"}}) {
-      TORCH_CHECK(tensor->has_value() && (*tensor)->device() == input.device() &&
-                      (*tensor)->scalar_type() == stats_type && (*tensor)->numel() == slices,
-                  "inorm: with use_input_stats the backward needs the forward's ", name, " (", stats_type, ", ",
-                  std::to_string(slices), " values on ", input.device(), ")");
-    }
+    check_saved_stats(mean, rstd, input, input.size(0) * input.size(1));
   } else {
     TORCH_CHECK(running_mean.has_value() && running_var.has_value(),
                 "Expected running_mean and running_var to be defined when use_input_stats is false");
   }
+  return param_type;
+}
+
+// GroupNorm's arguments, with torch.group_norm's checks and messages: returns the parameters' dtype.
+std::optional<at::ScalarType> check_group_norm_args(const Tensor& input, int64_t groups, const OptionalTensor& weight,
+                                                    const OptionalTensor& bias) {
+  TORCH_CHECK(input.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ",
+              std::to_string(input.dim()));
+  TORCH_CHECK(groups > 0, "Expected num groups to be greater than 0, got ", std::to_string(groups));
+  const int64_t channels = input.size(1);
+  TORCH_CHECK(channels % groups == 0, "Expected number of channels in input to be divisible by num_groups, but got "
+              "input of shape ", shape_text(input.sizes()), " and num_groups=", std::to_string(groups));
+  for (const auto& [tensor, name] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    TORCH_CHECK(!tensor->has_value() || ((*tensor)->dim() == 1 && (*tensor)->numel() == channels), "Expected ", name,
+                " to be a vector of size equal to the number of channels in input, but got ", name, " of shape ",
+                shape_text((*tensor)->sizes()), " and input of shape ", shape_text(input.sizes()));
+  }
+  std::optional<at::ScalarType> param_type;
+  check_parameter(weight, "weight", input, &param_type);
+  check_parameter(bias, "bias", input, &param_type);
+  return param_type;
+}
+
+std::optional<at::ScalarType> check_group_norm_backward_args(const Tensor& grad_output, const Tensor& input,
+                                                             const OptionalTensor& mean, const OptionalTensor& rstd,
+                                                             const OptionalTensor& weight, int64_t groups,
+                                                             const OptionalTensor& bias) {
+  const std::optional<at::ScalarType> param_type = check_group_norm_args(input, groups, weight, bias);
+  check_grad_output(grad_output, input);
+  check_saved_stats(mean, rstd, input, input.size(0) * groups);
   return param_type;
 }
 
@@ -177,8 +220,9 @@ void set_shape(const Tensor& x, Params* params) {
 
 // The memory format the kernels run `input` in, and its outputs have: channels_last (4-D) or
 // channels_last_3d (5-D) where the input is dense in it and not also contiguous NCHW, else NCHW.
-at::MemoryFormat kernel_format(const Tensor& input) {
-  if (input.is_contiguous()) return at::MemoryFormat::Contiguous;
+// GroupNorm (groups > 0) runs NCHW only, as torch.nn.GroupNorm does on CUDA.
+at::MemoryFormat kernel_format(const Tensor& input, int64_t groups = 0) {
+  if (input.is_contiguous() || groups > 0) return at::MemoryFormat::Contiguous;
   if (input.dim() == 4 && input.is_contiguous(at::MemoryFormat::ChannelsLast)) return at::MemoryFormat::ChannelsLast;
   if (input.dim() == 5 && input.is_contiguous(at::MemoryFormat::ChannelsLast3d)) return at::MemoryFormat::ChannelsLast3d;
   return at::MemoryFormat::Contiguous;
@@ -188,12 +232,18 @@ inorm::Layout layout_of(at::MemoryFormat format) {
   return format == at::MemoryFormat::Contiguous ? inorm::Layout::kContiguous : inorm::Layout::kChannelsLast;
 }
 
-// The kernels read NCHW or channels_last; any other strides (a transposed or sliced view) are copied
-// to NCHW first, one extra read and write: said once rather than lost silently.
-Tensor input_in(const Tensor& input, at::MemoryFormat format) {
+// The kernels read NCHW or channels_last (GroupNorm: NCHW); any other strides are copied to NCHW
+// first, one extra read and write: said once rather than lost silently.
+Tensor input_in(const Tensor& input, at::MemoryFormat format, int64_t groups) {
   if (format == at::MemoryFormat::Contiguous && !input.is_contiguous()) {
-    TORCH_WARN_ONCE("inorm: input is neither contiguous nor channels_last; it is copied to a contiguous "
-                    "NCHW tensor first, and the output is contiguous NCHW.");
+    if (groups > 0) {
+      TORCH_WARN_ONCE("inorm: GroupNorm runs contiguous NCHW input; other memory formats (channels_last among "
+                      "them) are copied to it first, as torch.nn.GroupNorm does on CUDA, and the output is "
+                      "contiguous NCHW.");
+    } else {
+      TORCH_WARN_ONCE("inorm: input is neither contiguous nor channels_last; it is copied to a contiguous "
+                      "NCHW tensor first, and the output is contiguous NCHW.");
+    }
   }
   return input.contiguous(format);
 }
@@ -221,15 +271,16 @@ struct ForwardTargets {
   Tensor running_var;
 };
 
-// inorm's forward on the input's device and current stream; returns y (contiguous NCHW).
+// inorm's forward on the input's device and current stream; returns y (in kernel_format). groups:
+// 0 for InstanceNorm, else GroupNorm's.
 Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                               const std::optional<at::ScalarType>& param_type, const ForwardTargets& targets,
                               bool use_input_stats, double momentum, double eps, inorm::Activation activation,
-                              double negative_slope) {
+                              double negative_slope, int64_t groups) {
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
   const c10::cuda::CUDAGuard guard(input.device());
-  const at::MemoryFormat format = kernel_format(input);
-  const Tensor x = input_in(input, format);
+  const at::MemoryFormat format = kernel_format(input, groups);
+  const Tensor x = input_in(input, format, groups);
   Tensor output = empty_cuda(x.sizes(), x.scalar_type(), x.device(), format);
   const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
   const Tensor bias_c = bias.has_value() ? bias->contiguous() : Tensor();
@@ -253,6 +304,7 @@ Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight,
   params.running_var = pointer(targets.running_var);
   params.activation = activation;
   params.negative_slope = negative_slope;
+  params.groups = groups;
   plan_and_launch(
       params, x, [](const inorm::ForwardParams& p, inorm::Plan* plan) { return inorm::plan_forward(p, plan); },
       inorm::launch_forward);
@@ -285,7 +337,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
     targets.running_var = running_var->contiguous();
   }
   Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps,
-                                         to_activation(activation), negative_slope);
+                                         to_activation(activation), negative_slope, 0);
   const auto or_empty = [&](const Tensor& t, bool wanted) {
     return wanted ? t : empty_cuda({0}, stats_type, input.device());
   };
@@ -297,21 +349,19 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
 // is not wanted. With use_input_stats, mean and rstd are what the forward returned; without, the
 // running stats normalized the input. grad_weight and grad_bias take the dtype of weight (else of
 // the running stats, else float32).
-std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
+// inorm's backward on the input's device and current stream, arguments checked; groups: 0 for
+// InstanceNorm, else GroupNorm's.
+std::tuple<Tensor, Tensor, Tensor> launch_backward_kernels(
     const Tensor& grad_output, const Tensor& input, const OptionalTensor& weight, const OptionalTensor& mean,
     const OptionalTensor& rstd, const OptionalTensor& running_mean, const OptionalTensor& running_var,
     bool use_input_stats, double eps, std::array<bool, 3> output_mask, const OptionalTensor& bias,
-    c10::string_view activation, double negative_slope) {
-  TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
-  const std::optional<at::ScalarType> param_type = check_backward_args(
-      grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats, bias);
-  const inorm::Activation fused = to_activation(activation);
+    inorm::Activation fused, double negative_slope, const std::optional<at::ScalarType>& param_type, int64_t groups) {
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
   const int64_t channels = input.size(1);
 
   const c10::cuda::CUDAGuard guard(input.device());
-  const at::MemoryFormat format = kernel_format(input);  // dy and dx follow x
-  const Tensor x = input_in(input, format);
+  const at::MemoryFormat format = kernel_format(input, groups);  // dy and dx follow x
+  const Tensor x = input_in(input, format, groups);
   const Tensor dy = grad_output.contiguous(format);
   const at::ScalarType grad_type = param_type.value_or(at::kFloat);
   Tensor grad_input = output_mask[0] ? empty_cuda(x.sizes(), x.scalar_type(), x.device(), format)
@@ -349,10 +399,54 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
   params.bias = bias_c.defined() ? bias_c.data_ptr() : nullptr;
   params.activation = fused;
   params.negative_slope = negative_slope;
+  params.groups = groups;
   plan_and_launch(
       params, x, [](const inorm::BackwardParams& p, inorm::Plan* plan) { return inorm::plan_backward(p, plan); },
       inorm::launch_backward);
   return {grad_input, grad_weight, grad_bias};
+}
+
+std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
+    const Tensor& grad_output, const Tensor& input, const OptionalTensor& weight, const OptionalTensor& mean,
+    const OptionalTensor& rstd, const OptionalTensor& running_mean, const OptionalTensor& running_var,
+    bool use_input_stats, double eps, std::array<bool, 3> output_mask, const OptionalTensor& bias,
+    c10::string_view activation, double negative_slope) {
+  TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
+  const std::optional<at::ScalarType> param_type = check_backward_args(
+      grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats, bias);
+  return launch_backward_kernels(grad_output, input, weight, mean, rstd, running_mean, running_var, use_input_stats,
+                                 eps, output_mask, bias, to_activation(activation), negative_slope, param_type, 0);
+}
+
+// ---- GroupNorm on CUDA -----------------------------------------------------------------------------
+
+// Returns (output, mean [N, groups], rstd [N, groups]); output is contiguous NCHW.
+std::tuple<Tensor, Tensor, Tensor> group_norm_forward_cuda(const Tensor& input, int64_t num_groups,
+                                                           const OptionalTensor& weight, const OptionalTensor& bias,
+                                                           double eps, c10::string_view activation,
+                                                           double negative_slope) {
+  TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
+  const std::optional<at::ScalarType> param_type = check_group_norm_args(input, num_groups, weight, bias);
+  const at::ScalarType stats_type = stats_scalar_type(input.scalar_type());
+  ForwardTargets targets;
+  targets.mean = empty_cuda({input.size(0), num_groups}, stats_type, input.device());
+  targets.rstd = empty_cuda({input.size(0), num_groups}, stats_type, input.device());
+  Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, true, 0.0, eps,
+                                         to_activation(activation), negative_slope, num_groups);
+  return {output, targets.mean, targets.rstd};
+}
+
+// Returns (grad_input, grad_weight, grad_bias), as instance_norm_backward_cuda does, from the
+// forward's mean and rstd.
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward_cuda(
+    const Tensor& grad_output, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+    const OptionalTensor& weight, int64_t num_groups, double eps, std::array<bool, 3> output_mask,
+    const OptionalTensor& bias, c10::string_view activation, double negative_slope) {
+  TORCH_CHECK(input.is_cuda(), "inorm: the CUDA kernel got an input on ", input.device());
+  const std::optional<at::ScalarType> param_type =
+      check_group_norm_backward_args(grad_output, input, mean, rstd, weight, num_groups, bias);
+  return launch_backward_kernels(grad_output, input, weight, mean, rstd, std::nullopt, std::nullopt, true, eps,
+                                 output_mask, bias, to_activation(activation), negative_slope, param_type, num_groups);
 }
 
 using ForwardResult = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>;
@@ -374,6 +468,23 @@ const auto& backward_op() {
           .typed<BackwardResult(const Tensor&, const Tensor&, const OptionalTensor&, const OptionalTensor&,
                                 const OptionalTensor&, const OptionalTensor&, const OptionalTensor&, bool, double,
                                 std::array<bool, 3>, const OptionalTensor&, c10::string_view, double)>();
+  return op;
+}
+using GroupNormResult = std::tuple<Tensor, Tensor, Tensor>;
+const auto& group_norm_forward_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("inorm::group_norm_forward", "")
+                             .typed<GroupNormResult(const Tensor&, int64_t, const OptionalTensor&,
+                                                    const OptionalTensor&, double, c10::string_view, double)>();
+  return op;
+}
+const auto& group_norm_backward_op() {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("inorm::group_norm_backward", "")
+          .typed<BackwardResult(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const OptionalTensor&,
+                                int64_t, double, std::array<bool, 3>, const OptionalTensor&, c10::string_view,
+                                double)>();
   return op;
 }
 
@@ -496,7 +607,102 @@ BackwardResult instance_norm_backward_fallback(const Tensor& output_grad, const 
           over_batch(grad_weight, output_mask[1]), over_batch(grad_bias, output_mask[2])};
 }
 
+// ---- Every device but CUDA: ATen's group norm, as at::group_norm computes it -------------------------
+
+// The input as at::group_norm hands it to native_group_norm: in its suggested memory format on the
+// CPU, contiguous elsewhere.
+Tensor group_norm_input(const Tensor& input) {
+  return input.device().is_cpu() ? input.contiguous(input.suggest_memory_format()) : input.contiguous();
+}
+int64_t spatial_size(const Tensor& input) { return c10::multiply_integers(input.sizes().slice(2)); }
+
+GroupNormResult group_norm_forward_fallback(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
+                                            const OptionalTensor& bias, double eps, c10::string_view activation,
+                                            double negative_slope) {
+  check_group_norm_args(input, num_groups, weight, bias);
+  const inorm::Activation fused = to_activation(activation);
+  auto [output, mean, rstd] = at::native_group_norm(group_norm_input(input), weight, bias, input.size(0),
+                                                    input.size(1), spatial_size(input), num_groups, eps);
+  activate_in_place(output, fused, negative_slope);
+  const at::ScalarType stats_type = stats_scalar_type(input.scalar_type());
+  // The output contiguous NCHW, as the CUDA kernels give it.
+  return {output.contiguous(), mean.to(stats_type), rstd.to(stats_type)};
+}
+
+BackwardResult group_norm_backward_fallback(const Tensor& output_grad, const Tensor& input, const Tensor& mean,
+                                            const Tensor& rstd, const OptionalTensor& weight, int64_t num_groups,
+                                            double eps, std::array<bool, 3> output_mask, const OptionalTensor& bias,
+                                            c10::string_view activation, double negative_slope) {
+  const std::optional<at::ScalarType> param_type =
+      check_group_norm_backward_args(output_grad, input, mean, rstd, weight, num_groups, bias);
+  const Tensor x = group_norm_input(input);
+  const int64_t batch = input.size(0);
+  const int64_t channels = input.size(1);
+  const int64_t spatial = spatial_size(input);
+  // With an activation, the norm's gradient is that of its output z, recomputed.
+  const inorm::Activation fused = to_activation(activation);
+  Tensor grad_output = output_grad;
+  if (fused != inorm::Activation::kNone) {
+    const Tensor z = std::get<0>(at::native_group_norm(x, weight, bias, batch, channels, spatial, num_groups, eps));
+    grad_output = activation_backward(output_grad, z, fused, negative_slope);
+  }
+  // The weight gradient without a weight (the op called directly): that of a weight of ones.
+  OptionalTensor gamma = weight;
+  if (!gamma.has_value() && (output_mask[1] || output_mask[2])) gamma = at::ones({channels}, x.options());
+  // native_group_norm saved its statistics in float where the parameters are float and the input a
+  // half type (mixed type), else in the input's dtype.
+  const bool mixed = at::isReducedFloatingType(x.scalar_type()) && param_type == at::kFloat;
+  const at::ScalarType saved_type = mixed ? at::kFloat : x.scalar_type();
+  // dx computed even where it is not wanted: torch 2.11's CPU kernel crashes (a segmentation fault, in
+  // torch.nn.GroupNorm too) computing the weight gradients alone of channels_last half-type input.
+  auto [grad_input, grad_weight, grad_bias] = at::native_group_norm_backward(
+      grad_output.contiguous(x.suggest_memory_format()), x, mean.to(saved_type), rstd.to(saved_type), gamma, batch,
+      channels, spatial, num_groups, {true, output_mask[1], output_mask[2]});
+  const auto grad_options = input.options().dtype(param_type.value_or(at::kFloat));
+  const auto wanted = [&](const Tensor& grad, bool want) { return want ? grad.to(grad_options) : at::empty({0}, grad_options); };
+  return {output_mask[0] ? grad_input.contiguous() : at::empty({0}, input.options()), wanted(grad_weight, output_mask[1]),
+          wanted(grad_bias, output_mask[2])};
+}
+
 // ---- Autograd -----------------------------------------------------------------------------------------
+
+// The autograd formulas' common part. The forward saves whether a weight was given, the bias's
+// dtype (-1: none), the activation and its slope; the backward asks for the gradients needed
+// (needs_input_grad counts the tensors given: input, then weight and bias where present) and gives
+// grad_bias the bias's dtype.
+void save_parameters_and_activation(torch::autograd::AutogradContext* ctx, const OptionalTensor& weight,
+                                    const OptionalTensor& bias, c10::string_view activation, double negative_slope) {
+  ctx->saved_data["has_weight"] = weight.has_value();
+  ctx->saved_data["bias_type"] = bias.has_value() ? static_cast<int64_t>(bias->scalar_type()) : int64_t{-1};
+  ctx->saved_data["activation"] = std::string(activation);
+  ctx->saved_data["negative_slope"] = negative_slope;
+  // The statistics have no gradient: no zeros of their size are made for them.
+  ctx->set_materialize_grads(false);
+}
+// The bias places an activation's input z: saved only where there is an activation.
+Tensor bias_for_activation(const OptionalTensor& bias, c10::string_view activation) {
+  return bias.has_value() && to_activation(activation) != inorm::Activation::kNone ? *bias : Tensor();
+}
+std::array<bool, 3> gradient_mask(torch::autograd::AutogradContext* ctx) {
+  const bool has_weight = ctx->saved_data["has_weight"].toBool();
+  return {ctx->needs_input_grad(0), has_weight && ctx->needs_input_grad(1),
+          ctx->saved_data["bias_type"].toInt() >= 0 && ctx->needs_input_grad(has_weight ? 2 : 1)};
+}
+// The gradients as the inputs of forward(): input at 0, weight and bias at the indices given.
+torch::autograd::variable_list input_gradients(torch::autograd::AutogradContext* ctx, std::size_t arguments,
+                                               std::size_t weight_index, const std::array<bool, 3>& mask,
+                                               const BackwardResult& grads) {
+  torch::autograd::variable_list result(arguments);
+  if (mask[0]) result[0] = std::get<0>(grads);
+  if (mask[1]) result[weight_index] = std::get<1>(grads);
+  if (mask[2]) result[weight_index + 1] =
+      std::get<2>(grads).to(static_cast<at::ScalarType>(ctx->saved_data["bias_type"].toInt()));
+  return result;
+}
+OptionalTensor saved_weight(torch::autograd::AutogradContext* ctx, const Tensor& saved) {
+  return ctx->saved_data["has_weight"].toBool() ? OptionalTensor(saved) : std::nullopt;
+}
+OptionalTensor saved_bias(const Tensor& saved) { return saved.defined() ? OptionalTensor(saved) : std::nullopt; }
 
 // The forward's gradient through inorm's backward op: saves x, the weight and the per-(n, c)
 // statistics (or, in eval mode, the running stats that normalized x), with an activation the bias
@@ -513,52 +719,74 @@ class InstanceNormFunction : public torch::autograd::Function<InstanceNormFuncti
         input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, activation, negative_slope);
     ctx->saved_data["use_input_stats"] = use_input_stats;
     ctx->saved_data["eps"] = eps;
-    ctx->saved_data["has_weight"] = weight.has_value();
-    ctx->saved_data["bias_type"] = bias.has_value() ? static_cast<int64_t>(bias->scalar_type()) : int64_t{-1};
-    ctx->saved_data["activation"] = std::string(activation);
-    ctx->saved_data["negative_slope"] = negative_slope;
+    save_parameters_and_activation(ctx, weight, bias, activation, negative_slope);
     const Tensor weight_or_none = weight.has_value() ? *weight : Tensor();
-    const bool activated = to_activation(activation) != inorm::Activation::kNone;
-    const Tensor bias_for_z = bias.has_value() && activated ? *bias : Tensor();
+    const Tensor bias_for_z = bias_for_activation(bias, activation);
     if (use_input_stats) {
       ctx->save_for_backward({input, weight_or_none, mean, rstd, bias_for_z});
     } else {
       ctx->save_for_backward({input, weight_or_none, *running_mean, *running_var, bias_for_z});
     }
     ctx->mark_non_differentiable({mean, rstd, new_running_mean, new_running_var});
-    // The statistics have no gradient: no zeros of their size are made for them.
-    ctx->set_materialize_grads(false);
     return {output, mean, rstd, new_running_mean, new_running_var};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    torch::autograd::variable_list result(10);  // one per argument of forward
+    constexpr std::size_t kArguments = 10;  // one per argument of forward
     const Tensor& grad_output = grads[0];
-    if (!grad_output.defined()) return result;  // the output took no part in what is differentiated
+    if (!grad_output.defined()) return torch::autograd::variable_list(kArguments);  // took no part in the loss
     const auto saved = ctx->get_saved_variables();
     const bool use_input_stats = ctx->saved_data["use_input_stats"].toBool();
-    const bool has_weight = ctx->saved_data["has_weight"].toBool();
-    const int64_t bias_type = ctx->saved_data["bias_type"].toInt();
-    // needs_input_grad counts the tensors given: input, then weight and bias where present.
-    const std::array<bool, 3> mask = {ctx->needs_input_grad(0), has_weight && ctx->needs_input_grad(1),
-                                      bias_type >= 0 && ctx->needs_input_grad(has_weight ? 2 : 1)};
-    const OptionalTensor weight = has_weight ? OptionalTensor(saved[1]) : std::nullopt;
+    const std::array<bool, 3> mask = gradient_mask(ctx);
+    const OptionalTensor weight = saved_weight(ctx, saved[1]);
     const OptionalTensor first = saved[2];
     const OptionalTensor second = saved[3];
-    const OptionalTensor bias = saved[4].defined() ? OptionalTensor(saved[4]) : std::nullopt;
+    const OptionalTensor bias = saved_bias(saved[4]);
     const double eps = ctx->saved_data["eps"].toDouble();
     const std::string activation = ctx->saved_data["activation"].toStringRef();
     const double negative_slope = ctx->saved_data["negative_slope"].toDouble();
-    auto [grad_input, grad_weight, grad_bias] =
+    const BackwardResult grads_of_inputs =
         use_input_stats ? backward_op().call(grad_output, saved[0], weight, first, second, std::nullopt, std::nullopt,
                                              true, eps, mask, bias, activation, negative_slope)
                         : backward_op().call(grad_output, saved[0], weight, std::nullopt, std::nullopt, first, second,
                                              false, eps, mask, bias, activation, negative_slope);
-    if (mask[0]) result[0] = grad_input;
-    if (mask[1]) result[1] = grad_weight;
-    if (mask[2]) result[2] = grad_bias.to(static_cast<at::ScalarType>(bias_type));
-    return result;
+    return input_gradients(ctx, kArguments, 1, mask, grads_of_inputs);
+  }
+};
+
+// GroupNorm's gradient through inorm's GroupNorm backward op: saves x, the weight, the per-(n, group)
+// statistics and, with an activation, the bias.
+class GroupNormFunction : public torch::autograd::Function<GroupNormFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const Tensor& input,
+                                                int64_t num_groups, const OptionalTensor& weight,
+                                                const OptionalTensor& bias, double eps, c10::string_view activation,
+                                                double negative_slope) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    auto [output, mean, rstd] =
+        group_norm_forward_op().call(input, num_groups, weight, bias, eps, activation, negative_slope);
+    ctx->saved_data["num_groups"] = num_groups;
+    ctx->saved_data["eps"] = eps;
+    save_parameters_and_activation(ctx, weight, bias, activation, negative_slope);
+    ctx->save_for_backward({input, weight.has_value() ? *weight : Tensor(), mean, rstd,
+                            bias_for_activation(bias, activation)});
+    ctx->mark_non_differentiable({mean, rstd});
+    return {output, mean, rstd};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    constexpr std::size_t kArguments = 7;  // one per argument of forward
+    const Tensor& grad_output = grads[0];
+    if (!grad_output.defined()) return torch::autograd::variable_list(kArguments);  // took no part in the loss
+    const auto saved = ctx->get_saved_variables();
+    const std::array<bool, 3> mask = gradient_mask(ctx);
+    const BackwardResult grads_of_inputs = group_norm_backward_op().call(
+        grad_output, saved[0], saved[2], saved[3], saved_weight(ctx, saved[1]), ctx->saved_data["num_groups"].toInt(),
+        ctx->saved_data["eps"].toDouble(), mask, saved_bias(saved[4]), ctx->saved_data["activation"].toStringRef(),
+        ctx->saved_data["negative_slope"].toDouble());
+    return input_gradients(ctx, kArguments, 2, mask, grads_of_inputs);
   }
 };
 
@@ -585,15 +813,19 @@ bool runs_kernels_directly(const Tensor& input, std::initializer_list<const Opti
   return true;
 }
 
-// The Autograd kernel: the function above where a gradient may be asked for, else straight to the
+// Whether autograd records a call on these tensors.
+bool records_gradient(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias) {
+  const auto requires_grad = [](const OptionalTensor& t) { return t.has_value() && t->requires_grad(); };
+  return at::GradMode::is_enabled() && (input.requires_grad() || requires_grad(weight) || requires_grad(bias));
+}
+
+// The Autograd kernels: the functions above where a gradient may be asked for, else straight to the
 // device's kernel (inference pays nothing for autograd).
 ForwardResult instance_norm_forward_autograd(const Tensor& input, const OptionalTensor& weight,
                                              const OptionalTensor& bias, const OptionalTensor& running_mean,
                                              const OptionalTensor& running_var, bool use_input_stats, double momentum,
                                              double eps, c10::string_view activation, double negative_slope) {
-  const auto requires_grad = [](const OptionalTensor& t) { return t.has_value() && t->requires_grad(); };
-  if (!at::GradMode::is_enabled() ||
-      !(input.requires_grad() || requires_grad(weight) || requires_grad(bias))) {
+  if (!records_gradient(input, weight, bias)) {
     // Plain CUDA tensors go straight to the CUDA kernel: a second trip through the dispatcher
     // costs host time on every call.
     if (runs_kernels_directly(input, {&weight, &bias, &running_mean, &running_var})) {
@@ -607,6 +839,20 @@ ForwardResult instance_norm_forward_autograd(const Tensor& input, const Optional
   const auto outputs = InstanceNormFunction::apply(input, weight, bias, running_mean, running_var, use_input_stats,
                                                    momentum, eps, activation, negative_slope);
   return {outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]};
+}
+
+GroupNormResult group_norm_forward_autograd(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
+                                            const OptionalTensor& bias, double eps, c10::string_view activation,
+                                            double negative_slope) {
+  if (!records_gradient(input, weight, bias)) {
+    if (runs_kernels_directly(input, {&weight, &bias})) {
+      return group_norm_forward_cuda(input, num_groups, weight, bias, eps, activation, negative_slope);
+    }
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return group_norm_forward_op().call(input, num_groups, weight, bias, eps, activation, negative_slope);
+  }
+  const auto outputs = GroupNormFunction::apply(input, num_groups, weight, bias, eps, activation, negative_slope);
+  return {outputs[0], outputs[1], outputs[2]};
 }
 
 // The user-facing op: the functional op, then the running stats written back in place.
@@ -623,7 +869,7 @@ Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const Op
       targets.running_var = *running_var;
     }
     Tensor output = launch_forward_kernels(input, weight, bias, param_type, targets, use_input_stats, momentum, eps,
-                                           to_activation(activation), negative_slope);
+                                           to_activation(activation), negative_slope, 0);
     if (use_input_stats && running_mean.has_value()) {  // written in place, as copy_ would: autograd sees it
       running_mean->unsafeGetTensorImpl()->bump_version();
       running_var->unsafeGetTensorImpl()->bump_version();
@@ -637,6 +883,18 @@ Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const Op
     running_var->copy_(new_running_var);
   }
   return output;
+}
+
+// The user-facing GroupNorm op: the functional op's output (plain CUDA tensors: the kernels alone,
+// no statistics written).
+Tensor group_norm(const Tensor& input, int64_t num_groups, const OptionalTensor& weight, const OptionalTensor& bias,
+                  double eps, c10::string_view activation, double negative_slope) {
+  if (runs_kernels_directly(input, {&weight, &bias})) {
+    const std::optional<at::ScalarType> param_type = check_group_norm_args(input, num_groups, weight, bias);
+    return launch_forward_kernels(input, weight, bias, param_type, ForwardTargets(), true, 0.0, eps,
+                                  to_activation(activation), negative_slope, num_groups);
+  }
+  return std::get<0>(group_norm_forward_op().call(input, num_groups, weight, bias, eps, activation, negative_slope));
 }
 
 }  // namespace
@@ -653,11 +911,22 @@ TORCH_LIBRARY(inorm, m) {
         "Tensor(b!)? running_var, bool use_input_stats, float momentum, float eps, str activation=\"none\", "
         "float negative_slope=0.01) -> Tensor");
   m.impl("instance_norm", c10::DispatchKey::CompositeImplicitAutograd, TORCH_FN(instance_norm));
+  // GroupNorm (torch.nn.functional.group_norm), the same activations.
+  m.def("group_norm_forward(Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps, "
+        "str activation=\"none\", float negative_slope=0.01) -> (Tensor, Tensor, Tensor)");
+  m.def("group_norm_backward(Tensor grad_output, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
+        "int num_groups, float eps, bool[3] output_mask, Tensor? bias=None, str activation=\"none\", "
+        "float negative_slope=0.01) -> (Tensor, Tensor, Tensor)");
+  m.def("group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, "
+        "str activation=\"none\", float negative_slope=0.01) -> Tensor");
+  m.impl("group_norm", c10::DispatchKey::CompositeImplicitAutograd, TORCH_FN(group_norm));
 }
 
 TORCH_LIBRARY_IMPL(inorm, CUDA, m) {
   m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_cuda));
   m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_cuda));
+  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_cuda));
+  m.impl("group_norm_backward", TORCH_FN(group_norm_backward_cuda));
 }
 
 // Every backend without a kernel of its own above (CPU, MPS, XPU, ...); meta and fake tensors use
@@ -665,12 +934,16 @@ TORCH_LIBRARY_IMPL(inorm, CUDA, m) {
 TORCH_LIBRARY_IMPL(inorm, CompositeExplicitAutograd, m) {
   m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_fallback));
   m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_fallback));
+  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_fallback));
+  m.impl("group_norm_backward", TORCH_FN(group_norm_backward_fallback));
 }
 
 TORCH_LIBRARY_IMPL(inorm, Autograd, m) {
   m.impl("instance_norm_forward", TORCH_FN(instance_norm_forward_autograd));
   // Its own gradient is not implemented: differentiating it (double backward) raises, never a silent 0.
   m.impl("instance_norm_backward", torch::autograd::autogradNotImplementedFallback());
+  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_autograd));
+  m.impl("group_norm_backward", torch::autograd::autogradNotImplementedFallback());
 }
 
 }  // namespace inorm_torch

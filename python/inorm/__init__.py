@@ -1,4 +1,5 @@
-"""inorm: single-pass InstanceNorm forward and backward for NVIDIA Hopper (sm_90), as PyTorch modules and ops.
+"""inorm: single-pass InstanceNorm and GroupNorm, forward and backward, for NVIDIA Hopper (sm_90), as
+PyTorch modules and ops.
 
     import inorm
     norm = inorm.InstanceNorm2d(64).cuda()      # same constructor and state_dict as torch.nn's
@@ -6,11 +7,14 @@
     model = inorm.convert_instance_norm(model)  # every nn.InstanceNorm1d/2d/3d in a model, swapped
     fused = inorm.InstanceNormAct2d(64, affine=True, activation="leaky_relu", negative_slope=0.01)
     model = inorm.convert_instance_norm(model, fuse=True)  # and norm + ReLU/LeakyReLU/SiLU pairs fused
+    gn = inorm.GroupNorm(32, 128).cuda()        # torch.nn.GroupNorm's constructor and state_dict
+    gn_silu = inorm.GroupNormAct(32, 128)       # GroupNorm + SiLU, fused
+    model = inorm.convert_group_norm(model, fuse=True)     # every nn.GroupNorm (+ activation) swapped
 
 CUDA tensors run inorm's kernels (forward and backward); tensors on any other device run PyTorch's
 own implementation, with torch.nn's results. The ops live in torch.ops.inorm (instance_norm,
-instance_norm_forward, instance_norm_backward) and work under torch.compile(fullgraph=True) and
-CUDA graphs.
+instance_norm_forward, instance_norm_backward, group_norm, group_norm_forward, group_norm_backward)
+and work under torch.compile(fullgraph=True) and CUDA graphs.
 """
 import torch
 
@@ -23,8 +27,10 @@ except ImportError as error:  # pragma: no cover - depends on the installation
     ) from error
 
 from . import _ops  # noqa: F401,E402  (fake and autograd registrations)
-from .functional import instance_norm  # noqa: E402
+from .functional import group_norm, instance_norm  # noqa: E402
 from .modules import (  # noqa: E402
+    GroupNorm,
+    GroupNormAct,
     InstanceNorm1d,
     InstanceNorm2d,
     InstanceNorm3d,
@@ -32,9 +38,11 @@ from .modules import (  # noqa: E402
     InstanceNormAct2d,
     InstanceNormAct3d,
     ModelNew,
+    convert_group_norm,
     convert_instance_norm,
 )
 
-__all__ = ["instance_norm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "InstanceNormAct1d",
-           "InstanceNormAct2d", "InstanceNormAct3d", "ModelNew", "convert_instance_norm"]
+__all__ = ["instance_norm", "group_norm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "InstanceNormAct1d",
+           "InstanceNormAct2d", "InstanceNormAct3d", "GroupNorm", "GroupNormAct", "ModelNew", "convert_instance_norm",
+           "convert_group_norm"]
 __version__ = "0.1.0"

@@ -1,6 +1,6 @@
-"""Fake (meta) kernels of torch.ops.inorm for torch.compile and meta tensors. The kernels themselves
-and the autograd formula (which calls inorm's backward kernel) are C++ (python/csrc/ops.cpp), so no
-Python runs on a call."""
+"""Fake (meta) kernels of torch.ops.inorm (InstanceNorm's and GroupNorm's) for torch.compile and meta
+tensors. The kernels themselves and the autograd formulas (which call inorm's backward kernels) are
+C++ (python/csrc/ops.cpp), so no Python runs on a call."""
 import torch
 
 
@@ -65,10 +65,51 @@ def _instance_norm_backward_fake(grad_output, input, weight, mean, rstd, running
     _check_activation(activation)
     _check_devices(input, grad_output=grad_output, weight=weight, mean=mean, rstd=rstd, running_mean=running_mean,
                    running_var=running_var, bias=bias)
+    return _gradients(input, output_mask, _output_format(input), weight, bias, running_mean)
+
+
+def _gradients(input, output_mask, memory_format, *parameters):
+    # dx in `memory_format`, dweight and dbias [C] in the parameters' dtype (none: float32); each
+    # [0] where output_mask does not ask for it.
     channels = input.shape[1]
-    grad_dtype = next((t.dtype for t in (weight, running_mean) if t is not None), torch.float32)
-    grad_input = (torch.empty_like(input, memory_format=_output_format(input)) if output_mask[0]
-                  else input.new_empty((0,)))
+    grad_dtype = next((t.dtype for t in parameters if t is not None), torch.float32)
+    grad_input = torch.empty_like(input, memory_format=memory_format) if output_mask[0] else input.new_empty((0,))
     grad_weight = input.new_empty((channels,) if output_mask[1] else (0,), dtype=grad_dtype)
     grad_bias = input.new_empty((channels,) if output_mask[2] else (0,), dtype=grad_dtype)
     return grad_input, grad_weight, grad_bias
+
+
+def _check_group_norm_args(input, num_groups, weight, bias):
+    # As the real kernels do (ops.cpp check_group_norm_args): torch.group_norm's checks and messages.
+    torch._check(input.dim() >= 2, lambda: f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    torch._check(num_groups > 0, lambda: f"Expected num groups to be greater than 0, got {num_groups}")
+    torch._check(input.shape[1] % num_groups == 0,
+                 lambda: f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                         f"shape {list(input.shape)} and num_groups={num_groups}")
+    for name, tensor in (("weight", weight), ("bias", bias)):
+        torch._check(tensor is None or (tensor.dim() == 1 and tensor.numel() == input.shape[1]),
+                     lambda: f"Expected {name} to be a vector of size equal to the number of channels in input, but "
+                             f"got {name} of shape {list(tensor.shape)} and input of shape {list(input.shape)}")
+
+
+@torch.library.register_fake("inorm::group_norm_forward")
+def _group_norm_forward_fake(input, num_groups, weight, bias, eps, activation="none", negative_slope=0.01):
+    _check_group_norm_args(input, num_groups, weight, bias)
+    _check_activation(activation)
+    _check_devices(input, weight=weight, bias=bias)
+    stats_dtype = _stats_dtype(input.dtype)
+    # GroupNorm's output is contiguous NCHW, whatever the input's memory format (as torch.nn's on CUDA).
+    output = torch.empty_like(input, memory_format=torch.contiguous_format)
+    mean = input.new_empty((input.shape[0], num_groups), dtype=stats_dtype)
+    rstd = input.new_empty((input.shape[0], num_groups), dtype=stats_dtype)
+    return output, mean, rstd
+
+
+@torch.library.register_fake("inorm::group_norm_backward")
+def _group_norm_backward_fake(grad_output, input, mean, rstd, weight, num_groups, eps, output_mask, bias=None,
+                              activation="none", negative_slope=0.01):
+    _check_group_norm_args(input, num_groups, weight, bias)
+    torch._check(grad_output.shape == input.shape, lambda: "inorm: grad_output and input differ in shape")
+    _check_activation(activation)
+    _check_devices(input, grad_output=grad_output, mean=mean, rstd=rstd, weight=weight, bias=bias)
+    return _gradients(input, output_mask, torch.contiguous_format, weight, bias)

@@ -13,9 +13,9 @@ module (affine, train mode): forward, then the gradients of x, weight and bias a
 and writes y, the backward reads x and dy and writes dx). --train writes train-bench.{json,md,png}.
 
 A case with an "activation" (shared/suites/fused.json) runs torch.nn's norm followed by the
-activation module (eager and compiled, as networks write it) against inorm's fused module;
-group_norm cases are skipped (not implemented yet). --out then names the files after the suite
-(train-bench-fused.*).
+activation module (eager and compiled, as networks write it) against inorm's fused module; a
+group_norm case (with "groups") runs torch.nn.GroupNorm against inorm.GroupNorm / GroupNormAct. --out
+then names the files after the suite (train-bench-fused.*).
 
 --overhead measures what the times above leave out: host time per call (back-to-back calls on a
 tiny tensor, wall clock: torch.nn's module, inorm's module, functional and op, and Tensor.copy_),
@@ -132,23 +132,27 @@ def time_ms(function, iters, min_sample_ms, cycles_per_ms=None):
 
 
 def case_modules(case, shape, dtype, affine):
-    """The case's PyTorch modules, as networks write them (the norm, then its activation where the
-    case has one: shared/suites/fused.json), and inorm's (one module, the activation fused), with the
-    same random affine parameters."""
-    torch_cls, inorm_cls = MODULES[len(shape)]
-    norm = torch_cls(shape[1], affine=affine, device="cuda", dtype=dtype)
+    """The case's PyTorch modules, as networks write them (InstanceNorm or GroupNorm, then its
+    activation where the case has one: shared/suites/fused.json), and inorm's (one module, the
+    activation fused), with the same random affine parameters."""
+    if case.get("op", "instance_norm") == "group_norm":
+        arguments = dict(num_groups=case["groups"], num_channels=shape[1])
+        torch_cls, inorm_cls, fused_cls = torch.nn.GroupNorm, inorm.GroupNorm, inorm.GroupNormAct
+    else:
+        arguments = dict(num_features=shape[1])
+        (torch_cls, inorm_cls), fused_cls = MODULES[len(shape)], FUSED_MODULES[len(shape)]
+    norm = torch_cls(**arguments, affine=affine, device="cuda", dtype=dtype)
     if affine:
         with torch.no_grad():
             norm.weight.uniform_(0.5, 1.5)
             norm.bias.uniform_(-0.5, 0.5)
     activation = case.get("activation", "none")
     if activation == "none":
-        reference, ours = norm, inorm_cls(shape[1], affine=affine, device="cuda", dtype=dtype)
+        reference, ours = norm, inorm_cls(**arguments, affine=affine, device="cuda", dtype=dtype)
     else:
         slope = {"negative_slope": case["negative_slope"]} if activation == "leaky_relu" else {}
         reference = torch.nn.Sequential(norm, ACTIVATION_MODULES[activation](**slope))
-        ours = FUSED_MODULES[len(shape)](shape[1], affine=affine, device="cuda", dtype=dtype, activation=activation,
-                                         **slope)
+        ours = fused_cls(**arguments, affine=affine, device="cuda", dtype=dtype, activation=activation, **slope)
     ours.load_state_dict(norm.state_dict())
     return reference, ours
 
@@ -398,9 +402,6 @@ def main(argv=None):
     cycles_per_ms = sleep_cycles_per_ms()
     floor = "2.5 copies" if args.train else "copy"
     for case in cases:
-        if case.get("op", "instance_norm") != "instance_norm":
-            print(f"  {case['id']}: {case['op']} is not implemented yet; skipped", flush=True)
-            continue
         run = run_train_case if args.train else run_case
         rows.append(run(case, args.iters, args.min_sample_ms, cycles_per_ms))
         r = rows[-1]

@@ -1,4 +1,5 @@
-"""inorm.instance_norm: torch.nn.functional.instance_norm's signature and checks, inorm's kernels."""
+"""inorm.instance_norm and inorm.group_norm: torch.nn.functional's signatures and checks, inorm's
+kernels."""
 from typing import Optional
 
 import torch
@@ -48,3 +49,40 @@ def _verify_spatial_size(size: torch.Size) -> None:
         size_prods *= size[i]
     if size_prods == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    eps: float = 1e-5,
+    activation: Optional[str] = None,
+    negative_slope: float = 0.01,
+) -> Tensor:
+    """Group normalization of a tensor (N, C, *), as torch.nn.functional.group_norm (its checks and
+    messages): inorm's kernels on a CUDA device, PyTorch's own implementation on every other device.
+
+    The output is contiguous NCHW, as torch.nn.functional.group_norm's on CUDA; input in another
+    memory format (channels_last among them) is copied to NCHW first, with a warning.
+
+    activation: None, "relu", "leaky_relu" (with negative_slope) or "silu", fused as in
+    instance_norm: F.silu(F.group_norm(...)) in one pass over memory, forward and backward."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    _verify_batch_size([input.size(0) * input.size(1) // num_groups, num_groups] + list(input.size()[2:]))
+    if activation is None:
+        return _group_norm_op(input, num_groups, weight, bias, eps)
+    return _group_norm_op(input, num_groups, weight, bias, eps, activation, negative_slope)
+
+
+_group_norm_op = torch.ops.inorm.group_norm.default
+
+
+def _verify_batch_size(size) -> None:
+    # The same check and message as torch.nn.functional's (group_norm calls it on [N * C / G, G, *]).
+    size_prods = size[0]
+    for i in range(len(size) - 2):
+        size_prods *= size[i + 2]
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")

@@ -94,6 +94,34 @@ def op_samples(device):
     return samples
 
 
+def outputs_and_gradients(module, x, dy):
+    """module(x) and the gradients of x and of the parameters against dy (nothing accumulates)."""
+    x = x.detach().requires_grad_()
+    y = module(x)
+    return (y, *torch.autograd.grad(y, [x, *module.parameters()], dy))
+
+
+def expect_graph_replay_matches_eager(module, shape):
+    """A training step of `module` (output and gradients) captured in a CUDA graph, replayed on new
+    input, equals the step run eagerly on it."""
+    x = make_input(shape, torch.float32).requires_grad_()
+    dy = torch.randn_like(x)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up: plans made and cached outside the capture
+        outputs_and_gradients(module, x, dy)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = outputs_and_gradients(module, x, dy)
+    with torch.no_grad():
+        x.copy_(make_input(shape, torch.float32, seed=9))
+    graph.replay()
+    torch.cuda.synchronize()
+    for got, want in zip(captured, outputs_and_gradients(module, x, dy)):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+
+
 def raised(call):
     """(type, message) of what `call` raises, or None."""
     try:

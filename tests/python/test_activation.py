@@ -11,7 +11,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import inorm  # noqa: E402
-from helpers import DTYPES, ORACLE_TOLERANCES, TOLERANCES, make_input, requires_gpu  # noqa: E402
+from helpers import (DTYPES, ORACLE_TOLERANCES, TOLERANCES, expect_graph_replay_matches_eager, make_input,  # noqa: E402
+                     outputs_and_gradients, requires_gpu)
 
 ACTIVATIONS = {"relu": (nn.ReLU, {}), "leaky_relu": (nn.LeakyReLU, {"negative_slope": 0.2}), "silu": (nn.SiLU, {})}
 FUSED = {3: (nn.InstanceNorm1d, inorm.InstanceNormAct1d), 4: (nn.InstanceNorm2d, inorm.InstanceNormAct2d),
@@ -35,13 +36,6 @@ def unfused_and_fused(rank, channels, activation, device, dtype=torch.float32, *
             reference[0].running_var.uniform_(0.5, 1.5)
     fused.load_state_dict(reference[0].state_dict())
     return reference, fused
-
-
-def outputs_and_gradients(module, x, dy):
-    """module(x) and the gradients of x and of the parameters against dy (nothing accumulates)."""
-    x = x.detach().requires_grad_()
-    y = module(x)
-    return (y, *torch.autograd.grad(y, [x, *module.parameters()], dy))
 
 
 # ---- Every device: the module, its arguments, the CPU's results ------------------------------------
@@ -190,22 +184,7 @@ def test_compiled_training_step_matches_eager(activation):
 @requires_gpu
 def test_cuda_graph_of_fused_forward_and_backward():
     _, fused = unfused_and_fused(4, 8, "silu", "cuda", affine=True)
-    x = make_input((4, 8, 64, 64), torch.float32).requires_grad_()
-    dy = torch.randn_like(x)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm-up: plans made and cached outside the capture
-        outputs_and_gradients(fused, x, dy)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = outputs_and_gradients(fused, x, dy)
-    with torch.no_grad():
-        x.copy_(make_input((4, 8, 64, 64), torch.float32, seed=9))
-    graph.replay()
-    torch.cuda.synchronize()
-    for got, want in zip(captured, outputs_and_gradients(fused, x, dy)):
-        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    expect_graph_replay_matches_eager(fused, (4, 8, 64, 64))
 
 
 # ---- Networks: convert_instance_norm(fuse=True) ------------------------------------------------------
