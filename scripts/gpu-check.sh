@@ -6,8 +6,7 @@
 #             every family and exchange (GpuSanitize.*), and the synccheck reproducer
 #   python    the package built into the build directory (scripts/build-python.sh), pytest,
 #             python -m inorm.bench (forward on public.json and fused.json, --train on train.json and
-#             fused.json, and --overhead
-#             against the C++ suite's times)
+#             fused.json, and --overhead against the C++ suite's times)
 #   bench     the build and the C++ benchmarks only (with inorm-bench --overhead)
 # Results and one log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most
 # 8 files. Set INORM_COMMIT to the commit being measured (the device copy has no .git).
