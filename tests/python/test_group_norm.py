@@ -193,10 +193,20 @@ def test_compile_fullgraph_traces_one_graph_with_backward():
 # ---- CUDA: inorm's kernels ---------------------------------------------------------------------------
 
 
+# Where ReLU's or LeakyReLU's input z lies this close to 0, rounding in the dtype (1e-4 on 1000 +
+# randn in float32) decides which slope its gradient takes, for torch.nn as for inorm: dy is zero
+# there, so a comparison measures the kernels rather than that coin (the C++ tests' zero_dy_at_kinks).
+KINK_BAND = 1e-3
+
+
 def expect_no_further_from_float64_than_torch(reference, ours, x, dy):
     """y, dx, dweight, dbias: inorm's largest error against the unfused torch.nn modules in float64
     is at most torch.nn's own in the input's dtype, plus the dtype's oracle tolerance times the
     value's size. Our outputs come from poisoned memory (NaN unless written)."""
+    if isinstance(reference, nn.Sequential) and isinstance(reference[1], (nn.ReLU, nn.LeakyReLU)):
+        with torch.no_grad():
+            z = copy.deepcopy(reference[0]).to(torch.float64)(x.double())
+        dy = dy.masked_fill(z.abs() < KINK_BAND, 0)
     poison_next_allocation(x)
     ours_all = outputs_and_gradients(ours, x, dy)
     eager = outputs_and_gradients(reference, x, dy)
@@ -256,8 +266,13 @@ def test_cuda_fused_suite_case_no_further_from_float64_than_torch(case):
 def test_cuda_channels_last_is_copied_with_a_warning_and_gives_nchw():
     reference, ours = unfused_and_ours(2, 4, "silu", "cuda")
     x = make_input((2, 4, 9, 10), torch.float32, channels_last=True)
-    with pytest.warns(UserWarning, match="GroupNorm runs contiguous NCHW input"):
-        y = ours(x)
+    saved = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)  # the warning is once a process, and an earlier test may have had it
+    try:
+        with pytest.warns(UserWarning, match="GroupNorm runs contiguous NCHW input"):
+            y = ours(x)
+    finally:
+        torch.set_warn_always(saved)
     assert y.is_contiguous()
     torch.testing.assert_close(y, reference(x), atol=1e-5, rtol=1e-5)
 
