@@ -4,7 +4,8 @@ One process, the same input tensor for all four, CUDA events, warm-up, median of
 samples. Each sample times enough back-to-back calls to cover at least --min-sample-ms of GPU work,
 queued behind a GPU sleep that outlasts their queueing: the times are GPU times, as in a model that
 keeps the GPU fed, not Python's per-call overhead. Every inorm output is checked against eager
-PyTorch. Prints a markdown table; --out DIR also writes torch-bench.{json,md,png} (the PNG is a bar
+PyTorch (where they differ by more than the dtype's tolerance, both against float64: inorm must be
+no further from it than eager). Prints a markdown table; --out DIR also writes torch-bench.{json,md,png} (the PNG is a bar
 chart of each implementation's ratio to its floor).
 
 The forward's floor is one copy of x. With --train each implementation runs a training step of the
@@ -23,6 +24,7 @@ and each public-suite case through inorm's module called back to back with nothi
 (as a training loop calls it), next to inorm-bench's kernel time from --kernel-times (its --json).
 It writes overhead.{json,md}."""
 import argparse
+import copy
 import datetime
 import json
 import os
@@ -157,6 +159,29 @@ def case_modules(case, shape, dtype, affine):
     return reference, ours
 
 
+def float64_copy(module):
+    return copy.deepcopy(module).to(torch.float64)
+
+
+def verify(actual, expected, float64_results, tolerance, scales):
+    """Whether inorm's results pass: each within `tolerance` of eager's (atol times its scale), else
+    each no further from float64 results (computed by float64_results()) than eager's, plus that
+    tolerance: eager rounds the norm's output to the dtype before the activation, so with SiLU its
+    result can lie an ulp or two from inorm's, which rounds once. Returns (verified, the largest
+    difference from eager, divided by its scale)."""
+    differences = [(a.double() - e.double()).abs().max().item() / s if a.numel() else 0.0
+                   for a, e, s in zip(actual, expected, scales)]
+    if all(torch.allclose(a, e, atol=tolerance * s, rtol=tolerance) for a, e, s in zip(actual, expected, scales)):
+        return True, max(differences, default=0.0)
+    verified = True
+    for a, e, s, exact in zip(actual, expected, scales, float64_results()):
+        if a.numel():
+            size = max(exact.abs().max().item(), 1.0)
+            verified &= (a.double() - exact).abs().max().item() <= (
+                (e.double() - exact).abs().max().item() + tolerance * s * size)
+    return verified, max(differences, default=0.0)
+
+
 def run_case(case, iters, min_sample_ms, cycles_per_ms):
     shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
     x = case_input(case, shape, dtype)
@@ -168,11 +193,8 @@ def run_case(case, iters, min_sample_ms, cycles_per_ms):
                  "compile": lambda: compiled(x), "inorm": lambda: ours(x)}
 
     with torch.no_grad():
-        expected, actual = reference(x), ours(x)
-        tolerance = TOLERANCES[dtype]
-        max_error = (actual.double() - expected.double()).abs().max().item() if x.numel() else 0.0
-        verified = torch.allclose(actual, expected, atol=tolerance, rtol=tolerance)
-        del expected, actual
+        verified, max_error = verify((ours(x),), (reference(x),), lambda: (float64_copy(reference)(x.double()),),
+                                     TOLERANCES[dtype], (1.0,))
         times = {name: time_ms(function, iters, min_sample_ms, cycles_per_ms) for name, function in functions.items()}
     gigabytes = 2 * x.numel() * x.element_size() / 1e9  # read x once, write y once
     row = {"id": case["id"], "shape": list(shape), "dtype": case["dtype"], "layout": case.get("layout", "nchw"),
@@ -202,14 +224,14 @@ def run_train_case(case, iters, min_sample_ms, cycles_per_ms):
     copy_target = torch.empty_like(x)
     functions = {"copy": lambda: copy_target.copy_(x), "eager": step(reference), "compile": step(compiled),
                  "inorm": step(ours)}
-    expected, actual = step(reference)(), step(ours)()
-    tolerance = TRAIN_TOLERANCES[dtype]
+    def float64_step():
+        x64 = x.detach().double().requires_grad_()
+        module = float64_copy(reference)
+        return torch.autograd.grad(module(x64), [x64, *module.parameters()], dy.double())
+
     # dweight and dbias add up N * S terms: measured against the square root of their count.
     scales = (1.0, (x.numel() / shape[1]) ** 0.5, (x.numel() / shape[1]) ** 0.5)
-    verified = all(torch.allclose(a, e, atol=tolerance * s, rtol=tolerance) for a, e, s in zip(actual, expected, scales))
-    max_error = max(((a.double() - e.double()).abs().max().item() / s for a, e, s in zip(actual, expected, scales)
-                     if a.numel()), default=0.0)
-    del expected, actual
+    verified, max_error = verify(step(ours)(), step(reference)(), float64_step, TRAIN_TOLERANCES[dtype], scales)
     times = {name: time_ms(function, iters, min_sample_ms, cycles_per_ms) for name, function in functions.items()}
     floor_ms = 2.5 * times["copy"]
     row = {"id": case["id"], "shape": list(shape), "dtype": case["dtype"], "layout": case.get("layout", "nchw"),
