@@ -16,10 +16,12 @@
 // input's memory format), GroupNorm in NCHW (as torch.nn.GroupNorm on CUDA); every other device
 // (CPU, ...) runs ATen's own implementation (instance norm: batch norm over the [1, N * C, S] view,
 // as at::instance_norm does; group norm: native_group_norm), so the values are torch.nn's there,
-// and the outputs are given the same memory format as on CUDA.
+// and the outputs are given the same memory format as on CUDA. Under CUDA autocast GroupNorm runs in
+// float32, as torch.group_norm does (InstanceNorm, which autocast leaves alone, in the input's dtype).
 #include <Python.h>
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -885,11 +887,22 @@ Tensor instance_norm(const Tensor& input, const OptionalTensor& weight, const Op
   return output;
 }
 
-// The user-facing GroupNorm op: the functional op's output (plain CUDA tensors: the kernels alone,
-// no statistics written).
+// Under CUDA autocast GroupNorm runs in float32, as torch.group_norm does there (autocast's fp32
+// list): half-type input and parameters are cast first, and the output is float32.
+GroupNormResult group_norm_forward_autocast(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
+                                            const OptionalTensor& bias, double eps, c10::string_view activation,
+                                            double negative_slope) {
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCUDA);
+  return group_norm_forward_op().call(at::autocast::cached_cast(at::kFloat, input), num_groups,
+                                      at::autocast::cached_cast(at::kFloat, weight),
+                                      at::autocast::cached_cast(at::kFloat, bias), eps, activation, negative_slope);
+}
+
+// The user-facing GroupNorm op: the functional op's output (plain CUDA tensors outside autocast:
+// the kernels alone, no statistics written).
 Tensor group_norm(const Tensor& input, int64_t num_groups, const OptionalTensor& weight, const OptionalTensor& bias,
                   double eps, c10::string_view activation, double negative_slope) {
-  if (runs_kernels_directly(input, {&weight, &bias})) {
+  if (!at::autocast::is_autocast_enabled(at::kCUDA) && runs_kernels_directly(input, {&weight, &bias})) {
     const std::optional<at::ScalarType> param_type = check_group_norm_args(input, num_groups, weight, bias);
     return launch_forward_kernels(input, weight, bias, param_type, ForwardTargets(), true, 0.0, eps,
                                   to_activation(activation), negative_slope, num_groups);
@@ -936,6 +949,10 @@ TORCH_LIBRARY_IMPL(inorm, CompositeExplicitAutograd, m) {
   m.impl("instance_norm_backward", TORCH_FN(instance_norm_backward_fallback));
   m.impl("group_norm_forward", TORCH_FN(group_norm_forward_fallback));
   m.impl("group_norm_backward", TORCH_FN(group_norm_backward_fallback));
+}
+
+TORCH_LIBRARY_IMPL(inorm, AutocastCUDA, m) {
+  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_autocast));
 }
 
 TORCH_LIBRARY_IMPL(inorm, Autograd, m) {

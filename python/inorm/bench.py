@@ -277,6 +277,8 @@ def chart(rows, header, path, floor="copy"):
         axes.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, rotation=90, padding=2)
     axes.axhline(1.0, color="black", linewidth=1, linestyle="--", label=f"{floor} (floor)")
     axes.set_yscale("log")
+    tallest = max((r[f"{name}_x_{RATIO_KEYS[floor]}"] for r in rows for name in IMPLEMENTATIONS), default=1.0)
+    axes.set_ylim(top=3 * tallest)  # room for the tallest bar's label
     axes.set_ylabel(f"time / {floor} of the same tensor (log)")
     axes.set_xticks(range(len(rows)), [f"{r['id']}\n{r['dtype']}" for r in rows], fontsize=8)
     axes.set_title(header, fontsize=9)

@@ -279,6 +279,21 @@ def test_cuda_channels_last_is_copied_with_a_warning_and_gives_nchw(capfd):
 
 
 @requires_gpu
+@pytest.mark.parametrize("activation", ["none", "silu"])
+def test_cuda_autocast_runs_in_float32_as_torch(activation):
+    # torch.group_norm is on CUDA autocast's float32 list: float16 input, float32 output.
+    reference, ours = unfused_and_ours(4, 16, activation, "cuda")
+    x = make_input((2, 16, 9, 10), torch.float16)
+    dy = torch.randn(x.shape, device="cuda", dtype=torch.float32)
+    with torch.autocast("cuda", dtype=torch.float16):
+        got, want = outputs_and_gradients(ours, x, dy), outputs_and_gradients(reference, x, dy)
+    for name, g, w in zip(("y", "dx", "dweight", "dbias"), got, want):
+        assert g.dtype == w.dtype, name
+        torch.testing.assert_close(g, w, atol=1e-3, rtol=1e-3, msg=name)
+    assert got[0].dtype == torch.float32 and got[1].dtype == torch.float16
+
+
+@requires_gpu
 def test_cuda_parameter_on_another_device_raises():
     x = torch.rand(2, 4, 8, device="cuda")
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
