@@ -121,7 +121,7 @@ TEST(GpuBackward, EvalModeWithRunningStats) {
 }
 
 // Only the gradients asked for: dx alone, the weight gradients alone (no dx), dweight without
-// dbias (weight, no bias), and a weight of 1 (no affine) with dx only.
+// dbias (weight, no bias), and a weight of 1 (no affine) with dx only and with its gradients.
 TEST(GpuBackward, OnlyTheGradientsAskedFor) {
   INORM_REQUIRE_GPU();
   for (const Shape& s : one_shape_per_path()) {
@@ -136,6 +136,9 @@ TEST(GpuBackward, OnlyTheGradientsAskedFor) {
     expect_passes(c, std::string(s.why) + ", dx and dweight");
     c.affine = false;
     expect_passes(c, std::string(s.why) + ", no affine");
+    c.weight_only = false;
+    c.weight_grads_without_affine = true;
+    expect_passes(c, std::string(s.why) + ", no affine, dweight and dbias");
   }
 }
 

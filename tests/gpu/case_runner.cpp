@@ -413,7 +413,7 @@ Outcome run_backward_case(const Case& c) {
     }
     INORM_CHECK(copy_from_host(dy_in_memory, c.dtype, const_cast<void*>(p.dy)));
   }
-  if (c.affine && c.want_weight_grads) {
+  if ((c.affine || c.weight_grads_without_affine) && c.want_weight_grads) {
     INORM_CHECK(dweight.allocate(p.channels * dtype_size(c.param_dtype)));
     p.dweight = dweight.get();
     if (!c.weight_only) {

@@ -52,6 +52,9 @@ struct Case {
   DataSpec dy_data{Distribution::kNormal, 0.0, 1.0};
   bool want_dx = true;
   bool want_weight_grads = true;
+  // Without affine: dweight and dbias asked for all the same (those of a weight of 1 and a bias of
+  // 0), as PyTorch's backward op may be called.
+  bool weight_grads_without_affine = false;
   PlanOptions options;
   int64_t max_groups = 0;      // > 0: the plan's grid cut to this many groups (more rounds of slices;
                                // kChannelsLast: CTAs, each taking more tiles)

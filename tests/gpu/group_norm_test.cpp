@@ -124,8 +124,9 @@ TEST(GpuGroupNorm, NanStaysInItsGroup) {
 }
 
 // No affine (the norm alone: the plain op, nothing by channel), a weight without a bias, and the
-// backward's gradients apart: dx alone (the general op without per-channel sums), and dweight and
-// dbias alone (per-channel sums, nothing written per element).
+// backward's gradients apart: dx alone (the general op without per-channel sums), dweight and
+// dbias alone (per-channel sums, nothing written per element), and dweight and dbias without a
+// weight (a weight of 1 in the per-channel sums, as PyTorch's backward op may ask).
 TEST(GpuGroupNorm, WithoutBiasAndEachGradientAlone) {
   INORM_REQUIRE_GPU();
   for (Pass pass : kPasses) {
@@ -145,6 +146,10 @@ TEST(GpuGroupNorm, WithoutBiasAndEachGradientAlone) {
     Case grads_only = group_case(Pass::kBackward, shape, DType::kFloat32, 4);
     grads_only.want_dx = false;
     expect_passes(grads_only, "dweight and dbias alone");
+    Case no_affine = group_case(Pass::kBackward, shape, DType::kFloat32, 4, Activation::kSilu);
+    no_affine.affine = false;
+    no_affine.weight_grads_without_affine = true;
+    expect_passes(no_affine, "no affine, dweight and dbias of a weight of 1");
   }
 }
 
