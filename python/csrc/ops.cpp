@@ -347,10 +347,6 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> instance_norm_forward_cuda(
           or_empty(targets.running_mean, update_running), or_empty(targets.running_var, update_running)};
 }
 
-// Returns (grad_input, grad_weight, grad_bias), each an empty [0] tensor where output_mask says it
-// is not wanted. With use_input_stats, mean and rstd are what the forward returned; without, the
-// running stats normalized the input. grad_weight and grad_bias take the dtype of weight (else of
-// the running stats, else float32).
 // inorm's backward on the input's device and current stream, arguments checked; groups: 0 for
 // InstanceNorm, else GroupNorm's.
 std::tuple<Tensor, Tensor, Tensor> launch_backward_kernels(
@@ -408,6 +404,10 @@ std::tuple<Tensor, Tensor, Tensor> launch_backward_kernels(
   return {grad_input, grad_weight, grad_bias};
 }
 
+// Returns (grad_input, grad_weight, grad_bias), each an empty [0] tensor where output_mask says it
+// is not wanted. With use_input_stats, mean and rstd are what the forward returned; without, the
+// running stats normalized the input. grad_weight and grad_bias take the dtype of weight (else of
+// the running stats, else float32).
 std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
     const Tensor& grad_output, const Tensor& input, const OptionalTensor& weight, const OptionalTensor& mean,
     const OptionalTensor& rstd, const OptionalTensor& running_mean, const OptionalTensor& running_var,
