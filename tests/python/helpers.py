@@ -101,6 +101,17 @@ def outputs_and_gradients(module, x, dy):
     return (y, *torch.autograd.grad(y, [x, *module.parameters()], dy))
 
 
+def expect_compiled_step_matches_eager(module, shape):
+    """A training step of torch.compile(module, fullgraph=True) (output and gradients) equals the
+    step run eagerly."""
+    torch._dynamo.reset()
+    x = make_input(shape, torch.float32)
+    dy = torch.randn_like(x)
+    compiled = torch.compile(module, fullgraph=True)
+    for got, want in zip(outputs_and_gradients(compiled, x, dy), outputs_and_gradients(module, x, dy)):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+
+
 def expect_graph_replay_matches_eager(module, shape):
     """A training step of `module` (output and gradients) captured in a CUDA graph, replayed on new
     input, equals the step run eagerly on it."""

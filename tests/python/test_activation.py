@@ -11,8 +11,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import inorm  # noqa: E402
-from helpers import (DTYPES, ORACLE_TOLERANCES, TOLERANCES, expect_graph_replay_matches_eager, make_input,  # noqa: E402
-                     outputs_and_gradients, requires_gpu)
+from helpers import (DTYPES, ORACLE_TOLERANCES, TOLERANCES, expect_compiled_step_matches_eager,  # noqa: E402
+                     expect_graph_replay_matches_eager, make_input, outputs_and_gradients, requires_gpu)
 
 ACTIVATIONS = {"relu": (nn.ReLU, {}), "leaky_relu": (nn.LeakyReLU, {"negative_slope": 0.2}), "silu": (nn.SiLU, {})}
 FUSED = {3: (nn.InstanceNorm1d, inorm.InstanceNormAct1d), 4: (nn.InstanceNorm2d, inorm.InstanceNormAct2d),
@@ -172,13 +172,8 @@ def test_gradcheck_float64_cuda():
 @requires_gpu
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_compiled_training_step_matches_eager(activation):
-    torch._dynamo.reset()
     _, fused = unfused_and_fused(4, 8, activation, "cuda", affine=True)
-    x = make_input((4, 8, 32, 32), torch.float32)
-    dy = torch.randn_like(x)
-    compiled = torch.compile(fused, fullgraph=True)
-    for got, want in zip(outputs_and_gradients(compiled, x, dy), outputs_and_gradients(fused, x, dy)):
-        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    expect_compiled_step_matches_eager(fused, (4, 8, 32, 32))
 
 
 @requires_gpu

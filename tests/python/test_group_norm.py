@@ -15,8 +15,9 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import inorm  # noqa: E402
-from helpers import (DTYPE_NAMES, DTYPES, ORACLE_TOLERANCES, REPO, expect_graph_replay_matches_eager,  # noqa: E402
-                     make_input, outputs_and_gradients, poison_next_allocation, raised, requires_gpu)
+from helpers import (DTYPE_NAMES, DTYPES, ORACLE_TOLERANCES, REPO, expect_compiled_step_matches_eager,  # noqa: E402
+                     expect_graph_replay_matches_eager, make_input, outputs_and_gradients, poison_next_allocation,
+                     raised, requires_gpu)
 
 ACTIVATIONS = {"none": None, "relu": nn.ReLU(), "leaky_relu": nn.LeakyReLU(0.2), "silu": nn.SiLU()}
 CPU_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
@@ -315,13 +316,8 @@ def test_gradcheck_float64_cuda():
 @requires_gpu
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_compiled_training_step_matches_eager(activation):
-    torch._dynamo.reset()
     _, ours = unfused_and_ours(4, 16, activation, "cuda")
-    x = make_input((4, 16, 32, 32), torch.float32)
-    dy = torch.randn_like(x)
-    compiled = torch.compile(ours, fullgraph=True)
-    for got, want in zip(outputs_and_gradients(compiled, x, dy), outputs_and_gradients(ours, x, dy)):
-        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    expect_compiled_step_matches_eager(ours, (4, 16, 32, 32))
 
 
 @requires_gpu
