@@ -156,7 +156,7 @@ int64_t slices_a_sample(const Params& p) {
 }
 
 // `channel_len`: elements of a channel (S); a slice spans p.groups's share of the channels
-// (GroupNorm, NCHW: contiguous), or one.
+// (GroupNorm), or one.
 Status verify_forward_samples(const ForwardParams& p, int64_t channel_len, const std::vector<double>& weight,
                               const std::vector<double>& bias, Row* row) {
   row->verified = true;
@@ -165,8 +165,8 @@ Status verify_forward_samples(const ForwardParams& p, int64_t channel_len, const
   const int64_t slice_len = slice_channels * channel_len;
   for (int64_t slice : sample_slices(p.batch * groups)) {
     std::vector<double> x, y;
-    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, groups, slice_len, slice, &x));
-    BENCH_TRY(testing::copy_slice_to_host(p.y, p.dtype, p.layout, groups, slice_len, slice, &y));
+    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, p.channels, slice_channels, channel_len, slice, &x));
+    BENCH_TRY(testing::copy_slice_to_host(p.y, p.dtype, p.layout, p.channels, slice_channels, channel_len, slice, &y));
     const testing::SliceStats stats = testing::slice_statistics(x.data(), slice_len, p.eps);
     std::vector<double> want(slice_len);
     for (int64_t i = 0; i < slice_len; ++i) {
@@ -189,9 +189,9 @@ Status verify_backward_samples(const BackwardParams& p, int64_t channel_len, con
   const int64_t slice_len = slice_channels * channel_len;
   for (int64_t slice : sample_slices(p.batch * groups)) {
     std::vector<double> x, dy, dx;
-    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, groups, slice_len, slice, &x));
-    BENCH_TRY(testing::copy_slice_to_host(p.dy, p.dtype, p.layout, groups, slice_len, slice, &dy));
-    BENCH_TRY(testing::copy_slice_to_host(p.dx, p.dtype, p.layout, groups, slice_len, slice, &dx));
+    BENCH_TRY(testing::copy_slice_to_host(p.x, p.dtype, p.layout, p.channels, slice_channels, channel_len, slice, &x));
+    BENCH_TRY(testing::copy_slice_to_host(p.dy, p.dtype, p.layout, p.channels, slice_channels, channel_len, slice, &dy));
+    BENCH_TRY(testing::copy_slice_to_host(p.dx, p.dtype, p.layout, p.channels, slice_channels, channel_len, slice, &dx));
     std::vector<double> w(slice_channels, 1.0), b(slice_channels, 0.0);
     for (int64_t c = 0; c < slice_channels; ++c) {
       const int64_t channel = slice % groups * slice_channels + c;

@@ -24,10 +24,13 @@ struct WorkspaceLayout {
   std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
   std::size_t slice_arrivals = 0;  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]
   std::size_t slice_counter = 0;   // kSharedResident, shared_slices_in_order: unsigned long long
-  std::size_t split_partials = 0;  // kSplitPipelined, kChannelsLast: SplitPartial[num_slices * parts_per_slice]
+  // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]; kChannelsLast: one per tile of each
+  // channel, [num_slices * slice_channels * parts_per_slice]
+  std::size_t split_partials = 0;
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
-  std::size_t slice_coefficients = 0;  // kChannelsLast: kSliceCoefficientBytes [num_slices], the elementwise pass's
+  // kChannelsLast: kSliceCoefficientBytes [num_slices * slice_channels], the elementwise pass's, per channel
+  std::size_t slice_coefficients = 0;
   // stats type [num_slices] each: the two terms per slice that the channel reduction sums over the
   // batch: per-instance mean and unbiased variance for the running stats (forward), sum(dy * xhat)
   // and sum(dy) for dweight and dbias (backward).
@@ -73,15 +76,23 @@ inline bool sums_channels_in_slices(const Plan& plan) {
   return plan.pass == Pass::kBackward && plan.weight_grads && plan.slice_channels > 1;
 }
 // The elements of a slice one such partial's chunk covers: a CTA's chunk (kSharedResident), a
-// part (kSplitPipelined), or the whole slice.
+// part (kSplitPipelined), a tile of one channel (kChannelsLast), or the whole slice.
 inline int64_t channel_partial_chunk_len(const Plan& plan) {
+  if (plan.path == Path::kChannelsLast) return plan.tile_rows;
   return plan.path == Path::kSharedResident || plan.path == Path::kSplitPipelined ? plan.chunk_len : plan.slice_len;
+}
+// The elements a channel takes in that count of chunks: its own (S), or on kChannelsLast, where no
+// tile holds two channels of a slice, its tiles in whole (parts_per_slice of tile_rows).
+inline int64_t channel_partial_channel_len(const Plan& plan) {
+  if (plan.path == Path::kChannelsLast) return static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows;
+  return plan.slice_len / plan.slice_channels;
 }
 // Partials per slice: channel c of the slice and chunk k (the chunks c overlaps) at c + k, so the
 // slice_channels channels and the chunks between them take slice_channels + chunks - 1.
 inline int64_t channel_partials_per_slice(const Plan& plan) {
   const int64_t chunk = channel_partial_chunk_len(plan);
-  return plan.slice_channels + (chunk > 0 ? (plan.slice_len + chunk - 1) / chunk : 1) - 1;
+  const int64_t chunks = chunk > 0 ? (plan.slice_channels * channel_partial_channel_len(plan) + chunk - 1) / chunk : 1;
+  return plan.slice_channels + chunks - 1;
 }
 
 // Bytes of a chunk's partial: ChunkStats<stats type> (count, mean, resid, m2; kernels/forward_op.cuh), or the

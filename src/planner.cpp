@@ -205,10 +205,12 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.slice_arrivals = reserve(slices * sizeof(unsigned));
   }
   if (shared_slices_in_order(plan)) layout.slice_counter = reserve(sizeof(unsigned long long));
+  // kChannelsLast works by channel (a slice's channels are its columns): a partial per tile of each.
+  const std::size_t channels = plan.path == Path::kChannelsLast ? slices * plan.slice_channels : slices;
   if (plan.path == Path::kSplitPipelined || plan.path == Path::kChannelsLast) {  // a partial per part or tile
-    layout.split_partials = reserve(slices * plan.parts_per_slice * sizeof(SplitPartial));
+    layout.split_partials = reserve(channels * plan.parts_per_slice * sizeof(SplitPartial));
   }
-  if (plan.path == Path::kChannelsLast) layout.slice_coefficients = reserve(slices * kSliceCoefficientBytes);
+  if (plan.path == Path::kChannelsLast) layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
   if (plan.path == Path::kSplitPipelined) {
     layout.split_slice_stats = reserve(slices * sizeof(SplitPartial));
     layout.split_counters = reserve((slices + 1) * sizeof(unsigned));
@@ -406,7 +408,7 @@ Status check_aligned(std::initializer_list<const void*> ptrs, DType dtype, const
   return Status::Ok();
 }
 
-// GroupNorm's own conditions, either pass: groups divides C; instance statistics only; NCHW.
+// GroupNorm's own conditions, either pass: groups divides C; instance statistics only.
 template <typename Params>
 Status validate_groups(const Params& p) {
   if (!detail::is_group_norm(p)) return Status::Ok();
@@ -417,9 +419,6 @@ Status validate_groups(const Params& p) {
   if (!p.use_input_stats || p.running_mean != nullptr || p.running_var != nullptr) {
     return invalid("GroupNorm (groups given) normalizes with the statistics of its input: use_input_stats, and "
                    "no running_mean / running_var");
-  }
-  if (p.layout == Layout::kChannelsLast) {
-    return unsupported("GroupNorm runs NCHW (contiguous) input only; channels_last is not implemented yet");
   }
   return Status::Ok();
 }
@@ -736,7 +735,8 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
 // blocks of at most kChannelsLastThreads (whole 16-byte vectors where the rows are aligned), as many
 // rows a pass as the threads hold, and as many whole passes as kChannelsLastTileBytes of shared
 // memory holds of every input (the kernels stage a tile there: both passes where a tile holds every
-// channel, the reduction alone on channel blocks).
+// channel, the reduction alone on channel blocks). The tiles of a channel (parts_per_slice of them)
+// cover its S spatial positions; a GroupNorm slice is its channels' tiles together.
 Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* plan) {
   *plan = base;
   plan->path = Path::kChannelsLast;
@@ -748,13 +748,18 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   const int64_t channel_block = ceil_div(ceil_div(base.channels, blocks), vector) * vector;
   const int64_t rows_a_pass = detail::kChannelsLastThreads / channel_block;
   const int64_t row_bytes = channel_block * elem * base.inputs;
+  const int64_t spatial = base.slice_len / base.slice_channels;
   // The most whole passes whose inputs fit the tile's shared memory, at least one, and no more
   // than the slice needs.
   int64_t tile_rows = std::max<int64_t>(detail::kChannelsLastTileBytes / row_bytes / rows_a_pass, 1) * rows_a_pass;
-  tile_rows = std::min(tile_rows, ceil_div(base.slice_len, rows_a_pass) * rows_a_pass);
-  const int64_t tiles = ceil_div(base.slice_len, tile_rows);
-  if (tiles > std::numeric_limits<int32_t>::max() || base.num_slices > std::numeric_limits<int64_t>::max() / tiles) {
-    return unsupported("channels_last: " + std::to_string(tiles) + " tiles a slice are more than the plan counts");
+  tile_rows = std::min(tile_rows, ceil_div(spatial, rows_a_pass) * rows_a_pass);
+  const int64_t tiles = ceil_div(spatial, tile_rows);
+  const int64_t batch = base.num_slices * base.slice_channels / base.channels;
+  // The finish kernel combines a slice's channels' tiles, counted in int.
+  if (tiles * base.slice_channels > std::numeric_limits<int32_t>::max() ||
+      batch * base.channels > std::numeric_limits<int64_t>::max() / tiles) {
+    return unsupported("channels_last: " + std::to_string(tiles) + " tiles a channel, " +
+                       std::to_string(base.slice_channels) + " channels a slice, are more than the plan counts");
   }
   plan->channel_block = static_cast<int>(channel_block);
   plan->threads = static_cast<int>(rows_a_pass * channel_block);
@@ -763,7 +768,7 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   plan->smem_bytes = static_cast<int>(detail::channels_last_smem_bytes(*plan));
   // The kernels stride over the (sample, channel block, tile) items: a grid of what fits at once,
   // a few times over, caps the launch for any tensor size.
-  const int64_t items = base.num_slices / base.channels * blocks * tiles;
+  const int64_t items = batch * blocks * tiles;
   const int64_t ctas_per_sm = std::max<int64_t>(
       std::min<int64_t>(limits.max_threads_per_sm / plan->threads, detail::ctas_fitting_on_sm(limits, plan->smem_bytes)),
       1);

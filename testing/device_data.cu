@@ -195,19 +195,26 @@ Status copy_to_host(const void* data, DType dtype, int64_t offset, int64_t count
   return Status::Ok();
 }
 
-Status copy_slice_to_host(const void* data, DType dtype, Layout layout, int64_t channels, int64_t slice_len,
-                          int64_t slice, std::vector<double>* out) {
+Status copy_slice_to_host(const void* data, DType dtype, Layout layout, int64_t channels, int64_t slice_channels,
+                          int64_t channel_len, int64_t slice, std::vector<double>* out) {
+  const int64_t slice_len = slice_channels * channel_len;
   if (layout == Layout::kContiguous) return copy_to_host(data, dtype, slice * slice_len, slice_len, out);
   const std::size_t elem = dtype_size(dtype);
-  const int64_t first = (slice / channels * slice_len) * channels + slice % channels;
+  const int64_t groups = channels / slice_channels;
+  const int64_t first = (slice / groups * channel_len) * channels + slice % groups * slice_channels;
+  const std::size_t row = static_cast<std::size_t>(slice_channels) * elem;  // the slice's channels at one position
   std::vector<unsigned char> raw(static_cast<std::size_t>(slice_len) * elem);
-  const Status status = cuda_check(cudaMemcpy2D(raw.data(), elem, static_cast<const unsigned char*>(data) + first * elem,
-                                                static_cast<std::size_t>(channels) * elem, elem,
-                                                static_cast<std::size_t>(slice_len), cudaMemcpyDeviceToHost),
+  const Status status = cuda_check(cudaMemcpy2D(raw.data(), row, static_cast<const unsigned char*>(data) + first * elem,
+                                                static_cast<std::size_t>(channels) * elem, row,
+                                                static_cast<std::size_t>(channel_len), cudaMemcpyDeviceToHost),
                                    "cudaMemcpy2D(D2H, one channels_last slice)");
   if (!status.ok()) return status;
   out->resize(static_cast<std::size_t>(slice_len));
-  for (int64_t i = 0; i < slice_len; ++i) (*out)[i] = element_to_double(raw.data() + i * elem, dtype);
+  for (int64_t s = 0; s < channel_len; ++s) {
+    for (int64_t c = 0; c < slice_channels; ++c) {
+      (*out)[c * channel_len + s] = element_to_double(raw.data() + (s * slice_channels + c) * elem, dtype);
+    }
+  }
   return Status::Ok();
 }
 

@@ -51,10 +51,12 @@ bool is_poison(const unsigned char* element, DType dtype);
 // Host copies converted to double; element i of the result is data[offset + i].
 Status copy_to_host(const void* data, DType dtype, int64_t offset, int64_t count,
                     std::vector<double>* out);
-// The elements of slice (n, c) = `slice` of a tensor of `layout`, in order: a contiguous run in
-// NCHW, every channels-th element of its sample in channels_last (one strided 2-D copy).
-Status copy_slice_to_host(const void* data, DType dtype, Layout layout, int64_t channels, int64_t slice_len,
-                          int64_t slice, std::vector<double>* out);
+// The elements of `slice` (of `slice_channels` consecutive channels, each of `channel_len`, in a
+// tensor of `channels`: GroupNorm's group, or one channel) of a tensor of `layout`, channel after
+// channel: a contiguous run in NCHW; in channels_last a strided 2-D copy of the slice's columns of
+// its sample, reordered.
+Status copy_slice_to_host(const void* data, DType dtype, Layout layout, int64_t channels, int64_t slice_channels,
+                          int64_t channel_len, int64_t slice, std::vector<double>* out);
 Status copy_raw_to_host(const void* data, std::size_t bytes, std::vector<unsigned char>* out);
 Status copy_from_host(const std::vector<double>& values, DType dtype, void* data);
 double element_to_double(const unsigned char* element, DType dtype);

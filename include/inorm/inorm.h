@@ -93,7 +93,7 @@ struct ForwardParams {
   // GroupNorm (torch.nn.functional.group_norm): `groups` slices per sample, each of C / groups
   // channels x spatial (contiguous in NCHW), normalized together; the affine stays per channel and
   // mean / rstd are [N * groups]. 0 or C: InstanceNorm, a slice per channel. groups must divide C;
-  // GroupNorm takes no running statistics, and runs NCHW only (channels_last: kUnsupported).
+  // GroupNorm takes no running statistics. Either layout.
   int64_t groups = 0;
 };
 
@@ -132,8 +132,8 @@ struct BackwardParams {
   bool use_input_stats = true;
 
   // GroupNorm's backward, as ForwardParams.groups: mean and rstd are [N * groups]; train mode
-  // (use_input_stats) and NCHW only. dx's means run over each group's slice, dweight and dbias
-  // stay per channel.
+  // (use_input_stats) only. dx's means run over each group's slice, dweight and dbias stay per
+  // channel.
   int64_t groups = 0;
 
   // Gradients of weight and bias, shape [C], `param_dtype`, each null when not wanted.
@@ -179,7 +179,8 @@ enum class Path : int {
   kSplitPipelined,    // slices too large for the chip: one persistent grid runs the parts' statistics a
                       // fixed lead ahead of their normalization, which reads x again
   kChannelsLast,      // channels_last: tiles of [spatial rows x channels], each tile's statistics per
-                      // channel, combined per slice, then the elementwise pass, which reads x again
+                      // channel, combined per slice (a group's channels together), then the
+                      // elementwise pass, which reads x again
 };
 const char* path_name(Path path);
 
@@ -235,7 +236,7 @@ struct Plan {
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
                              // (of each input)
   int64_t register_len = 0;  // kSharedResident: of each chunk, the elements held in registers (its end)
-  int parts_per_slice = 0;   // kSplitPipelined; kChannelsLast: tiles per slice
+  int parts_per_slice = 0;   // kSplitPipelined; kChannelsLast: tiles per channel
   int channel_block = 0;     // kChannelsLast: channels of a tile (threads = rows a pass x channel_block)
   int64_t tile_rows = 0;     // kChannelsLast: spatial positions of a tile
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item

@@ -12,8 +12,8 @@
 //   inorm::group_norm_backward,   user-facing op returns the functional op's output.
 //   inorm::group_norm
 //
-// CUDA tensors run inorm's kernels, InstanceNorm in NCHW or channels_last (the outputs keep the
-// input's memory format), GroupNorm in NCHW (as torch.nn.GroupNorm on CUDA); every other device
+// CUDA tensors run inorm's kernels in NCHW or channels_last (the outputs keep the input's memory
+// format; torch.nn.GroupNorm's are NCHW on CUDA, channels_last on the CPU); every other device
 // (CPU, ...) runs ATen's own implementation (instance norm: batch norm over the [1, N * C, S] view,
 // as at::instance_norm does; group norm: native_group_norm), so the values are torch.nn's there,
 // and the outputs are given the same memory format as on CUDA. Under CUDA autocast GroupNorm runs in
@@ -222,9 +222,8 @@ void set_shape(const Tensor& x, Params* params) {
 
 // The memory format the kernels run `input` in, and its outputs have: channels_last (4-D) or
 // channels_last_3d (5-D) where the input is dense in it and not also contiguous NCHW, else NCHW.
-// GroupNorm (groups > 0) runs NCHW only, as torch.nn.GroupNorm does on CUDA.
-at::MemoryFormat kernel_format(const Tensor& input, int64_t groups = 0) {
-  if (input.is_contiguous() || groups > 0) return at::MemoryFormat::Contiguous;
+at::MemoryFormat kernel_format(const Tensor& input) {
+  if (input.is_contiguous()) return at::MemoryFormat::Contiguous;
   if (input.dim() == 4 && input.is_contiguous(at::MemoryFormat::ChannelsLast)) return at::MemoryFormat::ChannelsLast;
   if (input.dim() == 5 && input.is_contiguous(at::MemoryFormat::ChannelsLast3d)) return at::MemoryFormat::ChannelsLast3d;
   return at::MemoryFormat::Contiguous;
@@ -234,18 +233,12 @@ inorm::Layout layout_of(at::MemoryFormat format) {
   return format == at::MemoryFormat::Contiguous ? inorm::Layout::kContiguous : inorm::Layout::kChannelsLast;
 }
 
-// The kernels read NCHW or channels_last (GroupNorm: NCHW); any other strides are copied to NCHW
-// first, one extra read and write: said once rather than lost silently.
-Tensor input_in(const Tensor& input, at::MemoryFormat format, int64_t groups) {
+// The kernels read NCHW or channels_last; any other strides are copied to NCHW first, one extra
+// read and write: said once rather than lost silently.
+Tensor input_in(const Tensor& input, at::MemoryFormat format) {
   if (format == at::MemoryFormat::Contiguous && !input.is_contiguous()) {
-    if (groups > 0) {
-      TORCH_WARN_ONCE("inorm: GroupNorm runs contiguous NCHW input; other memory formats (channels_last among "
-                      "them) are copied to it first, as torch.nn.GroupNorm does on CUDA, and the output is "
-                      "contiguous NCHW.");
-    } else {
-      TORCH_WARN_ONCE("inorm: input is neither contiguous nor channels_last; it is copied to a contiguous "
-                      "NCHW tensor first, and the output is contiguous NCHW.");
-    }
+    TORCH_WARN_ONCE("inorm: input is neither contiguous nor channels_last; it is copied to a contiguous "
+                    "NCHW tensor first, and the output is contiguous NCHW.");
   }
   return input.contiguous(format);
 }
@@ -281,8 +274,8 @@ Tensor launch_forward_kernels(const Tensor& input, const OptionalTensor& weight,
                               double negative_slope, int64_t groups) {
   const inorm::DType dtype = to_inorm_dtype(input.scalar_type(), "input");
   const c10::cuda::CUDAGuard guard(input.device());
-  const at::MemoryFormat format = kernel_format(input, groups);
-  const Tensor x = input_in(input, format, groups);
+  const at::MemoryFormat format = kernel_format(input);
+  const Tensor x = input_in(input, format);
   Tensor output = empty_cuda(x.sizes(), x.scalar_type(), x.device(), format);
   const Tensor weight_c = weight.has_value() ? weight->contiguous() : Tensor();
   const Tensor bias_c = bias.has_value() ? bias->contiguous() : Tensor();
@@ -358,8 +351,8 @@ std::tuple<Tensor, Tensor, Tensor> launch_backward_kernels(
   const int64_t channels = input.size(1);
 
   const c10::cuda::CUDAGuard guard(input.device());
-  const at::MemoryFormat format = kernel_format(input, groups);  // dy and dx follow x
-  const Tensor x = input_in(input, format, groups);
+  const at::MemoryFormat format = kernel_format(input);  // dy and dx follow x
+  const Tensor x = input_in(input, format);
   const Tensor dy = grad_output.contiguous(format);
   const at::ScalarType grad_type = param_type.value_or(at::kFloat);
   Tensor grad_input = output_mask[0] ? empty_cuda(x.sizes(), x.scalar_type(), x.device(), format)
@@ -422,7 +415,7 @@ std::tuple<Tensor, Tensor, Tensor> instance_norm_backward_cuda(
 
 // ---- GroupNorm on CUDA -----------------------------------------------------------------------------
 
-// Returns (output, mean [N, groups], rstd [N, groups]); output is contiguous NCHW.
+// Returns (output, mean [N, groups], rstd [N, groups]); output in kernel_format(input).
 std::tuple<Tensor, Tensor, Tensor> group_norm_forward_cuda(const Tensor& input, int64_t num_groups,
                                                            const OptionalTensor& weight, const OptionalTensor& bias,
                                                            double eps, c10::string_view activation,
@@ -627,8 +620,8 @@ GroupNormResult group_norm_forward_fallback(const Tensor& input, int64_t num_gro
                                                     input.size(1), spatial_size(input), num_groups, eps);
   activate_in_place(output, fused, negative_slope);
   const at::ScalarType stats_type = stats_scalar_type(input.scalar_type());
-  // The output contiguous NCHW, as the CUDA kernels give it.
-  return {output.contiguous(), mean.to(stats_type), rstd.to(stats_type)};
+  // The output in the memory format the CUDA kernels give it (channels_last in, channels_last out).
+  return {output.contiguous(kernel_format(input)), mean.to(stats_type), rstd.to(stats_type)};
 }
 
 BackwardResult group_norm_backward_fallback(const Tensor& output_grad, const Tensor& input, const Tensor& mean,
@@ -662,7 +655,8 @@ BackwardResult group_norm_backward_fallback(const Tensor& output_grad, const Ten
       channels, spatial, num_groups, {true, output_mask[1], output_mask[2]});
   const auto grad_options = input.options().dtype(param_type.value_or(at::kFloat));
   const auto wanted = [&](const Tensor& grad, bool want) { return want ? grad.to(grad_options) : at::empty({0}, grad_options); };
-  return {output_mask[0] ? grad_input.contiguous() : at::empty({0}, input.options()), wanted(grad_weight, output_mask[1]),
+  return {output_mask[0] ? grad_input.contiguous(kernel_format(input)) : at::empty({0}, input.options()),
+          wanted(grad_weight, output_mask[1]),
           wanted(grad_bias, output_mask[2])};
 }
 

@@ -98,8 +98,7 @@ def _group_norm_forward_fake(input, num_groups, weight, bias, eps, activation="n
     _check_activation(activation)
     _check_devices(input, weight=weight, bias=bias)
     stats_dtype = _stats_dtype(input.dtype)
-    # GroupNorm's output is contiguous NCHW, whatever the input's memory format (as torch.nn's on CUDA).
-    output = torch.empty_like(input, memory_format=torch.contiguous_format)
+    output = torch.empty_like(input, memory_format=_output_format(input))
     mean = input.new_empty((input.shape[0], num_groups), dtype=stats_dtype)
     rstd = input.new_empty((input.shape[0], num_groups), dtype=stats_dtype)
     return output, mean, rstd
@@ -112,4 +111,4 @@ def _group_norm_backward_fake(grad_output, input, mean, rstd, weight, num_groups
     torch._check(grad_output.shape == input.shape, lambda: "inorm: grad_output and input differ in shape")
     _check_activation(activation)
     _check_devices(input, grad_output=grad_output, mean=mean, rstd=rstd, weight=weight, bias=bias)
-    return _gradients(input, output_mask, torch.contiguous_format, weight, bias)
+    return _gradients(input, output_mask, _output_format(input), weight, bias)

@@ -63,9 +63,10 @@ def group_norm(
     """Group normalization of a tensor (N, C, *), as torch.nn.functional.group_norm (its checks and
     messages): inorm's kernels on a CUDA device, PyTorch's own implementation on every other device.
 
-    The output is contiguous NCHW, as torch.nn.functional.group_norm's on CUDA; input in another
-    memory format (channels_last among them) is copied to NCHW first, with a warning. Under
-    torch.autocast on CUDA it runs in float32 (half-type input cast first), as torch's does.
+    channels_last and channels_last_3d input runs without a copy and gives output in the same memory
+    format (torch's group norm returns contiguous NCHW on CUDA); input with other strides is copied
+    to NCHW first, with a warning. Under torch.autocast on CUDA it runs in float32 (half-type input
+    cast first), as torch's does.
 
     activation: None, "relu", "leaky_relu" (with negative_slope) or "silu", fused as in
     instance_norm: F.silu(F.group_norm(...)) in one pass over memory, forward and backward."""

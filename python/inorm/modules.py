@@ -102,8 +102,8 @@ class InstanceNormAct3d(_InstanceNormAct, InstanceNorm3d):
 
 
 class GroupNorm(nn.GroupNorm):
-    """torch.nn.GroupNorm on inorm's kernels: input (N, C, *). The output is contiguous NCHW, as
-    torch.nn.GroupNorm's on CUDA (channels_last input is copied to NCHW first, with a warning)."""
+    """torch.nn.GroupNorm on inorm's kernels: input (N, C, *). channels_last input gives
+    channels_last output, without a copy (torch.nn.GroupNorm's is contiguous NCHW on CUDA)."""
 
     activation = None  # GroupNormAct's: fused after the norm
     negative_slope = 0.01

@@ -23,7 +23,7 @@ struct ChannelPartials {
   const void* sums;  // stats type pairs, or null: the per-slice terms are the sums
   int64_t per_slice;
   int64_t chunk_len;
-  int64_t channel_len;
+  int64_t channel_len;  // plan_internal.h channel_partial_channel_len
   int64_t slice_channels;
 };
 
@@ -79,7 +79,7 @@ Status launch_channel_reduce(const Plan& plan, const KernelArgs& args, const Cha
   const unsigned grid = static_cast<unsigned>(plan.channels);
   const int64_t batch = plan.channels > 0 ? plan.num_slices * plan.slice_channels / plan.channels : 0;
   ChannelPartials partials{args.channel_partials, args.channel_partials_per_slice, channel_partial_chunk_len(plan),
-                           args.channel_len, plan.slice_channels};
+                           channel_partial_channel_len(plan), plan.slice_channels};
   // A programmatic dependent of the slice kernel before it: its CTAs wait for the per-slice terms.
   const auto launch = [&](auto tag) {
     using Acc = decltype(tag);

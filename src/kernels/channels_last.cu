@@ -3,9 +3,10 @@
 // [tile_rows spatial positions x channel_block channels]:
 //   reduce  each tile is staged in shared memory, then every channel's column is reduced from
 //           there with the op's reduce (the threads of a column sum through shared memory in a
-//           fixed order), one float64 partial per (slice, tile);
-//   finish  a CTA per slice combines its tiles' partials (the op's combine_split, as the split
-//           path does) and keeps the slice's elementwise coefficients in the workspace;
+//           fixed order), one float64 partial per (channel of a sample, tile);
+//   finish  a CTA per slice combines the partials of its channels' tiles (one channel, or a
+//           GroupNorm group's C / groups; the op's combine_split, as the split path does) and keeps
+//           each of its channels' elementwise coefficients in the workspace;
 //   apply   each tile again: every output element from its inputs and its channel's coefficients.
 // How a tile moves (TileLoad): where it holds every channel (C <= kChannelsLastThreads) it is one
 // contiguous run of each tensor, staged by a bulk copy in both passes (kBulk), as shared_resident
@@ -15,6 +16,7 @@
 // from HBM, as on the split path; the second and third kernels are programmatic dependents of the
 // one before (launch_dependent).
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -53,6 +55,7 @@ struct Tile {
   int64_t rows;
   int64_t offset;  // of its first element in every tensor
 };
+// A channel's S spatial positions are args.channel_len (a GroupNorm slice spans several channels).
 __device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, int64_t blocks) {
   const int64_t tiles = args.parts_per_slice;
   Tile tile;
@@ -61,15 +64,16 @@ __device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, in
   tile.first_channel = (item / tiles % blocks) * args.channel_block;
   tile.width = static_cast<int>(min(static_cast<int64_t>(args.channel_block), args.channels - tile.first_channel));
   tile.begin = tile.index * args.tile_rows;
-  tile.rows = min(args.tile_rows, args.slice_len - tile.begin);
-  tile.offset = (tile.sample * args.slice_len + tile.begin) * args.channels + tile.first_channel;
+  tile.rows = min(args.tile_rows, args.channel_len - tile.begin);
+  tile.offset = (tile.sample * args.channel_len + tile.begin) * args.channels + tile.first_channel;
   return tile;
 }
 
 // Items of the grid-stride loop: samples x channel blocks x tiles.
 __device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t* blocks) {
   *blocks = (args.channels + args.channel_block - 1) / args.channel_block;
-  return args.num_slices / args.channels * *blocks * args.parts_per_slice;
+  const int64_t samples = args.num_slices * args.slice_channels / args.channels;
+  return samples * *blocks * args.parts_per_slice;
 }
 
 // How a tile moves between global and shared memory (the file's head says when each is used).
@@ -196,15 +200,28 @@ template <typename T, int kInputs>
 struct TileColumn {
   const T* inputs[kInputs];  // the thread's first element in each staged tile
   int step;                  // rows a pass * channel_block
-  int count;                 // the thread's rows
+  int row;                   // the thread's first row
+  int rows;                  // rows a pass
+  int count;                 // the thread's rows: row, row + rows, ...
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
+    for (int k = 0; k < count; ++k) visit(k, f);
+  }
+  // f(v) for the thread's rows in [begin, end) (GroupNorm's backward sums a chunk per channel; a
+  // column is one channel, so it asks for every row).
+  template <typename F>
+  __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
     for (int k = 0; k < count; ++k) {
-      AccOf<T> v[kInputs];
-#pragma unroll
-      for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(inputs[i][k * step]);
-      f(v);
+      const int64_t r = row + static_cast<int64_t>(k) * rows;
+      if (r >= begin && r < end) visit(k, f);
     }
+  }
+  template <typename F>
+  __device__ __forceinline__ void visit(int k, F& f) const {
+    AccOf<T> v[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(inputs[i][k * step]);
+    f(v);
   }
 };
 
@@ -259,16 +276,24 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
     const Tile tile = tile_of(args, item, blocks);
     const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
     const bool active = t.column < tile.width;
-    const int64_t slice = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
+    // The thread's channel of the sample, and its slice (a GroupNorm group's channels are consecutive).
+    const int64_t channel = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
+    const int64_t slice = channel / args.slice_channels;
+    const int64_t local = channel % args.slice_channels;
     TileColumn<T, kInputs> column;
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) column.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column;
     column.step = t.rows * args.channel_block;
+    column.row = t.row;
+    column.rows = t.rows;
     column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
     const typename Op::Context ctx = Op::context(args, slice);
-    const ChunkPlace place{slice, tile.index * args.tile_rows, tile.index, active && t.row == 0};
+    // The column as a chunk of its slice: the slice's chunks are its channels' tiles in order
+    // (plan_internal.h channel_partial_channel_len).
+    const ChunkPlace place{slice, local * args.channel_len + tile.begin, local * args.parts_per_slice + tile.index,
+                           active && t.row == 0};
     const typename Op::Partial part = Op::reduce(args, ctx, column, place, tile.rows, all_sum);
-    if (active && t.row == 0) partials[slice * args.parts_per_slice + tile.index] = Op::to_split(part);
+    if (active && t.row == 0) partials[channel * args.parts_per_slice + tile.index] = Op::to_split(part);
     __syncthreads();  // every thread is past its last read of the staged tile
   }
 }
@@ -278,16 +303,28 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
   begin_dependent_kernel();
   using Coefficients = typename Op::Coefficients;
   static_assert(sizeof(Coefficients) <= kSliceCoefficientBytes, "the workspace holds a slice's coefficients");
+  __shared__ alignas(16) unsigned char slice_coefficients[sizeof(Coefficients)];
   const auto* partials = static_cast<const typename Op::SplitPartial*>(args.split_partials);
   auto* coefficients = static_cast<unsigned char*>(args.slice_coefficients);
+  // The partials of a slice's channels lie together: the tiles of each, channel after channel.
+  const int64_t parts = args.slice_channels * args.parts_per_slice;  // the planner keeps it in int
   for (int64_t slice = blockIdx.x; slice < args.num_slices; slice += gridDim.x) {
-    const typename Op::SplitPartial stats = Op::template combine_split<kChannelsLastFinishThreads>(
-        partials + slice * args.parts_per_slice, args.parts_per_slice);
+    const typename Op::SplitPartial stats =
+        Op::template combine_split<kChannelsLastFinishThreads>(partials + slice * parts, static_cast<int>(parts));
     if (threadIdx.x == 0) {
-      const Coefficients c = Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), true);
-      *reinterpret_cast<Coefficients*>(coefficients + slice * kSliceCoefficientBytes) = c;
+      *reinterpret_cast<Coefficients*>(slice_coefficients) =
+          Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), true);
     }
-    __syncthreads();  // combine_split's shared memory is used again for the next slice
+    __syncthreads();
+    // Each channel's coefficients: the slice's, moved to the channel's weight and bias where the op
+    // applies them by channel (GroupNorm's affine).
+    for (int64_t local = threadIdx.x; local < args.slice_channels; local += blockDim.x) {
+      Coefficients c = *reinterpret_cast<const Coefficients*>(slice_coefficients);
+      ChannelWindow<Op> window(args, slice, c);
+      window.seek(local * args.channel_len);
+      *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) = c;
+    }
+    __syncthreads();  // combine_split's shared memory and the slice's coefficients are used again
   }
 }
 
@@ -431,16 +468,18 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
   // hold whole ones.
   const int64_t block = plan.channel_block;
   const int64_t rows = block > 0 ? plan.threads / block : 0;
+  const int64_t spatial = plan.slice_channels > 0 ? plan.slice_len / plan.slice_channels : 0;
   const int64_t vector = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
   if (block < 1 || block > kChannelsLastThreads || block > plan.channels || plan.threads > kChannelsLastThreads ||
       rows < 1 || rows * block != plan.threads || plan.tile_rows < rows || plan.tile_rows % rows != 0 ||
-      plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < plan.slice_len ||
-      static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= plan.slice_len || plan.grid < 1 ||
+      plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < spatial ||
+      static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= spatial ||
+      plan.slice_channels * plan.parts_per_slice > std::numeric_limits<int>::max() || plan.grid < 1 ||
       plan.smem_bytes < channels_last_smem_bytes(plan) || block % vector != 0 || plan.channels % vector != 0) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
-  return dispatch_op</*kGroupNorm=*/false>(plan, [&](auto op) -> Status {
+  return dispatch_op</*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
     const auto launch = [&](auto load_tag) -> Status {
       constexpr TileLoad kLoad = decltype(load_tag)::value;

@@ -129,8 +129,9 @@ struct ForwardOp {
   };
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
+    const int64_t groups = args.channels / args.slice_channels;
     const int64_t first = args.channels_last
-                              ? (slice / args.channels) * args.slice_len * args.channels + slice % args.channels
+                              ? (slice / groups) * args.channel_len * args.channels + first_channel(args, slice)
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
     return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first))};

@@ -260,7 +260,7 @@ TEST(PlanBackward, WorkspaceHoldsThePerSliceTermsOnlyForWeightGradients) {
   EXPECT_EQ(grads.workspace_bytes, 2u * 256 * 256 * 4);  // two float terms per slice, 256-aligned
 }
 
-// GroupNorm's backward: the forward's conditions (groups divides C, train mode, NCHW) hold for it.
+// GroupNorm's backward: the forward's conditions (groups divides C, train mode) hold for it.
 TEST(ValidateBackward, GroupNorm) {
   BackwardParams p = problem(DType::kFloat32, {2, 6, 5, 7});
   for (int64_t groups : {1, 2, 3, 6}) {
@@ -278,7 +278,7 @@ TEST(ValidateBackward, GroupNorm) {
   p = problem(DType::kFloat32, {2, 6, 5, 7});
   p.groups = 3;
   p.layout = Layout::kChannelsLast;
-  expect_invalid(p, "channels_last is not implemented yet", StatusCode::kUnsupported);
+  EXPECT_TRUE(validate_backward(p).ok());
   p.layout = Layout::kContiguous;
   p.spatial_rank = 1;
   p.spatial[0] = 1;  // slices of two one-element channels: GroupNorm computes them
@@ -320,6 +320,30 @@ TEST(PlanBackward, GroupNormSumsChannelsInsideSlices) {
   const Plan split = plan_of(big);
   ASSERT_EQ(split.path, Path::kSplitPipelined);
   EXPECT_EQ(detail::channel_partials_per_slice(split), 4 + split.parts_per_slice - 1);
+}
+
+// channels_last GroupNorm: the tiles are planned per channel (S rows), a partial and a set of
+// coefficients per channel of each sample, and the per-channel sums of the weight gradients a pair
+// per tile of each channel (its tiles the chunks that overlap it).
+TEST(PlanBackward, ChannelsLastGroupNormTilesEachChannel) {
+  BackwardParams p = problem(DType::kFloat32, {2, 320, 64, 64});
+  p.layout = Layout::kChannelsLast;
+  p.groups = 32;
+  p.dweight = fake_pointer(kAligned * 201);
+  const Plan plan = plan_of(p);
+  ASSERT_EQ(plan.path, Path::kChannelsLast);
+  EXPECT_EQ(plan.num_slices, 64);
+  EXPECT_EQ(plan.slice_len, 10 * 64 * 64);
+  EXPECT_EQ(plan.channel_block, 160);  // two blocks of 160 of the 320 channels
+  EXPECT_EQ(plan.tile_rows, 51);  // rows of 160 float32 channels of x and dy in 64 KiB
+  EXPECT_EQ(plan.parts_per_slice, 81);  // tiles of a channel's 4096 positions
+  EXPECT_EQ(detail::channel_partial_chunk_len(plan), 51);
+  EXPECT_EQ(detail::channel_partial_channel_len(plan), 51 * 81);
+  EXPECT_EQ(detail::channel_partials_per_slice(plan), 10 + 10 * plan.parts_per_slice - 1);
+  const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+  const std::size_t tiles = 2u * 320 * plan.parts_per_slice;
+  EXPECT_GE(layout.slice_coefficients - layout.split_partials, tiles * sizeof(detail::SplitPartial));
+  EXPECT_GE(layout.total - layout.slice_coefficients, 2u * 320 * detail::kSliceCoefficientBytes);
 }
 
 TEST(PlanBackward, NothingToComputeIsEmpty) {

@@ -221,9 +221,9 @@ TEST(Validate, Activations) {
   EXPECT_TRUE(detail::plan_matches(plan, detail::plan_signature(p)));
 }
 
-// GroupNorm: groups divides C; no running statistics; NCHW only (channels_last is kUnsupported,
-// not invalid). Its slices may hold one element (torch's group_norm computes them: y = bias), and
-// groups == C is GroupNorm too, so S = 1 is valid there, where InstanceNorm (groups 0) refuses it.
+// GroupNorm: groups divides C; no running statistics; either layout. Its slices may hold one
+// element (torch's group_norm computes them: y = bias), and groups == C is GroupNorm too, so S = 1
+// is valid there, where InstanceNorm (groups 0) refuses it.
 TEST(Validate, GroupNorm) {
   ForwardParams p = valid_params();
   p.channels = 6;
@@ -243,8 +243,8 @@ TEST(Validate, GroupNorm) {
   p.running_mean = p.running_var = nullptr;
   expect_invalid(p, "GroupNorm (groups given) normalizes with the statistics of its input");
   p.use_input_stats = true;
-  p.layout = Layout::kChannelsLast;
-  expect_invalid(p, "channels_last is not implemented yet", StatusCode::kUnsupported);
+  p.layout = Layout::kChannelsLast;  // a group's channels are columns of the tiles
+  EXPECT_TRUE(validate_forward(p).ok());
   p.layout = Layout::kContiguous;
   p.spatial_rank = 1;
   p.spatial[0] = 1;

@@ -4,7 +4,8 @@
 // and dbias per channel inside each slice (kernels/backward_op.cuh). Checked in full against the
 // float64 oracle by run_case (case_runner.h): every group count (1, 2, one channel a group, and
 // between) x every dtype on a shape of each family, every path forced onto a misaligned view,
-// offset data, a NaN, no affine, in place and bitwise repeats, each in both passes.
+// offset data, a NaN, no affine, in place and bitwise repeats, each in both passes; the same in
+// channels_last.
 // GpuSanitize.GroupNormPlans runs each family under the sanitizers. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -151,6 +152,76 @@ TEST(GpuGroupNorm, WithoutBiasAndEachGradientAlone) {
     no_affine.weight_grads_without_affine = true;
     expect_passes(no_affine, "no affine, dweight and dbias of a weight of 1");
   }
+}
+
+// channels_last (kernels/channels_last.cu): a group's channels are columns of the tiles, reduced
+// apart and combined per group; each channel's coefficients follow its weight and bias. Every
+// group count and dtype on shapes of each way a tile moves, silu and leaky_relu in turn.
+const std::vector<GroupShape>& channels_last_group_shapes() {
+  static const std::vector<GroupShape> shapes = {
+      {"C=6: whole rows staged by bulk copy, 42 rows a pass", {3, 6, 37, 41}, {1, 2, 3, 6}},
+      {"C=64, 128x128: 64 tiles a channel, groups across the tile's columns", {2, 64, 128, 128}, {1, 8, 32}},
+      {"C=320 (SD UNet's): two blocks of 160 channels, groups of 10 inside one, of 64 across both", {2, 320, 9, 11}, {32, 5}},
+      {"C=261: blocks of 131 never 16-byte aligned, element by element; groups across blocks", {2, 261, 5, 7}, {3, 9}},
+      {"2x32x9x10x11: channels_last_3d", {2, 32, 9, 10, 11}, {4}},
+      {"N=0: an empty batch", {0, 8, 4, 4}, {2}},
+  };
+  return shapes;
+}
+
+TEST(GpuGroupNorm, ChannelsLast) {
+  INORM_REQUIRE_GPU();
+  for (Pass pass : kPasses) {
+    for (DType dtype : kAllDtypes) {
+      int turn = 0;
+      for (const GroupShape& s : channels_last_group_shapes()) {
+        for (int64_t groups : s.groups) {
+          Case c = group_case(pass, s.shape, dtype, groups, turn++ % 2 ? Activation::kLeakyRelu : Activation::kSilu);
+          c.layout = Layout::kChannelsLast;
+          c.expect_path = s.shape[0] == 0 ? Path::kEmpty : Path::kChannelsLast;
+          expect_passes(c, with_groups(groups, s.why));
+        }
+      }
+    }
+  }
+}
+
+// channels_last edges: offset data, a NaN in one channel (its group only), misaligned views in
+// place and repeated bitwise, no affine, and the backward's gradients apart.
+TEST(GpuGroupNorm, ChannelsLastEdges) {
+  INORM_REQUIRE_GPU();
+  const auto cl_case = [](Pass pass, std::vector<int64_t> shape, DType dtype, int64_t groups,
+                          Activation activation = Activation::kNone) {
+    Case c = group_case(pass, std::move(shape), dtype, groups, activation);
+    c.layout = Layout::kChannelsLast;
+    return c;
+  };
+  for (Pass pass : kPasses) {
+    Case offset = cl_case(pass, {4, 64, 63, 65}, DType::kFloat32, 8, Activation::kLeakyRelu);
+    ASSERT_TRUE(parse_data_spec("1e4 + randn", &offset.data).ok());
+    expect_passes(offset, "1e4 + randn");
+    Case nan = cl_case(pass, {2, 6, 4097}, DType::kFloat32, 3);
+    nan.nan_slice = 4;  // channel 4 of sample 0: group 2
+    expect_passes(nan, "NaN in channel 4");
+    expect_passes_in_place_and_repeated(cl_case(pass, {8, 32, 32, 32}, DType::kBFloat16, 4, Activation::kSilu),
+                                        "GroupNorm channels_last");
+    Case misaligned = cl_case(pass, {2, 6, 37, 41}, DType::kFloat16, 3, Activation::kRelu);
+    misaligned.x_offset = misaligned.y_offset = 1;
+    expect_passes(misaligned, "a view one element off alignment");
+    Case plain = cl_case(pass, {2, 64, 33, 31}, DType::kFloat32, 16);
+    plain.affine = false;
+    expect_passes(plain, "no affine");
+  }
+  Case dx_only = cl_case(Pass::kBackward, {2, 64, 33, 31}, DType::kFloat16, 4, Activation::kSilu);
+  dx_only.want_weight_grads = false;
+  expect_passes(dx_only, "dx alone");
+  Case grads_only = cl_case(Pass::kBackward, {2, 64, 33, 31}, DType::kFloat32, 4);
+  grads_only.want_dx = false;
+  expect_passes(grads_only, "dweight and dbias alone");
+  Case no_affine = cl_case(Pass::kBackward, {2, 64, 33, 31}, DType::kFloat32, 4, Activation::kSilu);
+  no_affine.affine = false;
+  no_affine.weight_grads_without_affine = true;
+  expect_passes(no_affine, "no affine, dweight and dbias of a weight of 1");
 }
 
 TEST(GpuGroupNorm, InPlaceAndBitwiseRepeatable) {

@@ -130,7 +130,8 @@ TEST(GpuSanitize, ActivatedPlans) {
 }
 
 // GroupNorm in every family it runs, both passes, silu fused, the weight and bias following the
-// channel of each element; the backward's per-channel sums of each chunk in the workspace.
+// channel of each element; the backward's per-channel sums of each chunk in the workspace. Slices
+// of two channels.
 TEST(GpuSanitize, GroupNormPlans) {
   INORM_REQUIRE_GPU();
   std::vector<Reach> reaches = {
@@ -144,10 +145,14 @@ TEST(GpuSanitize, GroupNormPlans) {
       {"shared_resident, a cluster of 5", {2, 6, 4097}, DType::kFloat32, Path::kSharedResident, 5, 0,
        Exchange::kCluster},
       {"split_pipelined, several parts a slice", {1, 6, 13335}, DType::kFloat32, Path::kSplitPipelined},
+      {"channels_last, whole rows, two tiles a channel (misaligned)", {2, 6, 5600}, DType::kFloat32,
+       Path::kChannelsLast, 0, 0, Exchange::kAuto, 0, Running::kNone, 1, Layout::kChannelsLast},
+      {"channels_last, 16-byte runs of 600 channels in three blocks", {1, 600, 30}, DType::kBFloat16,
+       Path::kChannelsLast, 0, 0, Exchange::kAuto, 0, Running::kNone, 0, Layout::kChannelsLast},
   };
   for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
     for (Reach& r : reaches) {
-      r.groups = 3;
+      r.groups = r.shape[1] / 2;  // slices of two channels
       expect_plan_passes(pass, r, std::nullopt, Activation::kSilu);
     }
     // Slices of two channels as long as RegisterParts' slices of one.

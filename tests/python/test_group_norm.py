@@ -99,11 +99,12 @@ def test_cpu_is_torch_nn_bit_for_bit(dtype, rank, groups, affine):
         assert got.dtype == want.dtype and torch.equal(got, want)
 
 
-def test_cpu_channels_last_gives_torch_values_in_nchw():
+def test_cpu_channels_last_gives_torch_values_in_channels_last():
+    # torch.nn.GroupNorm keeps channels_last on the CPU; inorm's output keeps it on every device.
     reference, ours = unfused_and_ours(2, 4, "none", "cpu")
     x = torch.randn(2, 4, 5, 6).to(memory_format=torch.channels_last)
     y = ours(x)
-    assert y.is_contiguous() and torch.equal(y, reference(x))
+    assert y.is_contiguous(memory_format=torch.channels_last) and torch.equal(y, reference(x))
 
 
 @pytest.mark.parametrize("activation", [a for a in ACTIVATIONS if a != "none"])
@@ -173,10 +174,11 @@ def test_fake_kernels_give_the_kernels_shapes(mask):
     x = torch.empty(2, 6, 5, 7, device="meta", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
     weight = torch.empty(6, device="meta")
     y, mean, rstd = torch.ops.inorm.group_norm_forward(x, 3, weight, weight, 1e-5)
-    assert y.shape == x.shape and y.dtype == x.dtype and y.is_contiguous()  # NCHW, whatever the input's format
+    assert y.shape == x.shape and y.dtype == x.dtype and y.is_contiguous(memory_format=torch.channels_last)
     assert mean.shape == rstd.shape == (2, 3) and mean.dtype == torch.float32
     dx, dweight, dbias = torch.ops.inorm.group_norm_backward(x, x, mean, rstd, weight, 3, 1e-5, list(mask))
-    assert dx.shape == (x.shape if mask[0] else (0,)) and (not mask[0] or dx.is_contiguous())
+    assert dx.shape == (x.shape if mask[0] else (0,))
+    assert not mask[0] or dx.is_contiguous(memory_format=torch.channels_last)
     assert dweight.shape == dbias.shape == ((6,) if mask[1] else (0,)) and dweight.dtype == torch.float32
 
 
@@ -262,21 +264,34 @@ def test_cuda_fused_suite_case_no_further_from_float64_than_torch(case):
     expect_no_further_from_float64_than_torch(reference, ours, x, dy)
 
 
+CHANNELS_LAST_SHAPES = [
+    pytest.param((2, 64, 33, 31), 8, id="2x64x33x31 G=8: tiles of whole 64-channel rows"),
+    pytest.param((2, 320, 16, 16), 32, id="2x320x16x16 G=32: SD UNet's channels, two blocks of 160"),
+    pytest.param((2, 6, 9, 10, 11), 3, id="2x6x9x10x11 G=3: channels_last_3d"),
+]
+
+
 @requires_gpu
-def test_cuda_channels_last_is_copied_with_a_warning_and_gives_nchw(capfd):
-    # The warning is PyTorch's C++ warning (TORCH_WARN_ONCE), which a custom op's call from Python
-    # prints to stderr; once a process, so warn_always, as an earlier test may have had it.
-    reference, ours = unfused_and_ours(2, 4, "silu", "cuda")
-    x = make_input((2, 4, 9, 10), torch.float32, channels_last=True)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("activation", ["none", "silu", "leaky_relu"])
+@pytest.mark.parametrize("shape, groups", CHANNELS_LAST_SHAPES)
+def test_cuda_channels_last_runs_without_a_copy_and_keeps_its_format(shape, groups, activation, dtype, capfd):
+    # A copy would warn: PyTorch's C++ warning (TORCH_WARN_ONCE), which a custom op's call from
+    # Python prints to stderr; once a process, so warn_always, as an earlier test may have had it.
+    reference, ours = unfused_and_ours(groups, shape[1], activation, "cuda", dtype)
+    x = make_input(shape, dtype, data="offset", channels_last=True, seed=groups)
+    dy = torch.randn(shape, device="cuda", generator=torch.Generator("cuda").manual_seed(7)).to(dtype)
+    dy = dy.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
     saved = torch.is_warn_always_enabled()
     torch.set_warn_always(True)
     try:
-        y = ours(x)
+        expect_no_further_from_float64_than_torch(reference, ours, x, dy)
+        y, dx = outputs_and_gradients(ours, x, dy)[:2]
     finally:
         torch.set_warn_always(saved)
-    assert "GroupNorm runs contiguous NCHW input" in capfd.readouterr().err
-    assert y.is_contiguous()
-    torch.testing.assert_close(y, reference(x), atol=1e-5, rtol=1e-5)
+    assert "inorm:" not in capfd.readouterr().err
+    memory_format = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+    assert y.is_contiguous(memory_format=memory_format) and dx.is_contiguous(memory_format=memory_format)
 
 
 @requires_gpu
