@@ -215,6 +215,12 @@ def run_train_case(case, iters, min_sample_ms, cycles_per_ms):
     x.requires_grad_()
     dy = torch.randn(shape, device="cuda", dtype=torch.float32).to(dtype)
     reference, ours = case_modules(case, shape, dtype, True)
+    if case.get("activation") in ("relu", "leaky_relu"):
+        # Where the activation's input lies within rounding of 0, the dtype's rounding picks its
+        # slope, for eager as for inorm: dy is zero there, so the check measures the kernels.
+        with torch.no_grad():
+            z = float64_copy(reference[0])(x.detach().double())
+        dy = dy.masked_fill(z.abs() < 10 * TOLERANCES[dtype], 0)
     torch._dynamo.reset()
     compiled = torch.compile(reference, fullgraph=True)
 

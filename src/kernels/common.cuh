@@ -46,13 +46,14 @@ struct KernelArgs {
   const void* running_var;
   int64_t chunk_len;    // kSharedResident: elements per CTA; kSplitPipelined: elements per part
   int64_t register_len; // kSharedResident: of each chunk, the elements held in registers (its end)
-  int parts_per_slice;  // kSplitPipelined; kChannelsLast: tiles per slice
+  int parts_per_slice;  // kSplitPipelined; kChannelsLast: tiles per channel
   bool coaligned;       // every tensor read or written per element is aligned like x modulo 16
   bool channels_last;   // Layout::kChannelsLast: slice (n, c)'s element s is at (n * S + s) * C + c
   int channel_block;    // kChannelsLast
   int64_t tile_rows;    // kChannelsLast
-  void* slice_coefficients;  // kChannelsLast: kSliceCoefficientBytes [num_slices]
-  void* split_partials; // kSplitPipelined, kChannelsLast: SplitPartial [num_slices * parts_per_slice]
+  int64_t apply_rows;   // kChannelsLast: rows of an item of the elementwise pass
+  void* slice_coefficients;  // kChannelsLast: kSliceCoefficientBytes [num_slices * slice_channels]
+  void* split_partials; // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]; kChannelsLast: a tile's
   void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item
