@@ -156,9 +156,6 @@ inline constexpr std::size_t kWorkspaceAlign = 256;
 // kChannelsLastThreads.
 inline constexpr int kChannelsLastThreads = 256;
 inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
-// The elementwise pass's items where tiles are few (small tensors): finer, at least this many a SM
-// (dev/VARIANTS.md 45).
-inline constexpr int64_t kChannelsLastApplyItemsPerSm = 8;
 inline constexpr int kChannelsLastFinishThreads = 128;
 inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
 // Bytes of a slice's elementwise coefficients in the workspace (the largest op's: the float64

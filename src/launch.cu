@@ -208,7 +208,6 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.slice_coefficients = ws + layout.slice_coefficients;
     args.channel_block = plan.channel_block;
     args.tile_rows = plan.tile_rows;
-    args.apply_rows = plan.apply_rows;
   }
   if (plan.path == Path::kSharedResident) {
     args.ctas_per_slice = plan.ctas_per_slice;

@@ -118,11 +118,10 @@ int64_t ctas_fitting_on_sm(const DeviceLimits& limits, int64_t smem_bytes);
 // bulk copies in both passes), and the dynamic shared memory of a tile of every input (a region per
 // input on that path, whose buffers mirror their sources' alignment; else the rows packed).
 inline bool channels_last_whole_rows(const Plan& plan) { return plan.channel_block == plan.channels; }
-inline int64_t channels_last_smem_bytes(const Plan& plan, int64_t rows) {
-  const int64_t tile_bytes = rows * plan.channel_block * static_cast<int64_t>(dtype_size(plan.dtype));
+inline int64_t channels_last_smem_bytes(const Plan& plan) {
+  const int64_t tile_bytes = plan.tile_rows * plan.channel_block * static_cast<int64_t>(dtype_size(plan.dtype));
   return channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
 }
-inline int64_t channels_last_smem_bytes(const Plan& plan) { return channels_last_smem_bytes(plan, plan.tile_rows); }
 
 // Whether split_pipelined's items (two per part) of `slices` slices of `parts` parts fit its
 // 32-bit item counter.

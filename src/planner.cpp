@@ -125,9 +125,7 @@ std::string Plan::describe() const {
       break;
     case Path::kChannelsLast:
       out << " channels=" << channel_block << " threads=" << threads << " tile_rows=" << tile_rows
-          << " tiles=" << parts_per_slice << " grid=" << grid;
-      if (apply_rows != tile_rows) out << " apply_rows=" << apply_rows;
-      out
+          << " tiles=" << parts_per_slice << " grid=" << grid
           << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
       break;
     default:
@@ -775,13 +773,6 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
       std::min<int64_t>(limits.max_threads_per_sm / plan->threads, detail::ctas_fitting_on_sm(limits, plan->smem_bytes)),
       1);
   plan->grid = std::min(items, 8 * static_cast<int64_t>(limits.sm_count) * ctas_per_sm);
-  // The elementwise pass holds nothing across rows: where the tiles are too few to give each SM
-  // kChannelsLastApplyItemsPerSm items, it takes finer ones (each thread's rows run one after
-  // another, latency-bound with few threads: dev/VARIANTS.md 45), of whole passes of its threads
-  // (a 16-byte vector a thread where rows are aligned).
-  const int64_t wanted = detail::kChannelsLastApplyItemsPerSm * limits.sm_count;
-  const int64_t pass_rows = rows_a_pass * vector;
-  plan->apply_rows = std::min(tile_rows, ceil_div(ceil_div(batch * blocks * spatial, wanted), pass_rows) * pass_rows);
   return Status::Ok();
 }
 

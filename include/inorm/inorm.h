@@ -239,7 +239,6 @@ struct Plan {
   int parts_per_slice = 0;   // kSplitPipelined; kChannelsLast: tiles per channel
   int channel_block = 0;     // kChannelsLast: channels of a tile (threads = rows a pass x channel_block)
   int64_t tile_rows = 0;     // kChannelsLast: spatial positions of a tile
-  int64_t apply_rows = 0;    // kChannelsLast: of an item of the elementwise pass (at most tile_rows)
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 

@@ -7,8 +7,7 @@
 //   finish  a CTA per slice combines the partials of its channels' tiles (one channel, or a
 //           GroupNorm group's C / groups; the op's combine_split, as the split path does) and keeps
 //           each of its channels' elementwise coefficients in the workspace;
-//   apply   each tile again (in items of fewer rows where tiles are few, plan.apply_rows): every
-//           output element from its inputs and its channel's coefficients.
+//   apply   each tile again: every output element from its inputs and its channel's coefficients.
 // How a tile moves (TileLoad): where it holds every channel (C <= kChannelsLastThreads) it is one
 // contiguous run of each tensor, staged by a bulk copy in both passes (kBulk), as shared_resident
 // stages its chunks; wider C is split in channel blocks whose rows are runs C apart, moved by the
@@ -56,31 +55,25 @@ struct Tile {
   int64_t rows;
   int64_t offset;  // of its first element in every tensor
 };
-// Item `item` of tiles of `rows` rows, `tiles` a channel (the reduction's, or the elementwise pass's:
-// args.apply_rows). A channel's S spatial positions are args.channel_len (a GroupNorm slice spans
-// several channels).
-__device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, int64_t blocks, int64_t rows,
-                                       int64_t tiles) {
+// A channel's S spatial positions are args.channel_len (a GroupNorm slice spans several channels).
+__device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, int64_t blocks) {
+  const int64_t tiles = args.parts_per_slice;
   Tile tile;
   tile.index = item % tiles;
   tile.sample = item / tiles / blocks;
   tile.first_channel = (item / tiles % blocks) * args.channel_block;
   tile.width = static_cast<int>(min(static_cast<int64_t>(args.channel_block), args.channels - tile.first_channel));
-  tile.begin = tile.index * rows;
-  tile.rows = min(rows, args.channel_len - tile.begin);
+  tile.begin = tile.index * args.tile_rows;
+  tile.rows = min(args.tile_rows, args.channel_len - tile.begin);
   tile.offset = (tile.sample * args.channel_len + tile.begin) * args.channels + tile.first_channel;
   return tile;
 }
 
-// Items of the grid-stride loop: samples x channel blocks x `tiles` a channel.
-__device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t tiles, int64_t* blocks) {
+// Items of the grid-stride loop: samples x channel blocks x tiles.
+__device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t* blocks) {
   *blocks = (args.channels + args.channel_block - 1) / args.channel_block;
   const int64_t samples = args.num_slices * args.slice_channels / args.channels;
-  return samples * *blocks * tiles;
-}
-// The elementwise pass's tiles a channel.
-__device__ __forceinline__ int64_t apply_tiles(const KernelArgs& args) {
-  return (args.channel_len + args.apply_rows - 1) / args.apply_rows;
+  return samples * *blocks * args.parts_per_slice;
 }
 
 // How a tile moves between global and shared memory (the file's head says when each is used).
@@ -136,20 +129,20 @@ struct StagedTile {
   RaggedRange<T> range;
 };
 
-// Stages the tile of every input (inputs[i]: the tensor's first element) in buffers of `capacity`
-// rows each: on the bulk path one bulk copy of each run (start_staged_loads), waited for; else the
-// CTA's threads taking consecutive units of the rows, then a barrier. Every thread of the CTA calls
-// it; the buffer is free (every thread is past its last read of it).
+// Stages the tile of every input (inputs[i]: the tensor's first element): on the bulk path one
+// bulk copy of each run (start_staged_loads), waited for; else the CTA's threads taking consecutive
+// units of the rows, then a barrier. Every thread of the CTA calls it; the buffer is free (every
+// thread is past its last read of it).
 template <TileLoad kLoad, int kInputs, typename T>
 __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inputs, const Tile& tile,
                                                              unsigned char* smem, Barrier& loaded,
-                                                             const KernelArgs& args, int64_t capacity) {
+                                                             const KernelArgs& args) {
   const T* from[kInputs];
 #pragma unroll
   for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
   StagedTile<T, kInputs> result;
   if constexpr (kLoad == TileLoad::kBulk) {
-    const int64_t region = shared_region_bytes(capacity * args.channels * static_cast<int64_t>(sizeof(T)));
+    const int64_t region = shared_region_bytes(args.tile_rows * args.channels * static_cast<int64_t>(sizeof(T)));
     T* bufs[kInputs];
     RaggedRange<T> ranges[kInputs];
     Barrier::arrival_token token =
@@ -164,7 +157,7 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
     T* to[kInputs];
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) {
-      to[i] = reinterpret_cast<T*>(smem) + i * capacity * args.channel_block;
+      to[i] = reinterpret_cast<T*>(smem) + i * args.tile_rows * args.channel_block;
       result.staged[i] = to[i];
     }
     const int units_a_row = tile.width / kUnitElems<T, kLoad>;
@@ -278,10 +271,10 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
   auto* partials = static_cast<typename Op::SplitPartial*>(args.split_partials);
   int64_t blocks = 0;
-  const int64_t items = channels_last_items(args, args.parts_per_slice, &blocks);
+  const int64_t items = channels_last_items(args, &blocks);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const Tile tile = tile_of(args, item, blocks, args.tile_rows, args.parts_per_slice);
-    const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args, args.tile_rows);
+    const Tile tile = tile_of(args, item, blocks);
+    const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
     const bool active = t.column < tile.width;
     // The thread's channel of the sample, and its slice (a GroupNorm group's channels are consecutive).
     const int64_t channel = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
@@ -398,8 +391,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
   T* const out = static_cast<T*>(args.out);
   const auto* coefficients = static_cast<const unsigned char*>(args.slice_coefficients);
   int64_t blocks = 0;
-  const int64_t tiles = apply_tiles(args);
-  const int64_t items = channels_last_items(args, tiles, &blocks);
+  const int64_t items = channels_last_items(args, &blocks);
   if constexpr (kLoad == TileLoad::kBulk) {
     extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
@@ -407,8 +399,8 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     init_tile_barrier(loaded);
     __syncthreads();
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-      const Tile tile = tile_of(args, item, blocks, args.apply_rows, tiles);
-      const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args, args.apply_rows);
+      const Tile tile = tile_of(args, item, blocks);
+      const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
       apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
                             coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels);
       __syncthreads();  // every thread is past its last read of the staged tile
@@ -424,7 +416,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     const int row = static_cast<int>(threadIdx.x) / units_a_row;
     const int unit = static_cast<int>(threadIdx.x) % units_a_row;
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-      const Tile tile = tile_of(args, item, blocks, args.apply_rows, tiles);
+      const Tile tile = tile_of(args, item, blocks);
       if (unit * kElems >= tile.width || row >= tile.rows) continue;
       const int64_t first_slice = tile.sample * args.channels + tile.first_channel + unit * kElems;
       Coefficients c[kElems];  // written by the finish kernel
@@ -483,7 +475,6 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < spatial ||
       static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= spatial ||
       plan.slice_channels * plan.parts_per_slice > std::numeric_limits<int>::max() || plan.grid < 1 ||
-      plan.apply_rows < 1 || plan.apply_rows > plan.tile_rows ||
       plan.smem_bytes < channels_last_smem_bytes(plan) || block % vector != 0 || plan.channels % vector != 0) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
@@ -494,9 +485,8 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       constexpr TileLoad kLoad = decltype(load_tag)::value;
       const auto threads = static_cast<unsigned>(plan.threads);
       const auto smem = static_cast<std::size_t>(plan.smem_bytes);
-      // Only the bulk path stages the elementwise pass's tiles (of apply_rows).
-      const std::size_t apply_smem =
-          kLoad == TileLoad::kBulk ? static_cast<std::size_t>(channels_last_smem_bytes(plan, plan.apply_rows)) : 0;
+      // Only the bulk path stages the elementwise pass's tiles.
+      const std::size_t apply_smem = kLoad == TileLoad::kBulk ? smem : 0;
       const auto grid = static_cast<unsigned>(plan.grid);
       void (*const reduce)(KernelArgs) = &channels_last_reduce_kernel<Op, kLoad>;
       void (*const apply)(KernelArgs) = &channels_last_apply_kernel<Op, kLoad>;
@@ -508,12 +498,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       status = launch_dependent("channels_last finish launch", &channels_last_finish_kernel<Op>, finish_grid,
                                 kChannelsLastFinishThreads, 0, stream, args);
       if (!status.ok() || args.out == nullptr) return status;  // the backward without dx: weight gradients only
-      // The elementwise pass's grid grows with its finer items, up to one CTA an item.
-      const int64_t finer = (plan.tile_rows + plan.apply_rows - 1) / plan.apply_rows;
-      const int64_t apply_items = plan.num_slices * plan.slice_channels / plan.channels *
-                                  ((plan.channels + block - 1) / block) * ((spatial + plan.apply_rows - 1) / plan.apply_rows);
-      const auto apply_grid = static_cast<unsigned>(std::min<int64_t>(plan.grid * finer, apply_items));
-      return launch_dependent("channels_last apply launch", apply, apply_grid, threads, apply_smem, stream, args);
+      return launch_dependent("channels_last apply launch", apply, grid, threads, apply_smem, stream, args);
     };
     switch (tile_load_of(plan)) {
       case TileLoad::kBulk: return launch(std::integral_constant<TileLoad, TileLoad::kBulk>{});

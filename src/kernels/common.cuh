@@ -51,9 +51,10 @@ struct KernelArgs {
   bool channels_last;   // Layout::kChannelsLast: slice (n, c)'s element s is at (n * S + s) * C + c
   int channel_block;    // kChannelsLast
   int64_t tile_rows;    // kChannelsLast
-  int64_t apply_rows;   // kChannelsLast: rows of an item of the elementwise pass
   void* slice_coefficients;  // kChannelsLast: kSliceCoefficientBytes [num_slices * slice_channels]
-  void* split_partials; // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]; kChannelsLast: a tile's
+  // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]; kChannelsLast: one per tile of each
+  // channel, [num_slices * slice_channels * parts_per_slice]
+  void* split_partials;
   void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item

@@ -337,7 +337,6 @@ TEST(PlanBackward, ChannelsLastGroupNormTilesEachChannel) {
   EXPECT_EQ(plan.channel_block, 160);  // two blocks of 160 of the 320 channels
   EXPECT_EQ(plan.tile_rows, 51);  // rows of 160 float32 channels of x and dy in 64 KiB
   EXPECT_EQ(plan.parts_per_slice, 81);  // tiles of a channel's 4096 positions
-  EXPECT_EQ(plan.apply_rows, 16);  // 324 tiles in all: dx in items of 16 rows, 8 or more a SM
   EXPECT_EQ(detail::channel_partial_chunk_len(plan), 51);
   EXPECT_EQ(detail::channel_partial_channel_len(plan), 51 * 81);
   EXPECT_EQ(detail::channel_partials_per_slice(plan), 10 + 10 * plan.parts_per_slice - 1);

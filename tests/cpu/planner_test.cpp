@@ -596,9 +596,7 @@ TEST(Planner, EmptyAndEval) {
 
 // channels_last: the channels in equal blocks of at most 256 (whole 16-byte vectors where every row
 // starts aligned), as many rows a pass as 256 threads hold, and as many whole passes as 64 KiB of
-// shared memory holds (both passes stage each tile there). The elementwise pass takes items of
-// fewer rows where the tiles would give the 132 SMs fewer than 8 items each (at least a pass of its
-// threads, a vector each where rows are aligned).
+// shared memory holds (both passes stage each tile there).
 TEST(Planner, ChannelsLastTiles) {
   struct Expect {
     const char* why;
@@ -607,23 +605,22 @@ TEST(Planner, ChannelsLastTiles) {
     int channel_block, threads;
     int64_t tile_rows, tiles;
     bool vector;
-    int64_t apply_rows;
   };
   const Expect cases[] = {
-      {"cl-bf16: a row of 64 channels is 128 bytes, so 512 rows; 2048 tiles", DType::kBFloat16, {64, 64, 128, 128}, 64,
-       256, 512, 32, true, 512},
-      {"three channels: rows of 12 bytes, no vectors; 85 rows a pass, 64 passes; 416 tiles, items of 24 passes",
-       DType::kFloat32, {32, 3, 256, 256}, 3, 255, 5440, 13, false, 2040},
-      {"one channel: a column of 256 threads, the whole slice in whole passes; items of a pass", DType::kFloat32,
-       {2, 1, 100, 100}, 1, 256, 10240, 1, false, 256},
-      {"129 channels: one row a pass, 127 rows of 516 bytes; items of 27 rows", DType::kFloat32, {8, 129, 57, 61}, 129,
-       129, 127, 28, false, 27},
-      {"600 channels: three blocks of 200, 163 rows of 400 bytes; items of a pass of 8 rows", DType::kFloat16,
-       {2, 600, 30, 30}, 200, 200, 163, 6, true, 8},
+      {"cl-bf16: a row of 64 channels is 128 bytes, so 512 rows", DType::kBFloat16, {64, 64, 128, 128}, 64, 256, 512, 32,
+       true},
+      {"three channels: rows of 12 bytes, no vectors; 85 rows a pass, 64 passes", DType::kFloat32, {32, 3, 256, 256}, 3,
+       255, 5440, 13, false},
+      {"one channel: a column of 256 threads, the whole slice in whole passes", DType::kFloat32, {2, 1, 100, 100}, 1,
+       256, 10240, 1, false},
+      {"129 channels: one row a pass, 127 rows of 516 bytes", DType::kFloat32, {8, 129, 57, 61}, 129, 129, 127, 28,
+       false},
+      {"600 channels: three blocks of 200, 163 rows of 400 bytes", DType::kFloat16, {2, 600, 30, 30}, 200, 200, 163, 6,
+       true},
       {"520 channels: blocks of 174 raised to whole vectors, 176 (the last 168)", DType::kBFloat16,
-       {2, 520, 10, 10}, 176, 176, 100, 1, true, 8},
+       {2, 520, 10, 10}, 176, 176, 100, 1, true},
       {"a slice shorter than a tile: one tile of it, in whole passes", DType::kFloat32, {4, 8, 5, 7}, 8, 256, 64, 1,
-       true, 64},
+       true},
   };
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
@@ -635,7 +632,6 @@ TEST(Planner, ChannelsLastTiles) {
     EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
     EXPECT_EQ(plan.parts_per_slice, e.tiles) << e.why;
     EXPECT_EQ(plan.vector_io, e.vector) << e.why;
-    EXPECT_EQ(plan.apply_rows, e.apply_rows) << e.why;
     // Whole rows (C <= 256) are one run, staged by a bulk copy into a buffer that mirrors its
     // alignment (16 bytes of slack, 128-byte regions); channel blocks' rows are packed.
     const int64_t tile_bytes = e.tile_rows * e.channel_block * static_cast<int64_t>(dtype_size(e.dtype));
