@@ -1,8 +1,8 @@
 """GroupNorm (inorm.GroupNorm, inorm.GroupNormAct, inorm.group_norm, torch.ops.inorm.group_norm*,
 convert_group_norm): torch.nn.GroupNorm's checks and results on the CPU (bit for bit), inorm's kernels on
 CUDA held to float64 no further than torch.nn is, on every group count, activation and dtype and on
-every group_norm case of shared/suites/fused.json; opcheck, fake kernels, torch.compile, CUDA graphs,
-gradcheck, and fusion in a diffusion UNet's ResNet block."""
+every group_norm case of shared/suites/fused.json, and in channels_last without a copy; opcheck, fake
+kernels, torch.compile, CUDA graphs, gradcheck, and fusion in a diffusion UNet's ResNet block."""
 import copy
 import json
 import os
