@@ -75,6 +75,10 @@ inline bool reduces_channels(const Plan& plan) { return plan.update_running_stat
 inline bool sums_channels_in_slices(const Plan& plan) {
   return plan.pass == Pass::kBackward && plan.weight_grads && plan.slice_channels > 1;
 }
+// A channel's elements in a slice (S): slice_len / slice_channels (0 for a plan without channels).
+inline int64_t channel_len_of(const Plan& plan) {
+  return plan.slice_channels > 0 ? plan.slice_len / plan.slice_channels : 0;
+}
 // The elements of a slice one such partial's chunk covers: a CTA's chunk (kSharedResident), a
 // part (kSplitPipelined), a tile of one channel (kChannelsLast), or the whole slice.
 inline int64_t channel_partial_chunk_len(const Plan& plan) {
@@ -85,7 +89,7 @@ inline int64_t channel_partial_chunk_len(const Plan& plan) {
 // tile holds two channels of a slice, its tiles in whole (parts_per_slice of tile_rows).
 inline int64_t channel_partial_channel_len(const Plan& plan) {
   if (plan.path == Path::kChannelsLast) return static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows;
-  return plan.slice_len / plan.slice_channels;
+  return channel_len_of(plan);
 }
 // Partials per slice: channel c of the slice and chunk k (the chunks c overlaps) at c + k, so the
 // slice_channels channels and the chunks between them take slice_channels + chunks - 1.

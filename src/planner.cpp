@@ -748,7 +748,7 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   const int64_t channel_block = ceil_div(ceil_div(base.channels, blocks), vector) * vector;
   const int64_t rows_a_pass = detail::kChannelsLastThreads / channel_block;
   const int64_t row_bytes = channel_block * elem * base.inputs;
-  const int64_t spatial = base.slice_len / base.slice_channels;
+  const int64_t spatial = detail::channel_len_of(base);
   // The most whole passes whose inputs fit the tile's shared memory, at least one, and no more
   // than the slice needs.
   int64_t tile_rows = std::max<int64_t>(detail::kChannelsLastTileBytes / row_bytes / rows_a_pass, 1) * rows_a_pass;

@@ -468,7 +468,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
   // hold whole ones.
   const int64_t block = plan.channel_block;
   const int64_t rows = block > 0 ? plan.threads / block : 0;
-  const int64_t spatial = plan.slice_channels > 0 ? plan.slice_len / plan.slice_channels : 0;
+  const int64_t spatial = channel_len_of(plan);
   const int64_t vector = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
   if (block < 1 || block > kChannelsLastThreads || block > plan.channels || plan.threads > kChannelsLastThreads ||
       rows < 1 || rows * block != plan.threads || plan.tile_rows < rows || plan.tile_rows % rows != 0 ||

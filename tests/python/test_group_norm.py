@@ -15,6 +15,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import inorm  # noqa: E402
+from inorm.bench import zero_dy_at_kinks  # noqa: E402
 from helpers import (DTYPE_NAMES, DTYPES, ORACLE_TOLERANCES, REPO, expect_compiled_step_matches_eager,  # noqa: E402
                      expect_graph_replay_matches_eager, make_input, outputs_and_gradients, poison_next_allocation,
                      raised, requires_gpu)
@@ -197,8 +198,7 @@ def test_compile_fullgraph_traces_one_graph_with_backward():
 
 
 # Where ReLU's or LeakyReLU's input z lies this close to 0, rounding in the dtype (1e-4 on 1000 +
-# randn in float32) decides which slope its gradient takes, for torch.nn as for inorm: dy is zero
-# there, so a comparison measures the kernels rather than that coin (the C++ tests' zero_dy_at_kinks).
+# randn in float32) decides which slope its gradient takes: dy is zero there (zero_dy_at_kinks).
 KINK_BAND = 1e-3
 
 
@@ -206,10 +206,7 @@ def expect_no_further_from_float64_than_torch(reference, ours, x, dy):
     """y, dx, dweight, dbias: inorm's largest error against the unfused torch.nn modules in float64
     is at most torch.nn's own in the input's dtype, plus the dtype's oracle tolerance times the
     value's size. Our outputs come from poisoned memory (NaN unless written)."""
-    if isinstance(reference, nn.Sequential) and isinstance(reference[1], (nn.ReLU, nn.LeakyReLU)):
-        with torch.no_grad():
-            z = copy.deepcopy(reference[0]).to(torch.float64)(x.double())
-        dy = dy.masked_fill(z.abs() < KINK_BAND, 0)
+    dy = zero_dy_at_kinks(reference, x, dy, KINK_BAND)
     poison_next_allocation(x)
     ours_all = outputs_and_gradients(ours, x, dy)
     eager = outputs_and_gradients(reference, x, dy)
