@@ -213,6 +213,15 @@ struct IdentityEpilogue {
   __device__ __forceinline__ Acc gradient(Acc, Acc dy) const { return dy; }
 };
 
+// exp(-z) and a / b for SiLU: in float32 the hardware's approximations (ex2.approx, an approximate
+// reciprocal; a few ulp), about a third of the instructions of the IEEE-rounded ones, which bound
+// SiLU's kernels where threads are few (dev/VARIANTS.md 45); exact in float64. At a / inf (z below
+// -88) both give -0, as PyTorch's formula does.
+__device__ __forceinline__ float exp_of_negative(float z) { return __expf(-z); }
+__device__ __forceinline__ double exp_of_negative(double z) { return exp(-z); }
+__device__ __forceinline__ float quotient(float a, float b) { return __fdividef(a, b); }
+__device__ __forceinline__ double quotient(double a, double b) { return a / b; }
+
 // The activation after the affine (inorm.h Activation), a runtime choice: one set of kernels serves
 // every activation, and the branch is the same for every thread. PyTorch's formulas, NaN included:
 // relu and leaky_relu keep a NaN z, and their derivative at z <= 0 is that of the negative side.
@@ -224,12 +233,12 @@ struct ActivationEpilogue {
   static __device__ __forceinline__ ActivationEpilogue of(const KernelArgs& args) {
     return {args.activation, static_cast<Acc>(args.negative_slope)};
   }
-  static __device__ __forceinline__ Acc sigmoid(Acc z) { return Acc(1) / (Acc(1) + exp(-z)); }
+  static __device__ __forceinline__ Acc sigmoid(Acc z) { return quotient(Acc(1), Acc(1) + exp_of_negative(z)); }
   __device__ __forceinline__ Acc activate(Acc z) const {
     switch (kind) {
       case Activation::kRelu: return z < Acc(0) ? Acc(0) : z;
       case Activation::kLeakyRelu: return z > Acc(0) ? z : z * negative_slope;
-      case Activation::kSilu: return z / (Acc(1) + exp(-z));
+      case Activation::kSilu: return quotient(z, Acc(1) + exp_of_negative(z));
       default: return z;
     }
   }
