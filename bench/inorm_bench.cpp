@@ -9,9 +9,10 @@
 //   inorm-bench --overhead               host time per call on a tiny tensor: plan + launch (plans
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5 (also time
-//            forced plans: CTAs per slice, CTAs per SM and exchange of shared_resident,
-//            split_pipelined and its lead's slack per CTA; see dev/VARIANTS.md)
+//            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
+//            pipelined-resident132 (also time forced plans: CTAs per slice, CTAs per SM and exchange
+//            of shared_resident, split_pipelined, its lead's slack per CTA and its resident parts a
+//            slice; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -491,6 +492,9 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       v.options.force_path = Path::kSplitPipelined;
     } else if (std::sscanf(item.c_str(), "pipelined-lead%lf", &v.split_slack_per_cta) == 1 &&
                v.split_slack_per_cta >= 0) {  // the lead's slack per CTA, e.g. pipelined-lead0.5
+      v.options.force_path = Path::kSplitPipelined;
+    } else if (std::sscanf(item.c_str(), "pipelined-resident%d", &v.options.force_resident_parts) == 1 &&
+               v.options.force_resident_parts >= 0) {  // resident parts a slice, e.g. pipelined-resident132
       v.options.force_path = Path::kSplitPipelined;
     } else {
       return false;

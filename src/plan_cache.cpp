@@ -12,7 +12,8 @@ bool PlanKey::operator==(const PlanKey& o) const {
   return device == o.device && same_problem(signature, o.signature) && signature.vector_io == o.signature.vector_io &&
          signature.coaligned == o.signature.coaligned && a.force_path == b.force_path &&
          a.force_ctas_per_slice == b.force_ctas_per_slice && a.force_ctas_per_sm == b.force_ctas_per_sm &&
-         a.max_ctas_per_sm == b.max_ctas_per_sm && a.force_exchange == b.force_exchange;
+         a.max_ctas_per_sm == b.max_ctas_per_sm && a.force_exchange == b.force_exchange &&
+         a.force_resident_parts == b.force_resident_parts;
 }
 
 std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
@@ -34,7 +35,8 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
   mix(static_cast<std::size_t>(k.options.force_path) ^ static_cast<std::size_t>(k.options.force_ctas_per_slice) << 8 ^
       static_cast<std::size_t>(k.options.force_ctas_per_sm) << 16 ^
       static_cast<std::size_t>(k.options.max_ctas_per_sm) << 24 ^
-      static_cast<std::size_t>(k.options.force_exchange) << 32);
+      static_cast<std::size_t>(k.options.force_exchange) << 32 ^
+      static_cast<std::size_t>(k.options.force_resident_parts + 1) << 40);
   return h;
 }
 

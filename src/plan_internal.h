@@ -127,10 +127,46 @@ inline int64_t channels_last_smem_bytes(const Plan& plan) {
   return channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
 }
 
-// Whether split_pipelined's items (two per part) of `slices` slices of `parts` parts fit its
-// 32-bit item counter.
+// Whether split_pipelined's items (two per part at most) of `slices` slices of `parts` parts fit
+// its 32-bit item counter.
 inline bool pipelined_items_fit(int64_t slices, int64_t parts) {
   return parts >= 1 && slices <= std::numeric_limits<int32_t>::max() / (2 * parts);
+}
+// split_pipelined's items: a reduction item for every part of every slice, and an elementwise item
+// for each part that is not resident (the first parts - resident of each slice; a resident part's
+// reduction item writes its output itself).
+INORM_HOST_DEVICE inline int64_t pipelined_items(int64_t slices, int64_t parts, int64_t resident) {
+  return slices * (2 * parts - resident);
+}
+// What item `item` of split_pipelined is. Two streams of (slice, part) in order, the reductions
+// (every part) and the elementwise passes (the parts that are not resident), merged: the first
+// `lead` reduction items, then both streams in proportion (parts reduction items to every
+// parts - resident elementwise items, a reduction first), then the elementwise items left. Both
+// streams then move through the slices at one pace, `lead` reduction items apart, so with
+// lead >= parts every slice's reduction items all come before its first elementwise item; every
+// lead beyond that lets its last reductions finish before the elementwise items that wait for them
+// start.
+struct PipelinedItem {
+  int64_t slice;
+  int64_t part;
+  bool elementwise;
+};
+INORM_HOST_DEVICE inline PipelinedItem pipelined_item(int64_t item, int64_t slices, int64_t parts, int64_t resident,
+                                                      int64_t lead) {
+  const int64_t streamed = parts - resident;
+  const int64_t reductions = slices * parts;
+  if (item < lead) return {item / parts, item % parts, false};
+  const int64_t merged = item - lead;
+  // Reduction items among the first `merged` after the lead, rounded up: a reduction leads each run.
+  const auto reductions_before = [&](int64_t m) { return (m * parts + parts + streamed - 1) / (parts + streamed); };
+  const int64_t before = reductions_before(merged);
+  if (lead + before >= reductions) {  // every reduction is out: the elementwise items left
+    const int64_t index = item - reductions;
+    return {index / streamed, index % streamed, true};
+  }
+  if (reductions_before(merged + 1) > before) return {(lead + before) / parts, (lead + before) % parts, false};
+  const int64_t index = merged - before;
+  return {index / streamed, index % streamed, true};
 }
 // Fills limits->resident_clusters for the current device, whose other limits `limits` holds:
 // clusters of every size the cluster exchange may use at every CTAs per SM, each CTA with the

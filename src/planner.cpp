@@ -120,8 +120,9 @@ std::string Plan::describe() const {
           << (detail::shared_takes_slices_early(*this) ? " early" : "") << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
-      out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead
-          << (coaligned ? "" : " scalar-stores");
+      out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead;
+      if (resident_parts > 0) out << " resident=" << resident_parts;
+      out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kChannelsLast:
       out << " channels=" << channel_block << " threads=" << threads << " tile_rows=" << tile_rows
@@ -708,7 +709,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
 
 // One stage a part (of every input); a persistent grid of every CTA that fits (more would only wait
 // for a slot).
-Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* plan) {
+Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   *plan = base;
   const int64_t elem_size = static_cast<int64_t>(dtype_size(base.dtype));
   const int64_t stage_len =
@@ -728,6 +729,23 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, Plan* 
       std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
   plan->pipeline_lead = std::min(base.num_slices * parts, parts + plan->grid * detail::kSplitPipelinedSlackPerCta);
+  // Resident parts wait for the rest of their slice; fewer of them than the grid's CTAs (and, with
+  // nothing to write, none: a part is read twice only for its output).
+  const int64_t most_resident = std::min(parts, plan->grid - 1);
+  if (options.force_resident_parts < -1 || options.force_resident_parts > most_resident) {
+    return invalid("forced resident parts must be -1 (the planner's) or 0 to the parts of a slice (" +
+                   std::to_string(parts) +
+                   ") and fewer than the grid's CTAs (" + std::to_string(plan->grid) + "), got " +
+                   std::to_string(options.force_resident_parts));
+  }
+  const bool general_op = base.activation != Activation::kNone || base.channel_affine;
+  const int64_t sms_per_resident_part =
+      general_op ? detail::kSplitSmsPerResidentPartGeneral : detail::kSplitSmsPerResidentPart;
+  plan->resident_parts = static_cast<int>(
+      options.force_resident_parts >= 0 ? options.force_resident_parts
+      : base.writes_output ? std::min({parts / detail::kSplitResidentShareDivisor,
+                                       limits.sm_count / sms_per_resident_part, most_resident})
+                           : 0);
   return Status::Ok();
 }
 
@@ -849,7 +867,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
       status = plan_shared(base, limits, options, plan);
       break;
     case Path::kSplitPipelined:
-      status = plan_split_pipelined(base, limits, plan);
+      status = plan_split_pipelined(base, limits, options, plan);
       break;
     default:
       return invalid(std::string("path ") + path_name(path) + " cannot compute instance statistics");

@@ -200,6 +200,7 @@ struct PlanOptions {
   int force_ctas_per_sm = 0;      // kSharedResident: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   Exchange force_exchange = Exchange::kAuto;  // kSharedResident
+  int force_resident_parts = -1;  // kSplitPipelined: resident parts per slice (-1: the planner's)
 };
 
 struct Plan {
@@ -240,6 +241,8 @@ struct Plan {
   int channel_block = 0;     // kChannelsLast: channels of a tile (threads = rows a pass x channel_block)
   int64_t tile_rows = 0;     // kChannelsLast: spatial positions of a tile
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
+  int resident_parts = 0;     // kSplitPipelined: of each slice's parts, the last this many stay in the shared
+                              // memory of the CTA that reduced them, which then writes their output: read once
   int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 
   std::size_t workspace_bytes = 0;

@@ -58,6 +58,7 @@ struct KernelArgs {
   void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item
+  int64_t resident_parts;    // kSplitPipelined: of each slice's parts, the last ones read once (Plan::resident_parts)
   // kSharedResident: the group size (the cluster kernel reads its cluster's instead), and the L2
   // exchange's workspace
   int ctas_per_slice;

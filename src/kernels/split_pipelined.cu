@@ -1,13 +1,18 @@
 // Slices too large for the shared memory of the whole chip (and only those), one or many, of any
-// length: the inputs are read twice. A template over the op (kernels/forward_op.cuh,
+// length: most of their parts are read twice. A template over the op (kernels/forward_op.cuh,
 // kernels/backward_op.cuh). One persistent grid takes items, a part's reduction or its
 // elementwise pass, from a counter, in an order that runs the reductions a fixed lead ahead of
-// the elementwise pass (pipelined_item). Loads and stores of different slices overlap without a
-// grid boundary between the passes, and an elementwise item reads its part soon after its
-// reduction item did, while L2 may still hold it. The last reduction CTA of a slice combines its
-// partials once; elementwise items start their load first and then wait for that. The counter
-// hands items out in order, so every item waited for is held by a running CTA: no deadlock without
-// a cooperative launch. (The two-kernel split_slice it replaced: dev/VARIANTS.md 32-33.)
+// the elementwise pass (plan_internal.h pipelined_item). Loads and stores of different slices
+// overlap without a grid boundary between the passes. The last reduction CTA of a slice combines
+// its partials once; elementwise items start their load first and then wait for that.
+//
+// The last plan.resident_parts parts of each slice are resident: the CTA that reduced one keeps it
+// in shared memory, waits for the slice's statistics and writes its output, so those parts are
+// read once. Everything else a CTA waits for was handed out before its item, except a slice's
+// resident reductions, which wait for those after them: fewer of them than the grid's CTAs, all
+// resident at once (a cooperative launch), leave a CTA free to take the rest. Without resident
+// parts the counter alone rules out a deadlock, and the launch is plain. (The two-kernel
+// split_slice it replaced: dev/VARIANTS.md 32-33.)
 //
 // Partials are the op's float64 sums of one part of one stage (the forward's (count, mean, M2),
 // combined around the first part's mean), combined by block-wide sums in a fixed order, so the
@@ -25,32 +30,6 @@
 namespace inorm::detail {
 namespace {
 
-// What item `item` of split_pipelined is. Two streams of (slice, part) in order, statistics and
-// normalization, merged: the first `lead` statistics items, then one of each in turn, then the
-// normalize items left. With lead >= parts a slice's statistics items all come before its first
-// normalize item; every lead beyond that lets its last statistics items finish before the
-// normalize items that wait for them start.
-struct PipelinedItem {
-  int64_t slice;
-  int64_t part;
-  bool normalize;
-};
-__device__ __forceinline__ PipelinedItem pipelined_item(int64_t item, int64_t parts, int64_t total, int64_t lead) {
-  bool normalize = false;
-  int64_t index = item;  // in its stream
-  if (item >= lead) {
-    const int64_t merged = item - lead;
-    if (merged < 2 * (total - lead)) {
-      normalize = merged % 2 == 1;
-      index = normalize ? merged / 2 : lead + merged / 2;
-    } else {
-      normalize = true;
-      index = merged - (total - lead);
-    }
-  }
-  return {index / parts, index % parts, normalize};
-}
-
 template <typename Op>
 __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipelined_kernel(const KernelArgs args) {
   begin_dependent_kernel();
@@ -67,7 +46,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
   __shared__ bool completes_slice;
 
   const int64_t parts = args.parts_per_slice;
-  const int64_t items = 2 * args.num_slices * parts;
+  const int64_t resident = args.resident_parts;
+  const int64_t items = pipelined_items(args.num_slices, parts, resident);
   const int64_t lead = args.pipeline_lead;
   // Each input's part has a region of the buffer (planner.cpp plan_split_pipelined).
   const int64_t region = shared_region_bytes(args.chunk_len * static_cast<int64_t>(sizeof(T)));
@@ -84,7 +64,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
   for (;;) {
     const int64_t item = current_item;
     if (item >= items) break;
-    const PipelinedItem work = pipelined_item(item, parts, items / 2, lead);
+    const PipelinedItem work = pipelined_item(item, args.num_slices, parts, resident, lead);
     const int64_t begin = work.part * args.chunk_len;
     const int64_t len = min(args.chunk_len, args.slice_len - begin);
     const int64_t offset = work.slice * args.slice_len + begin;
@@ -95,7 +75,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
     auto token = chunk.start_load(loaded, smem, region, srcs, len, args.coaligned);
     const typename Op::Context ctx = Op::context(args, work.slice);
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[work.slice]);
-    if (!work.normalize) {
+    if (!work.elementwise) {
       loaded.wait(std::move(token));
       AllSum all_sum{reduce_storage};
       // Ends with a barrier after the last read of the buffer: the next item may overwrite it.
@@ -114,7 +94,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
           arrivals.fetch_add(1u, cuda::memory_order_release);  // parts + 1: the slice's sums are out
         }
       }
-    } else {
+    }
+    // An elementwise item, or a resident part's reduction item, whose part is still in the buffer.
+    if (work.elementwise || work.part >= parts - resident) {
       if (threadIdx.x == 0) {
         while (arrivals.load(cuda::memory_order_acquire) <= parts) __nanosleep(128);
       }
@@ -128,7 +110,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       typename Op::Coefficients coefficients =
           Op::finish(args, work.slice, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
       ChannelWindow<Op> window(args, work.slice, coefficients);
-      loaded.wait(std::move(token));
+      if (work.elementwise) loaded.wait(std::move(token));
       if (args.out != nullptr) {
         chunk.store_each(static_cast<T*>(args.out) + offset, args.coaligned, window, begin,
                          [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
@@ -150,11 +132,13 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
     using Op = decltype(op);
     using T = typename Op::Elem;
     // A plan edited by hand must still hand out every reduction item of a slice before its
-    // elementwise items (or the grid could wait forever), count its items in 32 bits, cover the
-    // slice with its parts, and hold a part (one stage at most) of every input in its buffer.
+    // elementwise items and leave a CTA free of the resident parts' waits (or the grid could wait
+    // forever), count its items in 32 bits, cover the slice with its parts, and hold a part (one
+    // stage at most) of every input in its buffer.
     const int64_t parts = plan.parts_per_slice;
     const int64_t elem = static_cast<int64_t>(sizeof(T));
-    if (!pipelined_items_fit(plan.num_slices, parts) || plan.chunk_len < 1 ||
+    if (!pipelined_items_fit(plan.num_slices, parts) || plan.resident_parts < 0 || plan.resident_parts > parts ||
+        plan.resident_parts >= plan.grid || plan.chunk_len < 1 ||
         plan.chunk_len > static_cast<int64_t>(split_stage_len(sizeof(T), Op::kInputs)) ||
         plan.smem_bytes < shared_buffer_bytes(plan.chunk_len * elem, Op::kInputs) ||
         (parts - 1) * plan.chunk_len >= plan.slice_len || parts * plan.chunk_len < plan.slice_len ||
@@ -169,8 +153,19 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
     status = cuda_status(cudaMemsetAsync(args.next_item, 0, counter_bytes, stream),
                          "cudaMemsetAsync(split_pipelined counters)");
     if (!status.ok()) return status;
-    split_pipelined_kernel<Op><<<static_cast<unsigned>(plan.grid), kSplitThreads, plan.smem_bytes, stream>>>(args);
-    return cuda_status(cudaGetLastError(), "split_pipelined launch");
+    // Resident parts wait for reductions handed out after them: every CTA must be resident (the
+    // cooperative launch refuses with an error rather than hang).
+    cudaLaunchAttribute cooperative{};
+    cooperative.id = cudaLaunchAttributeCooperative;
+    cooperative.val.cooperative = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(plan.grid));
+    config.blockDim = dim3(kSplitThreads);
+    config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
+    config.stream = stream;
+    config.attrs = &cooperative;
+    config.numAttrs = plan.resident_parts > 0 ? 1 : 0;
+    return cuda_status(cudaLaunchKernelEx(&config, split_pipelined_kernel<Op>, args), "split_pipelined launch");
   });
 }
 

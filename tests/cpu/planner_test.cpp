@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "config.h"
 #include "inorm/inorm.h"
@@ -348,7 +349,8 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 }
 
 // Slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs per SM
-// (what the stage buffer allows), statistics two items per CTA ahead of one slice.
+// (what the stage buffer allows), statistics two items per CTA ahead of one slice, and resident
+// parts (read once) one per SM, at most half of a slice's.
 TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitPipelined);
@@ -360,11 +362,13 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   // Partials (12 x 256 of 32 bytes: 98,304), the slices' statistics (384, rounded to 512),
   // counters (52, to 256).
   EXPECT_EQ(few.workspace_bytes, 98304u + 512 + 256);
-  EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=1048");
+  EXPECT_EQ(few.resident_parts, 128);
+  EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=1048 resident=128");
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitPipelined);
   EXPECT_EQ(vol.parts_per_slice, 128);
   EXPECT_EQ(vol.pipeline_lead, 128 + 2 * 396);
+  EXPECT_EQ(vol.resident_parts, 64);
   // A stage is 64 KiB in every dtype: 32768 bfloat16 values.
   const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}));
   EXPECT_EQ(bf16.path, Path::kSplitPipelined);
@@ -379,12 +383,92 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(small.chunk_len, 16384);
   EXPECT_EQ(small.grid, 224);
   EXPECT_EQ(small.pipeline_lead, 112);
+  EXPECT_EQ(small.resident_parts, 28);
   // One slice: the lead is the whole slice (every statistics item before the first normalize
   // item), and the grid holds all 512 items it fits.
   const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}));
   EXPECT_EQ(one.path, Path::kSplitPipelined);
   EXPECT_EQ(one.grid, 396);
-  EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256");
+  EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256 resident=128");
+  // One per SM at most: 132 of the 512 parts of a slice of 32 MiB.
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, 4096, 2048})).resident_parts, 132);
+  // With an activation, one per four SMs (its elementwise pass is bound by instructions).
+  ForwardParams activated = problem(DType::kFloat32, {4, 3, 2048, 2048});
+  activated.activation = Activation::kSilu;
+  EXPECT_EQ(plan_of(activated).resident_parts, 33);
+}
+
+// Resident parts can be forced from none to every part of a slice while fewer than the grid's
+// CTAs (each waits for the rest of its slice); more is refused, and with nothing to write none are
+// planned (only the output reads a part twice).
+TEST(Planner, ResidentPartsForcedWithinTheirBounds) {
+  const ForwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});
+  PlanOptions options;
+  for (int resident : {0, 1, 255, 256}) {
+    options.force_resident_parts = resident;
+    EXPECT_EQ(plan_of(p, options).resident_parts, resident);
+  }
+  Plan plan;
+  for (int resident : {257, -2}) {
+    options.force_resident_parts = resident;
+    const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << resident;
+    EXPECT_NE(status.message().find("forced resident parts"), std::string::npos) << status.message();
+  }
+  // 512 parts on a grid of 396: 395 at most.
+  const ForwardParams wide = problem(DType::kFloat32, {1, 1, 4096, 2048});
+  options.force_resident_parts = 395;
+  EXPECT_EQ(plan_of(wide, options).resident_parts, 395);
+  options.force_resident_parts = 396;
+  EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+}
+
+// pipelined_item hands out every reduction item and every elementwise item of a non-resident part
+// exactly once, each slice's reductions all before its first elementwise item (or the grid could
+// wait forever), each stream in order, and nothing for resident parts' elementwise passes.
+TEST(Planner, PipelinedItemsComeInAnOrderThatCannotDeadlock) {
+  struct Order {
+    int64_t slices, parts, resident, lead;
+  };
+  const Order orders[] = {
+      {1, 1, 0, 1},     {1, 1, 1, 1},    {5, 1, 0, 2},     {5, 1, 1, 5},    {3, 7, 0, 7},
+      {3, 7, 3, 7},     {3, 7, 3, 10},   {3, 7, 7, 21},    {12, 256, 128, 1048}, {12, 512, 132, 1304},
+      {64, 128, 64, 920}, {2, 1025, 132, 1025}, {1000, 1, 0, 792}, {600, 3, 1, 795}, {7, 5, 4, 35},
+  };
+  for (const Order& o : orders) {
+    SCOPED_TRACE(std::to_string(o.slices) + " slices, " + std::to_string(o.parts) + " parts, " +
+                 std::to_string(o.resident) + " resident, lead " + std::to_string(o.lead));
+    const int64_t streamed = o.parts - o.resident;
+    const int64_t items = detail::pipelined_items(o.slices, o.parts, o.resident);
+    std::vector<int> reduced(o.slices * o.parts, 0), written(o.slices * o.parts, 0);
+    std::vector<int64_t> reductions_out(o.slices, 0);
+    int64_t next_reduction = 0, next_elementwise = 0;
+    bool ok = true;
+    for (int64_t item = 0; item < items && ok; ++item) {
+      const detail::PipelinedItem work = detail::pipelined_item(item, o.slices, o.parts, o.resident, o.lead);
+      const int64_t index = work.slice * o.parts + work.part;
+      ok = work.slice >= 0 && work.slice < o.slices && work.part >= 0 && work.part < o.parts;
+      if (!ok) break;
+      if (work.elementwise) {
+        ok = work.part < streamed && work.slice * streamed + work.part == next_elementwise++ &&
+             reductions_out[work.slice] == o.parts;
+        ++written[index];
+      } else {
+        ok = index == next_reduction++;
+        ++reduced[index];
+        ++reductions_out[work.slice];
+        if (work.part >= streamed) ++written[index];  // a resident part: written by its reduction item
+      }
+      EXPECT_TRUE(ok) << "item " << item << ": slice " << work.slice << " part " << work.part
+                      << (work.elementwise ? " elementwise" : " reduction");
+    }
+    EXPECT_EQ(next_reduction, o.slices * o.parts);
+    EXPECT_EQ(next_elementwise, o.slices * streamed);
+    for (int64_t i = 0; i < o.slices * o.parts && ok; ++i) {
+      EXPECT_EQ(reduced[i], 1) << "part " << i;
+      EXPECT_EQ(written[i], 1) << "part " << i;
+    }
+  }
 }
 
 // split_pipelined takes slices of any length, one or many, in parts of one 64 KiB stage: 64 MiB
@@ -405,7 +489,7 @@ TEST(Planner, PipelinedTakesSlicesOfAnyLength) {
   }
   // A 1 GiB float32 slice: 16384 parts, the lead all of them (one slice).
   const Plan giant = plan_of(problem(DType::kFloat32, {1, 1, 16384, 16384}));
-  EXPECT_EQ(giant.describe(), "split_pipelined parts=16384 part_len=16384 grid=396 lead=16384");
+  EXPECT_EQ(giant.describe(), "split_pipelined parts=16384 part_len=16384 grid=396 lead=16384 resident=132");
 }
 
 TEST(Planner, TinySlicesUseSubWarpGroups) {

@@ -341,8 +341,9 @@ TEST(Validate, LaunchRefusesPlansShortOfWorkspace) {
 }
 
 // launch_forward refuses a split_pipelined plan edited so that a normalize item could come before a
-// statistics item it waits for (the grid would wait forever), or a part would overrun its buffer
-// or its stage, before it touches the device.
+// statistics item it waits for, or so many parts are resident that every CTA could wait for one
+// not yet handed out (the grid would wait forever), or a part would overrun its buffer or its
+// stage, before it touches the device.
 TEST(Validate, LaunchRefusesHandEditedPipelinedPlans) {
   ForwardParams p = valid_params();
   p.spatial[0] = 1024;  // 4 MiB slices: 64 parts of 64 KiB
@@ -364,8 +365,16 @@ TEST(Validate, LaunchRefusesHandEditedPipelinedPlans) {
   Plan uncovered = plan;  // one part short of the slice
   uncovered.parts_per_slice -= 1;
   uncovered.pipeline_lead = plan.num_slices * uncovered.parts_per_slice;
+  Plan every_cta_resident = plan;  // 64 resident parts a slice on a grid of 64 CTAs
+  every_cta_resident.resident_parts = 64;
+  every_cta_resident.grid = 64;
+  Plan more_resident_than_parts = plan;
+  more_resident_than_parts.resident_parts = plan.parts_per_slice + 1;
+  Plan negative_resident = plan;
+  negative_resident.resident_parts = -1;
   std::vector<unsigned char> workspace(plan.workspace_bytes);  // never reached: a host address
-  for (const Plan& edited : {short_lead, small_buffer, two_stages, uncovered}) {
+  for (const Plan& edited : {short_lead, small_buffer, two_stages, uncovered, every_cta_resident,
+                             more_resident_than_parts, negative_resident}) {
     const Status status = launch_forward(edited, p, workspace.data(), nullptr);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
     EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();

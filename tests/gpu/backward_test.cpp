@@ -216,23 +216,10 @@ TEST(GpuBackward, RegisterParts) {
   }
 }
 
-// split_pipelined's phases (reductions alone, then both in turn, then elementwise items alone),
-// forced on tensors with more items than the lead: one part a slice, and ragged last parts, on
-// views off 16-byte alignment.
+// split_pipelined's order and resident parts (expect_case.h).
 TEST(GpuBackward, SplitPipelinedOrder) {
   INORM_REQUIRE_GPU();
-  const Shape cases[] = {
-      {"1000 slices of one part", {1, 1000, 4097}},
-      {"600 slices of 2-3 parts", {2, 300, 20001}},
-  };
-  for (DType dtype : kAllDtypes) {
-    for (const Shape& o : cases) {
-      Case c = forced_misaligned_case(Pass::kBackward, o.shape, dtype, Path::kSplitPipelined);
-      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-      expect_passes(c, std::string(o.why) + ", " + dtype_name(dtype));
-      if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, o.why);
-    }
-  }
+  expect_split_pipelined_orders_pass(Pass::kBackward);
 }
 
 // The largest slice each path takes in the backward, and one more, on this device's limits.

@@ -55,6 +55,33 @@ struct Shape {
   std::vector<int64_t> shape;
 };
 
+// split_pipelined hands out the reduction items of the first slices alone, then reduction and
+// elementwise items in turn, then the elementwise items left (plan_internal.h pipelined_item).
+// Forced on tensors with more items than the lead, so that every phase runs: one part a slice
+// (1000 slices, a slice boundary at every pair), and parts with a ragged last one, on views off
+// 16-byte alignment, in every dtype. The last parts of a slice may be resident (written by the CTA
+// that reduced them): the planner's count (half the parts), none, and one (every part of a
+// one-part slice, else the ragged last). float32 also in place (an elementwise item writes its part
+// only after every read of it) and repeated.
+inline void expect_split_pipelined_orders_pass(Pass pass) {
+  const Shape shapes[] = {
+      {"1000 slices of one part", {1, 1000, 4097}},
+      {"600 slices of 1-5 parts, the last ragged", {2, 300, 20001}},
+  };
+  for (DType dtype : kAllDtypes) {
+    for (const Shape& s : shapes) {
+      for (int resident : {-1, 0, 1}) {
+        Case c = forced_misaligned_case(pass, s.shape, dtype, Path::kSplitPipelined);
+        c.options.force_resident_parts = resident;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        const std::string why = std::string(s.why) + ", resident " + std::to_string(resident);
+        expect_passes(c, why + ", " + dtype_name(dtype));
+        if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
+      }
+    }
+  }
+}
+
 // The edge shapes both passes are tested on in every dtype, each with why it is there.
 inline const std::vector<Shape>& edge_shapes() {
   static const std::vector<Shape> shapes = {

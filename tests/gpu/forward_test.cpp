@@ -362,29 +362,10 @@ TEST(GpuForward, RegisterParts) {
   }
 }
 
-// split_pipelined hands out the statistics items of the first slices alone, then statistics and
-// normalize items in turn, then the normalize items left (pipelined_item). Forced on tensors with
-// more items than the lead, so that every phase runs: one part a slice (1000 slices, a slice
-// boundary at every pair), and parts with a ragged last one, on views off 16-byte alignment.
+// split_pipelined's order and resident parts (expect_case.h).
 TEST(GpuForward, SplitPipelinedOrder) {
   INORM_REQUIRE_GPU();
-  struct Order {
-    const char* why;
-    std::vector<int64_t> shape;
-  };
-  const Order cases[] = {
-      {"1000 slices of one part", {1, 1000, 4097}},
-      {"600 slices of 1-3 parts (float32: two, the last 9889 values)", {2, 300, 20001}},
-  };
-  for (DType dtype : kAllDtypes) {
-    for (const Order& o : cases) {
-      Case c = forced_misaligned_case(Pass::kForward, o.shape, dtype, Path::kSplitPipelined);
-      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-      expect_passes(c, std::string(o.why) + ", " + dtype_name(dtype));
-      // In place: a normalize item writes its part only after every read of it.
-      if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, o.why);
-    }
-  }
+  expect_split_pipelined_orders_pass(Pass::kForward);
 }
 
 // A cluster must fit in one GPC, so fewer clusters may be resident than the SM slots hold. The
