@@ -146,10 +146,10 @@ inline constexpr int kSplitPipelinedSlackPerCta = 2;
 // most one per SM, so that the other CTAs stream while the resident ones wait for their slice.
 // Measured on the H200 (bench/results/2026-12-01-h200-resident/, forward x copy / backward x 1.5
 // copies, none against the planner's): few-huge 1.48 / 1.71 against 1.39 / 1.58, vol3d 1.46 / 1.61
-// against 1.35 / 1.46, 4 MiB slices 1.44 / 1.56 against 1.32 / 1.35; two per SM and more lost on
-// every shape but one. Ops with an activation or a channel's affine inside the slice, bound by
-// their instructions, take one per four SMs: SD VAE's GroupNorm + SiLU backward ran 3.09 / 3.08 /
-// 3.16 / 3.36x with 0 / 33 / 66 / 128 resident parts.
+// against 1.35 / 1.46, 4 MiB slices 1.44 / 1.56 against 1.32 / 1.35; one and a half per SM and more
+// won only on few-huge's backward, by 1% (dev/VARIANTS.md 46). Ops with an activation or a
+// channel's affine inside the slice, bound by their instructions, take one per four SMs: SD VAE's
+// GroupNorm + SiLU backward ran 3.09 / 3.08 / 3.16 / 3.36x with 0 / 33 / 66 / 128 resident parts.
 inline constexpr int kSplitResidentShareDivisor = 2;
 inline constexpr int kSplitSmsPerResidentPart = 1;
 inline constexpr int kSplitSmsPerResidentPartGeneral = 4;
