@@ -249,6 +249,22 @@ TEST(PlanBackward, SharedBoundaryAndSplitParts) {
   }
 }
 
+// Slices past the chip: with dx, half of a slice's parts are resident (read once, one per SM at
+// most); with only the weight gradients, none (a part is read twice only for dx).
+TEST(PlanBackward, ResidentPartsOnlyWhereDxIsWritten) {
+  BackwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});  // 512 parts of 8192 a slice
+  p.weight = fake_pointer(kAligned * 200);
+  p.dweight = fake_pointer(kAligned * 201);
+  const Plan with_dx = plan_of(p);
+  EXPECT_EQ(with_dx.path, Path::kSplitPipelined);
+  EXPECT_EQ(with_dx.parts_per_slice, 512);
+  EXPECT_EQ(with_dx.resident_parts, 132);
+  p.dx = nullptr;
+  const Plan grads_only = plan_of(p);
+  EXPECT_EQ(grads_only.path, Path::kSplitPipelined);
+  EXPECT_EQ(grads_only.resident_parts, 0);
+}
+
 TEST(PlanBackward, WorkspaceHoldsThePerSliceTermsOnlyForWeightGradients) {
   BackwardParams p = problem(DType::kFloat32, {256, 256, 16, 16});
   const Plan plain = plan_of(p);

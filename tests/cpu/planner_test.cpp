@@ -399,8 +399,8 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
 }
 
 // Resident parts can be forced from none to every part of a slice while fewer than the grid's
-// CTAs (each waits for the rest of its slice); more is refused, and with nothing to write none are
-// planned (only the output reads a part twice).
+// CTAs (each waits for the rest of its slice); more is refused. (With nothing to write the planner
+// takes none: backward_plan_test.cpp.)
 TEST(Planner, ResidentPartsForcedWithinTheirBounds) {
   const ForwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});
   PlanOptions options;
