@@ -69,6 +69,9 @@ int64_t slice_channels_of(const Params& params) {
 }
 // Whether the plan ends with the channel reduction (kernels/channel_reduce.cu).
 inline bool reduces_channels(const Plan& plan) { return plan.update_running_stats || plan.weight_grads; }
+// Whether the plan runs an op's general form (kernels/launchers.h dispatch_op): an activation, or
+// an affine by channel inside the slices.
+inline bool runs_general_op(const Plan& plan) { return plan.activation != Activation::kNone || plan.channel_affine; }
 // Whether the backward's weight gradients come from per-channel sums inside slices (GroupNorm):
 // each chunk of a slice leaves, per channel it overlaps, sum(dz) and sum(dz * (x - center)) in the
 // workspace (kernels/backward_op.cuh), which the channel reduction combines per channel.

@@ -738,9 +738,8 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
                    ") and fewer than the grid's CTAs (" + std::to_string(plan->grid) + "), got " +
                    std::to_string(options.force_resident_parts));
   }
-  const bool general_op = base.activation != Activation::kNone || base.channel_affine;
   const int64_t sms_per_resident_part =
-      general_op ? detail::kSplitSmsPerResidentPartGeneral : detail::kSplitSmsPerResidentPart;
+      detail::runs_general_op(base) ? detail::kSplitSmsPerResidentPartGeneral : detail::kSplitSmsPerResidentPart;
   plan->resident_parts = static_cast<int>(
       options.force_resident_parts >= 0 ? options.force_resident_parts
       : base.writes_output ? std::min({parts / detail::kSplitResidentShareDivisor,

@@ -13,6 +13,7 @@
 #include "kernels/backward_op.cuh"
 #include "kernels/common.cuh"
 #include "kernels/forward_op.cuh"
+#include "plan_internal.h"
 
 namespace inorm::detail {
 
@@ -92,7 +93,7 @@ template <bool kGroupNorm = true, typename F>
 Status dispatch_op(const Plan& plan, F&& f) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    const bool general = plan.activation != Activation::kNone || plan.channel_affine;
+    const bool general = runs_general_op(plan);
     if (plan.pass == Pass::kForward) return general ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
     if (!general) return f(BackwardOp<T, false>{});
     if (!plan.channel_affine) return f(BackwardOp<T, true>{});
