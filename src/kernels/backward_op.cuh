@@ -190,9 +190,11 @@ struct BackwardOp {
     c.bias = bias;
   }
 
-  static __device__ __forceinline__ Acc apply(const Coefficients& c, const Acc (&v)[2]) {
+  // `activation`: c's, fixed by c.visit around the caller's loop.
+  template <typename Act>
+  static __device__ __forceinline__ Acc apply(const Coefficients& c, const Act& activation, const Acc (&v)[2]) {
     const Acc d = v[0] - c.center;
-    const Acc dz = c.gradient(fma(d, c.dy_scale, c.bias), v[1]);
+    const Acc dz = activation.gradient(fma(d, c.dy_scale, c.bias), v[1]);
     if (!c.train) return c.dy_scale * dz;  // without an activation x plays no part (a NaN in it neither)
     return fma(c.dy_scale, dz, fma(c.x_scale, d - c.resid, c.shift));
   }

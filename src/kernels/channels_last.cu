@@ -334,10 +334,10 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
 // threads are a multiple of C, so a thread's channels are the same in every vector (or element) it
 // takes: it loads their coefficients once. A thread stores only elements it read: dst may be an
 // input.
-template <typename Op, typename T, int kInputs>
+template <typename Op, typename T, int kInputs, typename Act>
 __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& tile, int64_t len, T* dst,
                                                   bool coaligned, const unsigned char* coefficients,
-                                                  int64_t channels) {
+                                                  int64_t channels, const Act& activation) {
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
   const auto coefficients_of = [&](int64_t j) {  // element j's channel's; written by the finish kernel
@@ -347,7 +347,7 @@ __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& 
     Acc v[kInputs];
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(tile.staged[i][j]);
-    return Traits<T>::from_acc(Op::apply(c, v));
+    return Traits<T>::from_acc(Op::apply(c, activation, v));
   };
   const int64_t threads = blockDim.x;
   if (coaligned) {
@@ -366,7 +366,7 @@ __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& 
         Acc v[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
-        out.v[e] = Traits<T>::from_acc(Op::apply(c[e], v));
+        out.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, v));
       }
       store_pack_l2(dst + range.head + b * kVec, out);
     }
@@ -392,6 +392,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
   const auto* coefficients = static_cast<const unsigned char*>(args.slice_coefficients);
   int64_t blocks = 0;
   const int64_t items = channels_last_items(args, &blocks);
+  const typename Op::Epilogue epilogue = Op::Epilogue::of(args);  // the activation, visited once
   if constexpr (kLoad == TileLoad::kBulk) {
     extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
@@ -401,8 +402,11 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
       const Tile tile = tile_of(args, item, blocks);
       const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
-      apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
-                            coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels);
+      epilogue.visit([&](const auto& activation) {
+        apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
+                              coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels,
+                              activation);
+      });
       __syncthreads();  // every thread is past its last read of the staged tile
     }
   } else {
@@ -415,42 +419,44 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;
     const int row = static_cast<int>(threadIdx.x) / units_a_row;
     const int unit = static_cast<int>(threadIdx.x) % units_a_row;
-    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-      const Tile tile = tile_of(args, item, blocks);
-      if (unit * kElems >= tile.width || row >= tile.rows) continue;
-      const int64_t first_slice = tile.sample * args.channels + tile.first_channel + unit * kElems;
-      Coefficients c[kElems];  // written by the finish kernel
+    epilogue.visit([&](const auto& activation) {
+      for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const Tile tile = tile_of(args, item, blocks);
+        if (unit * kElems >= tile.width || row >= tile.rows) continue;
+        const int64_t first_slice = tile.sample * args.channels + tile.first_channel + unit * kElems;
+        Coefficients c[kElems];  // written by the finish kernel
 #pragma unroll
-      for (int e = 0; e < kElems; ++e) {
-        c[e] = *reinterpret_cast<const Coefficients*>(coefficients + (first_slice + e) * kSliceCoefficientBytes);
-      }
-      const int64_t first = tile.offset + static_cast<int64_t>(row) * args.channels + unit * kElems;
-      const int64_t step_elems = static_cast<int64_t>(rows_a_pass) * args.channels;
-      const int64_t own_rows = (tile.rows - row + rows_a_pass - 1) / rows_a_pass;
-      // A batch is loaded before any of it is stored: out may be an input (each element is its own).
-      for (int64_t k = 0; k < own_rows; k += kBatch) {
-        Unit v[kBatch][kInputs];
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (k + b >= own_rows) break;
-#pragma unroll
-          for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(inputs[i] + first + (k + b) * step_elems);
+        for (int e = 0; e < kElems; ++e) {
+          c[e] = *reinterpret_cast<const Coefficients*>(coefficients + (first_slice + e) * kSliceCoefficientBytes);
         }
+        const int64_t first = tile.offset + static_cast<int64_t>(row) * args.channels + unit * kElems;
+        const int64_t step_elems = static_cast<int64_t>(rows_a_pass) * args.channels;
+        const int64_t own_rows = (tile.rows - row + rows_a_pass - 1) / rows_a_pass;
+        // A batch is loaded before any of it is stored: out may be an input (each element is its own).
+        for (int64_t k = 0; k < own_rows; k += kBatch) {
+          Unit v[kBatch][kInputs];
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (k + b >= own_rows) break;
-          Unit result;
+          for (int b = 0; b < kBatch; ++b) {
+            if (k + b >= own_rows) break;
 #pragma unroll
-          for (int e = 0; e < kElems; ++e) {
-            Acc element[kInputs];
-#pragma unroll
-            for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(element_of(v[b][i], e));
-            element_of(result, e) = Traits<T>::from_acc(Op::apply(c[e], element));
+            for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(inputs[i] + first + (k + b) * step_elems);
           }
-          store_unit<T, kLoad>(out + first + (k + b) * step_elems, result);
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            if (k + b >= own_rows) break;
+            Unit result;
+#pragma unroll
+            for (int e = 0; e < kElems; ++e) {
+              Acc element[kInputs];
+#pragma unroll
+              for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(element_of(v[b][i], e));
+              element_of(result, e) = Traits<T>::from_acc(Op::apply(c[e], activation, element));
+            }
+            store_unit<T, kLoad>(out + first + (k + b) * step_elems, result);
+          }
         }
       }
-    }
+    });
   }
 }
 

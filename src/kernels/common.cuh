@@ -205,15 +205,6 @@ struct RaggedRange {
   }
 };
 
-// The elementwise epilogue of an op without an activation: y = z, dz = dy. Empty, so that ops and
-// coefficients without an activation carry nothing for it.
-template <typename Acc>
-struct IdentityEpilogue {
-  static __device__ __forceinline__ IdentityEpilogue of(const KernelArgs&) { return {}; }
-  __device__ __forceinline__ Acc activate(Acc z) const { return z; }
-  __device__ __forceinline__ Acc gradient(Acc, Acc dy) const { return dy; }
-};
-
 // exp(-z) and a / b for SiLU: in float32 the hardware's approximations (ex2.approx, an approximate
 // reciprocal; a few ulp), about a third of the instructions of the IEEE-rounded ones, which bound
 // SiLU's kernels where threads are few (dev/VARIANTS.md 45); exact in float64. At a / inf (z below
@@ -223,9 +214,49 @@ __device__ __forceinline__ double exp_of_negative(double z) { return exp(-z); }
 __device__ __forceinline__ float quotient(float a, float b) { return __fdividef(a, b); }
 __device__ __forceinline__ double quotient(double a, double b) { return a / b; }
 
-// The activation after the affine (inorm.h Activation), a runtime choice: one set of kernels serves
-// every activation, and the branch is the same for every thread. PyTorch's formulas, NaN included:
+// One activation, fixed at compile time (inorm.h Activation). PyTorch's formulas, NaN included:
 // relu and leaky_relu keep a NaN z, and their derivative at z <= 0 is that of the negative side.
+template <typename Acc, Activation kKind>
+struct FixedActivation {
+  Acc negative_slope;
+
+  static __device__ __forceinline__ Acc sigmoid(Acc z) { return quotient(Acc(1), Acc(1) + exp_of_negative(z)); }
+  __device__ __forceinline__ Acc activate(Acc z) const {
+    if constexpr (kKind == Activation::kRelu) return z < Acc(0) ? Acc(0) : z;
+    if constexpr (kKind == Activation::kLeakyRelu) return z > Acc(0) ? z : z * negative_slope;
+    if constexpr (kKind == Activation::kSilu) return quotient(z, Acc(1) + exp_of_negative(z));
+    return z;
+  }
+  // dy * activation'(z): torch's threshold_backward, leaky_relu_backward and silu_backward.
+  __device__ __forceinline__ Acc gradient(Acc z, Acc dy) const {
+    if constexpr (kKind == Activation::kRelu) return z <= Acc(0) ? Acc(0) : dy;
+    if constexpr (kKind == Activation::kLeakyRelu) return z > Acc(0) ? dy : dy * negative_slope;
+    if constexpr (kKind == Activation::kSilu) {
+      const Acc s = sigmoid(z);
+      return dy * s * (Acc(1) + z * (Acc(1) - s));
+    }
+    return dy;
+  }
+};
+
+// The elementwise epilogue of an op without an activation: y = z, dz = dy. Empty, so that ops and
+// coefficients without an activation carry nothing for it.
+template <typename Acc>
+struct IdentityEpilogue {
+  static __device__ __forceinline__ IdentityEpilogue of(const KernelArgs&) { return {}; }
+  __device__ __forceinline__ Acc activate(Acc z) const { return z; }
+  __device__ __forceinline__ Acc gradient(Acc, Acc dy) const { return dy; }
+  // f(the activation): here none.
+  template <typename F>
+  __device__ __forceinline__ decltype(auto) visit(F&& f) const {
+    return f(FixedActivation<Acc, Activation::kNone>{Acc(0)});
+  }
+};
+
+// The activation after the affine, a runtime choice: one set of kernels serves every activation.
+// visit(f) takes the branch once and calls f with the activation fixed at compile time, so that a
+// loop inside f runs without a branch per element (SASS of the split forward with a per-element
+// switch: a compare-and-branch chain and a convergence barrier each element).
 template <typename Acc>
 struct ActivationEpilogue {
   Activation kind;
@@ -234,25 +265,22 @@ struct ActivationEpilogue {
   static __device__ __forceinline__ ActivationEpilogue of(const KernelArgs& args) {
     return {args.activation, static_cast<Acc>(args.negative_slope)};
   }
-  static __device__ __forceinline__ Acc sigmoid(Acc z) { return quotient(Acc(1), Acc(1) + exp_of_negative(z)); }
+  // The activation and dy * its derivative at z with the branch taken per element, where a copy of
+  // the loop for each activation costs registers (ptxas -v: the backward's reductions, and
+  // shared_resident's and group_registers' elementwise passes, spill more when copied).
   __device__ __forceinline__ Acc activate(Acc z) const {
-    switch (kind) {
-      case Activation::kRelu: return z < Acc(0) ? Acc(0) : z;
-      case Activation::kLeakyRelu: return z > Acc(0) ? z : z * negative_slope;
-      case Activation::kSilu: return quotient(z, Acc(1) + exp_of_negative(z));
-      default: return z;
-    }
+    return visit([&](const auto& activation) { return activation.activate(z); });
   }
-  // dy * activation'(z): torch's threshold_backward, leaky_relu_backward and silu_backward.
   __device__ __forceinline__ Acc gradient(Acc z, Acc dy) const {
+    return visit([&](const auto& activation) { return activation.gradient(z, dy); });
+  }
+  template <typename F>
+  __device__ __forceinline__ decltype(auto) visit(F&& f) const {
     switch (kind) {
-      case Activation::kRelu: return z <= Acc(0) ? Acc(0) : dy;
-      case Activation::kLeakyRelu: return z > Acc(0) ? dy : dy * negative_slope;
-      case Activation::kSilu: {
-        const Acc s = sigmoid(z);
-        return dy * s * (Acc(1) + z * (Acc(1) - s));
-      }
-      default: return dy;
+      case Activation::kRelu: return f(FixedActivation<Acc, Activation::kRelu>{negative_slope});
+      case Activation::kLeakyRelu: return f(FixedActivation<Acc, Activation::kLeakyRelu>{negative_slope});
+      case Activation::kSilu: return f(FixedActivation<Acc, Activation::kSilu>{negative_slope});
+      default: return f(FixedActivation<Acc, Activation::kNone>{negative_slope});
     }
   }
 };

@@ -25,22 +25,23 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
   int64_t channel = (start / len) % channels;
   const T* x = static_cast<const T*>(args.x);
   T* y = static_cast<T*>(args.out);
-  const ActivationEpilogue<Acc> epilogue = ActivationEpilogue<Acc>::of(args);
-  for (int64_t i = start; i < numel; i += stride) {
-    const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
-    const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);
-    const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
-    const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
-    const SliceAffine<Acc> affine{mean, Acc(0), reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * weight, bias};
-    y[i] = Traits<T>::from_acc(epilogue.activate(affine.apply(Traits<T>::to_acc(x[i]))));
-    offset += step_offset;
-    channel += step_channel;
-    if (offset >= len) {
-      offset -= len;
-      ++channel;
+  ActivationEpilogue<Acc>::of(args).visit([&](const auto& activation) {
+    for (int64_t i = start; i < numel; i += stride) {
+      const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
+      const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);
+      const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
+      const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+      const SliceAffine<Acc> affine{mean, Acc(0), reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * weight, bias};
+      y[i] = Traits<T>::from_acc(activation.activate(affine.apply(Traits<T>::to_acc(x[i]))));
+      offset += step_offset;
+      channel += step_channel;
+      if (offset >= len) {
+        offset -= len;
+        ++channel;
+      }
+      if (channel >= channels) channel -= channels;
     }
-    if (channel >= channels) channel -= channels;
-  }
+  });
 }
 
 }  // namespace

@@ -18,7 +18,9 @@
 //                                          the same in float64 through global memory (split path)
 //   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise coefficients
 //                                          (of the slice's first channel)
-//   Acc apply(coefficients, v)             the output element from the inputs' element v
+//   Acc apply(coefficients, activation, v) the output element from the inputs' element v, with the
+//                                          coefficients' activation fixed by coefficients.visit
+//                                          around the loop (common.cuh ActivationEpilogue)
 //   kChannelCoefficients, for_channel(weight, bias, coefficients)   whether the coefficients
 //                                          depend on the channel inside a slice, and their
 //                                          values for another channel's weight and bias
@@ -176,8 +178,10 @@ struct ForwardOp {
     c.affine.shift = bias;
   }
 
-  static __device__ __forceinline__ Acc apply(const Coefficients& c, const Acc (&v)[1]) {
-    return c.activate(c.affine.apply(v[0]));
+  // `activation`: c's, fixed by c.visit around the caller's loop.
+  template <typename Act>
+  static __device__ __forceinline__ Acc apply(const Coefficients& c, const Act& activation, const Acc (&v)[1]) {
+    return activation.activate(c.affine.apply(v[0]));
   }
 
   // The split path: (count, mean, resid, M2) in float64 per part.

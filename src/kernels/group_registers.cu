@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
       Acc v[kInputs];
 #pragma unroll
       for (int i = 0; i < kInputs; ++i) v[i] = slice_data.values[i][j][k];
-      return Op::apply(coefficients, v);
+      return Op::apply(coefficients, coefficients, v);  // the activation's branch per element
     };
     Acc outputs[kVec];
     if (window.covers(slice_data.first(j), kVec)) {  // (chunk.cuh store_each: two loops)

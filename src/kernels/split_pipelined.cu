@@ -112,8 +112,10 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       ChannelWindow<Op> window(args, work.slice, coefficients);
       if (work.elementwise) loaded.wait(std::move(token));
       if (args.out != nullptr) {
-        chunk.store_each(static_cast<T*>(args.out) + offset, args.coaligned, window, begin,
-                         [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, v); });
+        coefficients.visit([&](const auto& activation) {
+          chunk.store_each(static_cast<T*>(args.out) + offset, args.coaligned, window, begin,
+                           [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, activation, v); });
+        });
       }
     }
     // Every thread is past its last read of the buffer and of current_item. The next item is taken
