@@ -10,9 +10,9 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
-//            pipelined-resident132 (also time forced plans: CTAs per slice, CTAs per SM and exchange
-//            of shared_resident, split_pipelined, its lead's slack per CTA and its resident parts a
-//            slice; see dev/VARIANTS.md)
+//            pipelined-resident132,lanes16 (also time forced plans: CTAs per slice, CTAs per SM and
+//            exchange of shared_resident, split_pipelined, its lead's slack per CTA and its resident
+//            parts a slice, group_registers' lanes a slice; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -496,6 +496,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (std::sscanf(item.c_str(), "pipelined-resident%d", &v.options.force_resident_parts) == 1 &&
                v.options.force_resident_parts >= 0) {  // resident parts a slice, e.g. pipelined-resident132
       v.options.force_path = Path::kSplitPipelined;
+    } else if (std::sscanf(item.c_str(), "lanes%d", &v.options.force_group_lanes) == 1) {
+      v.options.force_path = Path::kGroupRegisters;  // lanes a slice of group_registers, e.g. lanes16
     } else {
       return false;
     }

@@ -24,7 +24,7 @@ struct GroupConfig {
 inline constexpr GroupConfig kGroupConfigs[] = {
     {4, 1, false},  {8, 1, false},  {16, 1, false}, {32, 1, false}, {32, 2, false},
     {32, 4, false}, {32, 8, false}, {32, 16, false}, {32, 32, false}, {32, 1, true},
-    {32, 2, true},  {32, 4, true},  {32, 8, true},
+    {32, 2, true},  {32, 4, true},  {32, 8, true},  {16, 4, true},
 };
 inline constexpr int kNumGroupConfigs = sizeof(kGroupConfigs) / sizeof(kGroupConfigs[0]);
 inline constexpr int kGroupMaxScalarItems = 32;

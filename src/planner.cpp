@@ -493,33 +493,29 @@ Status validate_backward(const BackwardParams& p) {
 namespace {
 
 // The smallest instantiated group configuration that holds a slice of `slice_len` of `base`'s
-// dtype and inputs within kGroupMaxLaneBytes a lane, or -1.
-int choose_group_config(const Plan& base) {
+// dtype and inputs within kGroupMaxLaneBytes a lane, with `lanes` lanes a slice (0: the planner's,
+// 32, or for slices under 32 scalars the fewest that cover them), or -1.
+int choose_group_config(const Plan& base, int lanes) {
   const int64_t slice_len = base.slice_len;
   const int64_t vec = 16 / static_cast<int64_t>(dtype_size(base.dtype));
-  auto fits_lane = [&](const detail::GroupConfig& config) {
-    return detail::group_config_fits(config, static_cast<int>(dtype_size(base.dtype)),
-                                     static_cast<int>(dtype_size(stats_dtype(base.dtype))), base.inputs);
-  };
-  if (base.vector_io && slice_len >= 32 * vec) {
-    const int64_t items = next_pow2(ceil_div(slice_len, 32 * vec));
-    if (items <= detail::kGroupMaxVectorItems) {
-      for (int i = 0; i < detail::kNumGroupConfigs; ++i) {
-        if (kGroupConfigs[i].vector && kGroupConfigs[i].items == items && fits_lane(kGroupConfigs[i])) return i;
-      }
-    }
-  }
-  if (slice_len <= 32 * detail::kGroupMaxScalarItems) {
-    const int64_t group = slice_len <= 32 ? std::max<int64_t>(4, next_pow2(slice_len)) : 32;
-    const int64_t items = slice_len <= 32 ? 1 : next_pow2(ceil_div(slice_len, 32));
+  auto find = [&](int64_t group, int64_t items, bool vector) {
     for (int i = 0; i < detail::kNumGroupConfigs; ++i) {
-      if (!kGroupConfigs[i].vector && kGroupConfigs[i].group == group &&
-          kGroupConfigs[i].items == items && fits_lane(kGroupConfigs[i])) {
+      const detail::GroupConfig& config = kGroupConfigs[i];
+      if (config.vector == vector && config.group == group && config.items == items &&
+          detail::group_config_fits(config, static_cast<int>(dtype_size(base.dtype)),
+                                    static_cast<int>(dtype_size(stats_dtype(base.dtype))), base.inputs)) {
         return i;
       }
     }
+    return -1;
+  };
+  const int64_t vector_group = lanes > 0 ? lanes : 32;
+  if (base.vector_io && slice_len >= vector_group * vec) {
+    const int config = find(vector_group, next_pow2(ceil_div(slice_len, vector_group * vec)), true);
+    if (config >= 0) return config;
   }
-  return -1;
+  const int64_t group = lanes > 0 ? lanes : slice_len <= 32 ? std::max<int64_t>(4, next_pow2(slice_len)) : 32;
+  return find(group, next_pow2(ceil_div(slice_len, group)), false);
 }
 
 Status plan_group(const Plan& base, int config, Plan* plan) {
@@ -844,7 +840,12 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
     return Status::Ok();
   }
   if (path == Path::kChannelsLast) return invalid("forced path channels_last needs channels_last input");
-  const int group_config = choose_group_config(base);
+  if (options.force_group_lanes != 0 &&
+      (options.force_group_lanes < 4 || options.force_group_lanes > 32 ||
+       (options.force_group_lanes & (options.force_group_lanes - 1)) != 0)) {
+    return invalid("forced group lanes must be 4, 8, 16 or 32, got " + std::to_string(options.force_group_lanes));
+  }
+  const int group_config = choose_group_config(base, options.force_group_lanes);
   const bool fits_shared = base.slice_len <= largest_resident_slice(base.dtype, base.inputs, limits);
   // Every slice too large for the chip, one or many, of any length, goes to split_pipelined: it beat
   // or tied the two-kernel split_slice (now in dev/VARIANTS.md 32-33) on every shape measured.
@@ -857,8 +858,10 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   switch (path) {
     case Path::kGroupRegisters:
       if (group_config < 0) {
-        return invalid("slice of " + std::to_string(base.slice_len) +
-                       " elements is too large for the group_registers path");
+        return invalid("slice of " + std::to_string(base.slice_len) + " elements is too large for the group_registers path" +
+                       (options.force_group_lanes > 0
+                            ? " with " + std::to_string(options.force_group_lanes) + " lanes a slice"
+                            : std::string()));
       }
       status = plan_group(base, group_config, plan);
       break;

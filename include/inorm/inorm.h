@@ -201,6 +201,7 @@ struct PlanOptions {
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   Exchange force_exchange = Exchange::kAuto;  // kSharedResident
   int force_resident_parts = -1;  // kSplitPipelined: resident parts per slice (-1: the planner's)
+  int force_group_lanes = 0;      // kGroupRegisters: lanes a slice, 4 to 32 (0: the planner's)
 };
 
 struct Plan {

@@ -74,6 +74,7 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.options.max_ctas_per_sm = 1; },
       [](PlanKey& k) { k.options.force_exchange = Exchange::kGlobal; },
       [](PlanKey& k) { k.options.force_resident_parts = 0; },
+      [](PlanKey& k) { k.options.force_group_lanes = 16; },
   };
   PlanCache cache(64);
   cache.insert(base, Plan{});

@@ -290,6 +290,38 @@ TEST(Planner, TinySlicesUseWarpVectorRegisters) {
   EXPECT_EQ(plan.grid, 256 * 256 / (detail::kGroupCtaThreads / 32));
 }
 
+// inorm-bench's lanesN variants: fewer lanes a slice, each holding more of it; refused where no
+// compiled configuration holds the slice with that many lanes, or the count is not one of them.
+TEST(Planner, ForcedGroupLanes) {
+  PlanOptions options;
+  options.force_path = Path::kGroupRegisters;
+  options.force_group_lanes = 16;
+  Plan plan = plan_of(problem(DType::kFloat32, {256, 256, 16, 16}), options);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.group_size, 16);
+  EXPECT_EQ(plan.items_per_lane, 4);
+  EXPECT_TRUE(plan.vector_io);
+  EXPECT_EQ(plan.grid, 256 * 256 / (detail::kGroupCtaThreads / 16));
+  // Scalars (an odd slice): 16 lanes of one value each.
+  options.force_group_lanes = 16;
+  plan = plan_of(problem(DType::kFloat32, {3, 5, 9}), options);
+  EXPECT_EQ(plan.group_size, 16);
+  EXPECT_EQ(plan.items_per_lane, 1);
+  EXPECT_FALSE(plan.vector_io);
+  // 16 lanes x 4 vectors hold 256 float32; 512 need a configuration that is not compiled.
+  ForwardParams p = problem(DType::kFloat32, {2, 3, 512});
+  Plan refused;
+  Status status = plan_forward(p, hopper_h200_limits(), &refused, options);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("with 16 lanes a slice"), std::string::npos) << status.message();
+  for (int lanes : {-1, 2, 12, 64}) {
+    options.force_group_lanes = lanes;
+    status = plan_forward(problem(DType::kFloat32, {256, 256, 16, 16}), hopper_h200_limits(), &refused, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << lanes;
+    EXPECT_NE(status.message().find("forced group lanes"), std::string::npos) << status.message();
+  }
+}
+
 // GroupNorm: a slice is C / groups channels x S, planned as one slice of that length; the affine
 // changes inside it only with weight or bias (the general op then follows each element's channel).
 TEST(Planner, GroupNormSlicesSpanTheGroupsChannels) {

@@ -216,6 +216,12 @@ TEST(GpuBackward, RegisterParts) {
   }
 }
 
+// group_registers' configuration of 16 lanes a slice, forced (expect_case.h).
+TEST(GpuBackward, SixteenLaneGroups) {
+  INORM_REQUIRE_GPU();
+  expect_sixteen_lane_groups_pass(Pass::kBackward);
+}
+
 // split_pipelined's order and resident parts (expect_case.h).
 TEST(GpuBackward, SplitPipelinedOrder) {
   INORM_REQUIRE_GPU();

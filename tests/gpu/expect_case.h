@@ -82,6 +82,27 @@ inline void expect_split_pipelined_orders_pass(Pass pass) {
   }
 }
 
+// group_registers with 16 lanes a slice (inorm-bench's lanes16 variant; the planner takes 32): the
+// configuration of four vectors a lane, on slices of exactly 16 x 4 vectors in every dtype, with
+// offset data and a weight and bias per channel; float32 also in place and repeated.
+inline void expect_sixteen_lane_groups_pass(Pass pass) {
+  for (DType dtype : kAllDtypes) {
+    const int64_t slice_len = 16 * 4 * (16 / static_cast<int64_t>(dtype_size(dtype)));
+    Case c;
+    c.pass = pass;
+    c.shape = {3, 5, slice_len};
+    c.dtype = dtype;
+    c.affine = true;
+    c.options.force_path = Path::kGroupRegisters;
+    c.options.force_group_lanes = 16;
+    c.expect_path = Path::kGroupRegisters;
+    ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+    const std::string why = "16 lanes a slice of " + std::to_string(slice_len);
+    expect_passes(c, why + ", " + dtype_name(dtype));
+    if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
+  }
+}
+
 // The edge shapes both passes are tested on in every dtype, each with why it is there.
 inline const std::vector<Shape>& edge_shapes() {
   static const std::vector<Shape> shapes = {

@@ -362,6 +362,12 @@ TEST(GpuForward, RegisterParts) {
   }
 }
 
+// group_registers' configuration of 16 lanes a slice, forced (expect_case.h).
+TEST(GpuForward, SixteenLaneGroups) {
+  INORM_REQUIRE_GPU();
+  expect_sixteen_lane_groups_pass(Pass::kForward);
+}
+
 // split_pipelined's order and resident parts (expect_case.h).
 TEST(GpuForward, SplitPipelinedOrder) {
   INORM_REQUIRE_GPU();
