@@ -77,11 +77,11 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
     for (int j = 0; j < kItems; ++j) {
       if (slice_data.valid(j)) {
         if constexpr (kVector) {
-          const Pack<T> pack = load_pack_streaming(inputs[i] + slice_data.first(j));
+          const Pack<T> pack = load_pack(inputs[i] + slice_data.first(j));
 #pragma unroll
           for (int k = 0; k < kVec; ++k) slice_data.values[i][j][k] = Traits<T>::to_acc(pack.v[k]);
         } else {
-          slice_data.values[i][j][0] = Traits<T>::to_acc(__ldcs(inputs[i] + slice_data.first(j)));
+          slice_data.values[i][j][0] = Traits<T>::to_acc(inputs[i][slice_data.first(j)]);
         }
       } else {
 #pragma unroll
