@@ -18,21 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "check_cuda.h"
 #include "config.h"
 #include "kernels/chunk.cuh"
 #include "kernels/forward_op.cuh"
 
 using namespace inorm::detail;
 namespace cg = cooperative_groups;
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    const cudaError_t e = (x);                                                                 \
-    if (e != cudaSuccess) {                                                                    \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__);       \
-      return 1;                                                                                \
-    }                                                                                          \
-  } while (0)
 
 struct Args {
   const float* x;

@@ -12,14 +12,7 @@
 #include <cstdio>
 #include <vector>
 
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    const cudaError_t e = (x);                                                              \
-    if (e != cudaSuccess) {                                                                 \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__);    \
-      return 1;                                                                             \
-    }                                                                                       \
-  } while (0)
+#include "check_cuda.h"
 
 constexpr int kSliceLen = 256;
 
