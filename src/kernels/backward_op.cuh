@@ -190,7 +190,7 @@ struct BackwardOp {
     c.bias = bias;
   }
 
-  // `activation`: c's, fixed by c.visit around the caller's loop.
+  // `activation`: c's, fixed by c.visit around the caller's loop, or c itself (the branch per element).
   template <typename Act>
   static __device__ __forceinline__ Acc apply(const Coefficients& c, const Act& activation, const Acc (&v)[2]) {
     const Acc d = v[0] - c.center;

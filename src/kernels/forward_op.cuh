@@ -20,7 +20,8 @@
 //                                          (of the slice's first channel)
 //   Acc apply(coefficients, activation, v) the output element from the inputs' element v, with the
 //                                          coefficients' activation fixed by coefficients.visit
-//                                          around the loop (common.cuh ActivationEpilogue)
+//                                          around the loop (common.cuh ActivationEpilogue), or
+//                                          the coefficients themselves (a branch per element)
 //   kChannelCoefficients, for_channel(weight, bias, coefficients)   whether the coefficients
 //                                          depend on the channel inside a slice, and their
 //                                          values for another channel's weight and bias
@@ -178,7 +179,7 @@ struct ForwardOp {
     c.affine.shift = bias;
   }
 
-  // `activation`: c's, fixed by c.visit around the caller's loop.
+  // `activation`: c's, fixed by c.visit around the caller's loop, or c itself (the branch per element).
   template <typename Act>
   static __device__ __forceinline__ Acc apply(const Coefficients& c, const Act& activation, const Acc (&v)[1]) {
     return activation.activate(c.affine.apply(v[0]));

@@ -236,6 +236,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
     if (args.out != nullptr) {  // (the offset again: kept live across the exchange, it cost a spill)
       chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned, window, begin,
+                       // the activation's branch per element: a copy of the loop for each spilled
                        [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, coefficients, v); });
     }
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
