@@ -1,10 +1,11 @@
 // dev scratch (dev/VARIANTS.md 48): group_registers' shape on many tiny slices (256x256x16x16
 // float32: 65536 slices of 256 values, 1 KiB each), against cudaMemcpyAsync of the same tensor and
 // against what torch.compile's kernels do there (one-warp CTAs of four rows, default cache policy;
-// ncu in bench/results/2026-12-01-h200-hoisted). A stand-in forward (mean, variance, y; mean and
-// rstd a slice) and backward (x and dy read, two sums, dx) held in registers, by CTA size, lanes a
-// slice (slices a warp) and cache policy of the loads and stores. Not library code: built by CI so
-// it keeps compiling (target inorm-dev-small-slices), run by hand on a GPU.
+// ncu in bench/results/2026-12-01-h200-0122419). A stand-in forward (mean, variance, y; mean and
+// rstd a slice) and backward (x and dy read, two sums, dx) held in registers, by the cache policy of
+// the loads and of the stores and by lanes a slice (time_policies says what the first run also
+// tried). Not library code: built by CI so it keeps compiling (target inorm-dev-small-slices), run
+// by hand on a GPU: inorm-dev-small-slices [batch].
 #include <cuda_runtime.h>
 
 #include <algorithm>
