@@ -14,7 +14,8 @@ namespace inorm::detail {
 #endif
 
 // kGroupRegisters: every CTA has this many threads; a slice is held by `group` lanes, each with
-// `items` loads of 16 bytes (vector) or of one element (scalar).
+// `items` loads of 16 bytes (vector) or of one element (scalar). The planner takes 32 lanes for
+// vectors; {16, 4, true} runs where forced (PlanOptions::force_group_lanes; dev/VARIANTS.md 48).
 inline constexpr int kGroupCtaThreads = 256;
 struct GroupConfig {
   int group;
