@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kThreads) slices_kernel(const float* x, const 
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       store<kPolicy>(out + base + (j * kLanes + lane) * 4,
-                        make_float4((a[j].x - m) * r, (a[j].y - m) * r, (a[j].z - m) * r, (a[j].w - m) * r));
+                     make_float4((a[j].x - m) * r, (a[j].y - m) * r, (a[j].z - m) * r, (a[j].w - m) * r));
     }
   } else {
     const float m = mean[slice], r = rstd[slice];
@@ -98,8 +98,10 @@ __global__ void __launch_bounds__(kThreads) slices_kernel(const float* x, const 
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       store<kPolicy>(out + base + (j * kLanes + lane) * 4,
-                        make_float4(r * b[j].x + scale * (a[j].x - m) + shift, r * b[j].y + scale * (a[j].y - m) + shift,
-                                    r * b[j].z + scale * (a[j].z - m) + shift, r * b[j].w + scale * (a[j].w - m) + shift));
+                     make_float4(r * b[j].x + scale * (a[j].x - m) + shift,
+                                 r * b[j].y + scale * (a[j].y - m) + shift,
+                                 r * b[j].z + scale * (a[j].z - m) + shift,
+                                 r * b[j].w + scale * (a[j].w - m) + shift));
     }
   }
 }

@@ -858,7 +858,8 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   switch (path) {
     case Path::kGroupRegisters:
       if (group_config < 0) {
-        return invalid("slice of " + std::to_string(base.slice_len) + " elements is too large for the group_registers path" +
+        return invalid("slice of " + std::to_string(base.slice_len) +
+                       " elements is too large for the group_registers path" +
                        (options.force_group_lanes > 0
                             ? " with " + std::to_string(options.force_group_lanes) + " lanes a slice"
                             : std::string()));

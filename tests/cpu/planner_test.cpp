@@ -303,7 +303,6 @@ TEST(Planner, ForcedGroupLanes) {
   EXPECT_TRUE(plan.vector_io);
   EXPECT_EQ(plan.grid, 256 * 256 / (detail::kGroupCtaThreads / 16));
   // Scalars (an odd slice): 16 lanes of one value each.
-  options.force_group_lanes = 16;
   plan = plan_of(problem(DType::kFloat32, {3, 5, 9}), options);
   EXPECT_EQ(plan.group_size, 16);
   EXPECT_EQ(plan.items_per_lane, 1);
