@@ -98,7 +98,7 @@ inline constexpr int kApplyCtasPerSm = 2;
 template <typename T, TileLoad kLoad>
 __device__ __forceinline__ UnitOf<T, kLoad> load_unit(const T* p) {
   if constexpr (kLoad == TileLoad::kVector) {
-    return load_pack_l2(p);
+    return load_pack(p);
   } else {
     return *p;
   }

@@ -29,12 +29,13 @@ struct RegisterPart {
   __device__ __forceinline__ int64_t offset(int k) const {
     return (static_cast<int64_t>(k) * kThreads + threadIdx.x) * kVec;
   }
-  // Issues the loads (L2 only, like the bulk copy); each value is waited for where first used.
+  // Issues the loads (the default cache policy: group_registers' evict-first loads cost it 4-10%,
+  // dev/VARIANTS.md 48); each value is waited for where first used.
   __device__ __forceinline__ void load(const T* src, int64_t part_len) {
     len = part_len;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      if (offset(k) < len) packs[k] = load_pack_l2(src + offset(k));
+      if (offset(k) < len) packs[k] = load_pack(src + offset(k));
     }
   }
 };

@@ -130,14 +130,6 @@ __device__ __forceinline__ Pack<T> load_pack(const T* ptr) {
   memcpy(&pack, &raw, sizeof(raw));
   return pack;
 }
-// 16-byte load cached in L2 only (ld.global.cg), as bulk copies read.
-template <typename T>
-__device__ __forceinline__ Pack<T> load_pack_l2(const T* ptr) {
-  const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(ptr));
-  Pack<T> pack;
-  memcpy(&pack, &raw, sizeof(raw));
-  return pack;
-}
 // 16-byte store cached in L2 only (st.global.cg). Measured on the H200 (dev/VARIANTS.md, 8): 1-2%
 // faster than evict-first streaming stores (.cs) on every large suite case, and it leaves y in L2
 // for whatever reads it next; plain write-back stores cost up to 1.7x.
