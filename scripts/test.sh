@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds everything (all kernels, sm_90) and runs the tests: the CPU tests always, the GPU tests
-# where a GPU exists (they skip with a message elsewhere), then the Python tests (pytest) against
+# where a GPU exists (in shards side by side; they skip with a message elsewhere), then the Python tests (pytest) against
 # the package built into build/python where PyTorch and nvcc are (scripts/build-python.sh; nothing
 # is installed). Without PyTorch the tests that need it are skipped with one message; those that
 # need a GPU skip with a message where there is none. Every suite runs; the exit status is the
@@ -11,7 +11,7 @@ build=${INORM_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --parallel "$(nproc)"
 status=0
-ctest --test-dir "$build" --output-on-failure --verbose "$@" || status=$?
+ctest --test-dir "$build" --output-on-failure --verbose --parallel "$(nproc)" "$@" || status=$?
 if ! python3 -c 'import pytest' 2>/dev/null; then
   echo "pytest is not installed (python3 -m pip install pytest): the Python tests did not run"
   exit $status

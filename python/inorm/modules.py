@@ -31,6 +31,15 @@ def _registered(module, store, name):
 class _InormForward:
     activation = None  # InstanceNormAct's: fused after the norm
     negative_slope = 0.01
+    _batched_dim = None  # each class's batched input rank: (N, C, *spatial)
+
+    def forward(self, input):
+        # Batched input with num_features channels goes straight to the norm: torch.nn's forward
+        # would find it valid after about 1 us of Python checks (issue 18's per-call host time).
+        # Everything else takes torch.nn's forward, for its errors, warnings and unbatched input.
+        if input.dim() == self._batched_dim and input.size(1) == self.num_features:
+            return self._apply_instance_norm(input)
+        return super().forward(input)
 
     def _apply_instance_norm(self, input):
         parameters, buffers = self._parameters, self._buffers
@@ -51,13 +60,19 @@ class _InormForward:
 class InstanceNorm1d(_InormForward, nn.InstanceNorm1d):
     """torch.nn.InstanceNorm1d on inorm's kernels: input (N, C, L) or (C, L)."""
 
+    _batched_dim = 3
+
 
 class InstanceNorm2d(_InormForward, nn.InstanceNorm2d):
     """torch.nn.InstanceNorm2d on inorm's kernels: input (N, C, H, W) or (C, H, W)."""
 
+    _batched_dim = 4
+
 
 class InstanceNorm3d(_InormForward, nn.InstanceNorm3d):
     """torch.nn.InstanceNorm3d on inorm's kernels: input (N, C, D, H, W) or (C, D, H, W)."""
+
+    _batched_dim = 5
 
 
 _FUSED = {nn.ReLU: "relu", nn.LeakyReLU: "leaky_relu", nn.SiLU: "silu"}

@@ -25,8 +25,11 @@ def assert_same_error(reference_call, inorm_call):
 # The checks below run before any kernel, so they hold on a CPU-only machine as well.
 @pytest.mark.parametrize("torch_cls,inorm_cls,rank", PAIRS)
 def test_wrong_rank_error_matches_torch(torch_cls, inorm_cls, rank):
-    x = torch.zeros([2] * (rank + 1), device=DEVICE)
-    assert_same_error(lambda: torch_cls(2)(x), lambda: inorm_cls(2)(x))
+    # A rank above the batched one and one below the unbatched one: the module's own test for
+    # batched input must leave both to torch.nn's forward and its message.
+    for shape in ([2] * (rank + 1), [2]):
+        x = torch.zeros(shape, device=DEVICE)
+        assert_same_error(lambda: torch_cls(2)(x), lambda: inorm_cls(2)(x))
 
 
 @pytest.mark.parametrize("torch_cls,inorm_cls,rank", PAIRS)
