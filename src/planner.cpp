@@ -789,6 +789,15 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   return Status::Ok();
 }
 
+// Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h
+// kForwardSplitMinGroup): not where the path or any of shared_resident's options is forced.
+bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
+  const bool shared_forced = options.force_path != Path::kAuto || options.force_ctas_per_slice != 0 ||
+                             options.force_ctas_per_sm != 0 || options.max_ctas_per_sm != 0 ||
+                             options.force_exchange != Exchange::kAuto;
+  return shared.pass == Pass::kForward && !shared_forced && shared.ctas_per_slice >= detail::kForwardSplitMinGroup;
+}
+
 }  // namespace
 
 namespace detail {
@@ -868,6 +877,9 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
       break;
     case Path::kSharedResident:
       status = plan_shared(base, limits, options, plan);
+      if (status.ok() && splits_wide_forward(*plan, options)) {
+        status = plan_split_pipelined(base, limits, options, plan);
+      }
       break;
     case Path::kSplitPipelined:
       status = plan_split_pipelined(base, limits, options, plan);

@@ -35,6 +35,13 @@ Plan plan_of(const ForwardParams& p, const PlanOptions& options = {}) {
   return plan;
 }
 
+// shared_resident's own plan: the forward's planner takes split_pipelined instead where that plan
+// spreads a slice over kForwardSplitMinGroup CTAs or more (Planner.WideForwardGroupsSplit).
+Plan shared_plan_of(const ForwardParams& p, PlanOptions options = {}) {
+  options.force_path = Path::kSharedResident;
+  return plan_of(p, options);
+}
+
 // The steady plan: 64 KiB chunks, three CTAs per SM.
 TEST(Planner, SeedFloat32UsesEightCtasPerSliceTwoPerSmWithRegisterParts) {
   const Plan plan = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
@@ -88,7 +95,7 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
     p.y = static_cast<float*>(p.y) + w.offset;
     PlanOptions options;
     options.force_exchange = w.exchange;
-    const Plan plan = plan_of(p, options);
+    const Plan plan = shared_plan_of(p, options);
     SCOPED_TRACE(std::string(w.why) + ": " + plan.describe());
     EXPECT_EQ(plan.path, Path::kSharedResident);
     EXPECT_EQ(plan.register_len > 0, w.registers);
@@ -142,7 +149,7 @@ TEST(Planner, SlicesInOrderFromThreeRoundsOfLongChunks) {
       {"", DType::kFloat16, {1600, 1, 16384}, false},
   };
   for (const Walk& w : walks) {
-    const Plan plan = plan_of(problem(w.dtype, w.shape));
+    const Plan plan = shared_plan_of(problem(w.dtype, w.shape));
     SCOPED_TRACE(std::string(w.why) + ": " + plan.describe());
     EXPECT_EQ(plan.path, Path::kSharedResident);
     EXPECT_EQ(detail::shared_slices_in_order(plan), w.in_order);
@@ -197,22 +204,54 @@ TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
   EXPECT_EQ(few.ctas_per_slice, 1);
   EXPECT_EQ(few.ctas_per_sm, 2);
   EXPECT_EQ(few.grid, 128);
-  const Plan vol = plan_of(problem(DType::kBFloat16, {2, 64, 96, 96, 96}));
+  const Plan vol = shared_plan_of(problem(DType::kBFloat16, {2, 64, 96, 96, 96}));
   EXPECT_EQ(vol.ctas_per_slice, 16);
   EXPECT_EQ(vol.ctas_per_sm, 2);
   // 2 MiB slices fit a cluster of 16 only at one CTA per SM (1.52-1.54x); a wider group through
   // L2, 32 CTAs of 64 KiB at three per SM, ran 1.28-1.31x.
-  const Plan big = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
+  const Plan big = shared_plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
   EXPECT_EQ(big.path, Path::kSharedResident);
   EXPECT_EQ(big.ctas_per_slice, 32);
   EXPECT_EQ(big.ctas_per_sm, 3);
   EXPECT_EQ(big.exchange, Exchange::kGlobal);
   // ... but where a cluster holds the slice at two per SM, it wins (1.5 MiB: 16 CTAs at two per SM
   // 1.13x, 32 at three through L2 1.39-1.41x).
-  const Plan mid = plan_of(problem(DType::kFloat32, {8, 32, 768, 512}));
+  const Plan mid = shared_plan_of(problem(DType::kFloat32, {8, 32, 768, 512}));
   EXPECT_EQ(mid.ctas_per_slice, 16);
   EXPECT_EQ(mid.ctas_per_sm, 2);
   EXPECT_EQ(mid.exchange, Exchange::kCluster);
+}
+
+// The forward of slices that shared_resident would spread over 16 CTAs or more runs split_pipelined
+// (config.h kForwardSplitMinGroup); narrower groups and forced options keep shared_resident (the
+// backward too: BackwardPlanner.WideGroupsStayShared).
+TEST(Planner, WideForwardGroupsSplit) {
+  struct Shape {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int shared_ctas_per_slice;
+  };
+  const Shape shapes[] = {
+      {"1.1 MiB bf16 slices: a cluster of 16", DType::kBFloat16, {4, 64, 768, 768}, 16},
+      {"2 MiB fp32 slices: 32 CTAs through L2", DType::kFloat32, {8, 16, 1024, 512}, 32},
+      {"3.5 MiB bf16 slices: 56 CTAs through L2", DType::kBFloat16, {4, 64, 1344, 1344}, 56},
+  };
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(s.why);
+    const ForwardParams p = problem(s.dtype, s.shape);
+    EXPECT_EQ(shared_plan_of(p).ctas_per_slice, s.shared_ctas_per_slice);
+    EXPECT_EQ(plan_of(p).path, Path::kSplitPipelined);
+    // Any of shared_resident's options forced keeps it.
+    PlanOptions capped;
+    capped.max_ctas_per_sm = 3;
+    EXPECT_EQ(plan_of(p, capped).path, Path::kSharedResident);
+    PlanOptions exchange;
+    exchange.force_exchange = Exchange::kGlobal;
+    EXPECT_EQ(plan_of(p, exchange).path, Path::kSharedResident);
+  }
+  // Eight CTAs a slice with register parts (the seed's 1 MiB fp32 slices) stay.
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).path, Path::kSharedResident);
 }
 
 // The exchange follows CTAs per SM (planner.cpp choose_exchange): none for groups of one,
@@ -224,11 +263,11 @@ TEST(Planner, ExchangeFollowsCtasPerSm) {
   EXPECT_EQ(one.ctas_per_slice, 1);
   EXPECT_EQ(one.exchange, Exchange::kNone);
   EXPECT_EQ(one.workspace_bytes, 0u);
-  const Plan big = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
+  const Plan big = shared_plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
   EXPECT_EQ(big.exchange, Exchange::kGlobal);
   EXPECT_EQ(big.workspace_bytes, 128u * big.ctas_per_slice * 16 + 512);
   EXPECT_NE(big.describe().find("exchange=global"), std::string::npos) << big.describe();
-  const Plan fp64 = plan_of(problem(DType::kFloat64, {8, 16, 512, 512}));  // 32-byte chunk statistics
+  const Plan fp64 = shared_plan_of(problem(DType::kFloat64, {8, 16, 512, 512}));  // 32-byte chunk statistics
   EXPECT_EQ(fp64.exchange, Exchange::kGlobal);
   EXPECT_EQ(fp64.workspace_bytes, 128u * fp64.ctas_per_slice * 32 + 512);
 
@@ -577,11 +616,13 @@ TEST(Planner, SharedBoundaries) {
     EXPECT_EQ(at.ctas_per_slice, detail::kSharedMaxClusterCtas);
     EXPECT_EQ(at.ctas_per_sm, 1);
     EXPECT_LE(at.smem_bytes + detail::kSharedStaticReserve, limits.max_smem_per_block_optin);
-    // ... the planner spreads over 64 CTAs at two per SM, through L2 ...
-    const Plan wide = plan_of(problem(dtype, {1, 2, largest}));
+    // ... shared_resident's own plan spreads it over 64 CTAs at two per SM, through L2 (the
+    // forward's planner takes split_pipelined there) ...
+    const Plan wide = shared_plan_of(problem(dtype, {1, 2, largest}));
     EXPECT_EQ(wide.ctas_per_slice, detail::kSharedMaxCtasPerSlice) << dtype_name(dtype);
     EXPECT_EQ(wide.ctas_per_sm, 2);
     EXPECT_EQ(wide.exchange, Exchange::kGlobal);
+    EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest})).path, Path::kSplitPipelined) << dtype_name(dtype);
     // ... and one element more splits.
     EXPECT_EQ(plan_of(problem(dtype, {1, 2, largest + 1})).path, Path::kSplitPipelined) << dtype_name(dtype);
     EXPECT_EQ(plan_of(problem(dtype, {1, 1, largest + 1})).path, Path::kSplitPipelined) << dtype_name(dtype);

@@ -299,6 +299,8 @@ TEST(GpuForward, SteadyPlans) {
     c.x_offset = s.offset;
     c.y_offset = s.offset;
     ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+    // The planner's forward runs groups this wide split_pipelined (config.h kForwardSplitMinGroup).
+    if (s.ctas_per_slice >= detail::kForwardSplitMinGroup) c.options.force_path = Path::kSharedResident;
     c.expect_path = Path::kSharedResident;
     c.expect_ctas_per_slice = s.ctas_per_slice;
     c.expect_ctas_per_sm = s.ctas_per_sm;
@@ -350,6 +352,9 @@ TEST(GpuForward, RegisterParts) {
     c.affine = true;
     ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
     c.max_groups = w.max_groups;
+    // shared_resident's plan: where it needs 16 CTAs a slice or more (no register part), the
+    // planner's forward would run split_pipelined (config.h kForwardSplitMinGroup).
+    c.options.force_path = Path::kSharedResident;
     c.expect_path = Path::kSharedResident;
     if (w.registers) {
       c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
@@ -441,8 +446,11 @@ TEST(GpuForward, PlannerBoundaries) {
         {"one vector more", group_vector_max + vec, 0, Path::kSharedResident, 1},
         {"largest misaligned group slice", group_scalar_max, 1, Path::kGroupRegisters, 0},
         {"one element more", group_scalar_max + 1, 1, Path::kSharedResident, 1},
-        {"largest shared slice: the widest group, two CTAs per SM", shared_max, 0, Path::kSharedResident,
-         detail::kSharedMaxCtasPerSlice},
+        // The planner runs it split_pipelined (config.h kForwardSplitMinGroup); shared_resident's own
+        // plan for it, the widest group at two CTAs per SM, forced.
+        {"largest shared slice, planned", shared_max, 0, Path::kSplitPipelined, 0},
+        {"largest shared slice: the widest group through L2", shared_max, 0, Path::kSharedResident,
+         detail::kSharedMaxCtasPerSlice, Exchange::kGlobal},
         // Each CTA alone on its SM with the largest buffer beside the kernel's static shared memory.
         {"largest shared slice: a full cluster of full CTAs", shared_max, 0, Path::kSharedResident,
          detail::kSharedMaxClusterCtas, Exchange::kCluster},
