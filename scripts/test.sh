@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds everything (all kernels, sm_90) and runs the tests: the CPU tests always, the GPU tests
-# where a GPU exists (in shards side by side; they skip with a message elsewhere), then the Python tests (pytest) against
-# the package built into build/python where PyTorch and nvcc are (scripts/build-python.sh; nothing
-# is installed). Without PyTorch the tests that need it are skipped with one message; those that
-# need a GPU skip with a message where there is none. Every suite runs; the exit status is the
-# first failure's. Extra arguments go to ctest.
+# where a GPU exists (in shards side by side; they skip with a message elsewhere), then the Python
+# tests (pytest) against the package built into build/python where PyTorch and nvcc are
+# (scripts/build-python.sh; nothing is installed). Without PyTorch the tests that need it are
+# skipped with one message; those that need a GPU skip with a message where there is none. Every
+# suite runs; the exit status is the first failure's. Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${INORM_BUILD_DIR:-build}

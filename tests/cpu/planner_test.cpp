@@ -224,7 +224,7 @@ TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
 
 // The forward of slices that shared_resident would spread over 16 CTAs or more runs split_pipelined
 // (config.h kForwardSplitMinGroup); narrower groups and forced options keep shared_resident (the
-// backward too: BackwardPlanner.WideGroupsStayShared).
+// backward too: PlanBackward.WideGroupsStayShared).
 TEST(Planner, WideForwardGroupsSplit) {
   struct Shape {
     const char* why;
