@@ -200,12 +200,20 @@ struct RaggedRange {
   }
 };
 
-// exp(-z) and a / b for SiLU: in float32 the hardware's approximations (ex2.approx, an approximate
-// reciprocal; a few ulp), about a third of the instructions of the IEEE-rounded ones, which bound
-// SiLU's kernels where threads are few (dev/VARIANTS.md 45); exact in float64. At a / inf (z below
-// -88) both give -0, as PyTorch's formula does.
-__device__ __forceinline__ float exp_of_negative(float z) { return __expf(-z); }
-__device__ __forceinline__ double exp_of_negative(double z) { return exp(-z); }
+// 1 + exp(-z) and a / b for SiLU: in float32 the hardware's approximations (ex2.approx, an
+// approximate reciprocal; a few ulp), about a third of the instructions of the IEEE-rounded ones,
+// which bound SiLU's kernels where threads are few (dev/VARIANTS.md 45); exact in float64. At
+// a / inf (z below -88) both give -0, as PyTorch's formula does. exp(-z) flushes a denormal
+// result to 0 (ex2.approx.ftz), which vanishes in the sum as it would unflushed: __expf's sum to
+// the bit, without the guard __expf wraps around MUFU.EX2 for denormal results (an FSETP and two
+// predicated FMULs an element). Inline PTX: neither the CUDA math API nor cuda::ptx has ex2's ftz
+// form.
+__device__ __forceinline__ float one_plus_exp_of_negative(float z) {
+  float exp_of_negative;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(exp_of_negative) : "f"(z * -1.4426950408889634f));
+  return 1.0f + exp_of_negative;
+}
+__device__ __forceinline__ double one_plus_exp_of_negative(double z) { return 1.0 + exp(-z); }
 __device__ __forceinline__ float quotient(float a, float b) { return __fdividef(a, b); }
 __device__ __forceinline__ double quotient(double a, double b) { return a / b; }
 
@@ -215,11 +223,11 @@ template <typename Acc, Activation kKind>
 struct FixedActivation {
   Acc negative_slope;
 
-  static __device__ __forceinline__ Acc sigmoid(Acc z) { return quotient(Acc(1), Acc(1) + exp_of_negative(z)); }
+  static __device__ __forceinline__ Acc sigmoid(Acc z) { return quotient(Acc(1), one_plus_exp_of_negative(z)); }
   __device__ __forceinline__ Acc activate(Acc z) const {
     if constexpr (kKind == Activation::kRelu) return z < Acc(0) ? Acc(0) : z;
     if constexpr (kKind == Activation::kLeakyRelu) return z > Acc(0) ? z : z * negative_slope;
-    if constexpr (kKind == Activation::kSilu) return quotient(z, Acc(1) + exp_of_negative(z));
+    if constexpr (kKind == Activation::kSilu) return quotient(z, one_plus_exp_of_negative(z));
     return z;
   }
   // dy * activation'(z): torch's threshold_backward, leaky_relu_backward and silu_backward.
