@@ -10,12 +10,14 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
-//            pipelined-resident132,lanes16 (also time forced plans: CTAs per slice, CTAs per SM and
-//            exchange of shared_resident, split_pipelined, its lead's slack per CTA and its resident
-//            parts a slice, group_registers' lanes a slice; see dev/VARIANTS.md)
+//            pipelined-resident132,lanes16,cl-grid396 (also time forced plans: CTAs per slice, CTAs
+//            per SM and exchange of shared_resident, split_pipelined, its lead's slack per CTA and its
+//            resident parts a slice, group_registers' lanes a slice; and the channels_last kernels'
+//            grid edited; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -48,10 +50,17 @@ struct Variant {
   std::string name;  // "" for the planner's own choice
   PlanOptions options;
   double split_slack_per_cta = -1;  // >= 0: split_pipelined's lead edited to parts + grid * this
+  int64_t channels_last_grid = 0;   // > 0: a channels_last plan's grid edited to this (at most its items)
 };
 
-// The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead.
+// The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead or of
+// the channels_last kernels' grid.
 void edit_plan(const Variant& variant, Plan* plan) {
+  if (variant.channels_last_grid > 0 && plan->path == Path::kChannelsLast) {
+    const int64_t samples = plan->num_slices * plan->slice_channels / plan->channels;
+    const int64_t blocks = (plan->channels + plan->channel_block - 1) / plan->channel_block;
+    plan->grid = std::min(variant.channels_last_grid, samples * blocks * plan->parts_per_slice);
+  }
   if (variant.split_slack_per_cta < 0 || plan->path != Path::kSplitPipelined) return;
   plan->pipeline_lead = std::min(plan->num_slices * plan->parts_per_slice,
                                  plan->parts_per_slice + static_cast<int64_t>(plan->grid * variant.split_slack_per_cta));
@@ -496,6 +505,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (std::sscanf(item.c_str(), "pipelined-resident%d", &v.options.force_resident_parts) == 1 &&
                v.options.force_resident_parts >= 0) {  // resident parts a slice, e.g. pipelined-resident132
       v.options.force_path = Path::kSplitPipelined;
+    } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
+      // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
     } else if (std::sscanf(item.c_str(), "lanes%d", &v.options.force_group_lanes) == 1) {
       v.options.force_path = Path::kGroupRegisters;  // lanes a slice of group_registers, e.g. lanes16
     } else {
