@@ -17,8 +17,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cinttypes>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>

@@ -206,8 +206,8 @@ struct RaggedRange {
 // a / inf (z below -88) both give -0, as PyTorch's formula does. exp(-z) flushes a denormal
 // result to 0 (ex2.approx.ftz), which vanishes in the sum as it would unflushed: __expf's sum to
 // the bit, without the guard __expf wraps around MUFU.EX2 for denormal results (an FSETP and two
-// predicated FMULs an element; SiLU's kernels ran 2-5% faster without it, dev/VARIANTS.md 53). Inline PTX: neither the CUDA math API nor cuda::ptx has ex2's ftz
-// form.
+// predicated FMULs an element; SiLU's kernels ran 2-5% faster without it, dev/VARIANTS.md 53).
+// Inline PTX: neither the CUDA math API nor cuda::ptx has ex2's ftz form.
 __device__ __forceinline__ float one_plus_exp_of_negative(float z) {
   float exp_of_negative;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(exp_of_negative) : "f"(z * -1.4426950408889634f));
