@@ -10,10 +10,11 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
-//            pipelined-resident132,lanes16,cl-grid396 (also time forced plans: CTAs per slice, CTAs
-//            per SM and exchange of shared_resident, split_pipelined, its lead's slack per CTA and its
-//            resident parts a slice, group_registers' lanes a slice; and the channels_last kernels'
-//            grid edited; see dev/VARIANTS.md)
+//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-grid396 (also time forced plans:
+//            CTAs per slice, CTAs per SM and exchange of shared_resident, split_pipelined, its lead's
+//            slack per CTA and its resident parts a slice, group_registers' lanes a slice; channels_last's
+//            three kernels, its resident form (at K CTAs an SM), and the three kernels' grid edited;
+//            see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iomanip>
@@ -505,6 +507,15 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (std::sscanf(item.c_str(), "pipelined-resident%d", &v.options.force_resident_parts) == 1 &&
                v.options.force_resident_parts >= 0) {  // resident parts a slice, e.g. pipelined-resident132
       v.options.force_path = Path::kSplitPipelined;
+    } else if (item == "cl-kernels") {
+      v.options.force_exchange = Exchange::kNone;  // channels_last's three kernels
+    } else if (item.rfind("cl-resident", 0) == 0) {  // its resident form, cl-resident2: at two CTAs an SM
+      v.options.force_exchange = Exchange::kGlobal;
+      const std::string per_sm_text = item.substr(std::strlen("cl-resident"));
+      if (!per_sm_text.empty() && (std::sscanf(per_sm_text.c_str(), "%d", &v.options.force_ctas_per_sm) != 1 ||
+                                   v.options.force_ctas_per_sm < 1)) {
+        return false;
+      }
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
     } else if (std::sscanf(item.c_str(), "lanes%d", &v.options.force_group_lanes) == 1) {

@@ -206,7 +206,11 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   }
   if (plan.path == Path::kChannelsLast) {
     args.split_partials = ws + layout.split_partials;
-    args.slice_coefficients = ws + layout.slice_coefficients;
+    if (detail::channels_last_resident(plan)) {
+      args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
+    } else {
+      args.slice_coefficients = ws + layout.slice_coefficients;
+    }
     args.channel_block = plan.channel_block;
     args.tile_rows = plan.tile_rows;
   }

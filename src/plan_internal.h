@@ -22,14 +22,16 @@ struct SplitPartial {
 // Where each piece of the workspace starts.
 struct WorkspaceLayout {
   std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
-  std::size_t slice_arrivals = 0;  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]
+  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]; resident kChannelsLast: [samples]
+  std::size_t slice_arrivals = 0;
   std::size_t slice_counter = 0;   // kSharedResident, shared_slices_in_order: unsigned long long
   // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]; kChannelsLast: one per tile of each
   // channel, [num_slices * slice_channels * parts_per_slice]
   std::size_t split_partials = 0;
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
-  // kChannelsLast: kSliceCoefficientBytes [num_slices * slice_channels], the elementwise pass's, per channel
+  // kChannelsLast but resident: kSliceCoefficientBytes [num_slices * slice_channels], the elementwise
+  // pass's, per channel
   std::size_t slice_coefficients = 0;
   // stats type [num_slices] each: the two terms per slice that the channel reduction sums over the
   // batch: per-instance mean and unbiased variance for the running stats (forward), sum(dy * xhat)
@@ -122,12 +124,19 @@ int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm);
 int64_t ctas_fitting_on_sm(const DeviceLimits& limits, int64_t smem_bytes);
 
 // kChannelsLast: whether the tiles hold every channel (one contiguous run of each tensor, staged by
-// bulk copies in both passes), and the dynamic shared memory of a tile of every input (a region per
-// input on that path, whose buffers mirror their sources' alignment; else the rows packed).
+// bulk copies in both passes); whether the plan runs the resident form (kernels/channels_last.cu:
+// a group of CTAs holds a sample's tiles, the partials exchanged through L2); and the dynamic
+// shared memory of a tile of every input (a region per input where tiles hold whole rows, whose
+// buffers mirror their sources' alignment; else the rows packed), and in the resident form a cell
+// of coefficients per channel after it.
 inline bool channels_last_whole_rows(const Plan& plan) { return plan.channel_block == plan.channels; }
+inline bool channels_last_resident(const Plan& plan) {
+  return plan.path == Path::kChannelsLast && plan.exchange == Exchange::kGlobal;
+}
 inline int64_t channels_last_smem_bytes(const Plan& plan) {
   const int64_t tile_bytes = plan.tile_rows * plan.channel_block * static_cast<int64_t>(dtype_size(plan.dtype));
-  return channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
+  const int64_t tiles = channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
+  return tiles + (channels_last_resident(plan) ? plan.channels * static_cast<int64_t>(kSliceCoefficientBytes) : 0);
 }
 
 // Whether split_pipelined's items (two per part at most) of `slices` slices of `parts` parts fit

@@ -128,6 +128,7 @@ std::string Plan::describe() const {
       out << " channels=" << channel_block << " threads=" << threads << " tile_rows=" << tile_rows
           << " tiles=" << parts_per_slice << " grid=" << grid
           << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
+      if (exchange == Exchange::kGlobal) out << " resident ctas_per_sample=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
       break;
     default:
       break;
@@ -211,7 +212,12 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   if (plan.path == Path::kSplitPipelined || plan.path == Path::kChannelsLast) {  // a partial per part or tile
     layout.split_partials = reserve(channels * plan.parts_per_slice * sizeof(SplitPartial));
   }
-  if (plan.path == Path::kChannelsLast) layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
+  if (channels_last_resident(plan)) {
+    layout.slice_arrivals = reserve(static_cast<std::size_t>(plan.num_slices * plan.slice_channels / plan.channels) *
+                                    sizeof(unsigned));
+  } else if (plan.path == Path::kChannelsLast) {
+    layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
+  }
   if (plan.path == Path::kSplitPipelined) {
     layout.split_slice_stats = reserve(slices * sizeof(SplitPartial));
     layout.split_counters = reserve((slices + 1) * sizeof(unsigned));
@@ -789,6 +795,73 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   return Status::Ok();
 }
 
+// The resident form of a kChannelsLast plan of whole rows (`tiles`), at `ctas_per_sm` CTAs an SM,
+// where a sample's tiles fit the chip at once, a tile a CTA: each CTA's buffer an equal share of its
+// SM less the channels' coefficient cells, a region per input of whole passes of the threads; as
+// few CTAs a sample as that allows, the rows spread evenly over them; as many groups as fit, one
+// sample each at a time. False where a sample does not fit.
+bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, int ctas_per_sm, Plan* plan) {
+  if (!detail::channels_last_whole_rows(tiles) || ctas_per_sm < 1 || ctas_per_sm > detail::kChannelsLastResidentCtasPerSm ||
+      static_cast<int64_t>(ctas_per_sm) * tiles.threads > limits.max_threads_per_sm) {
+    return false;
+  }
+  const auto row_bytes = tiles.channels * static_cast<int64_t>(dtype_size(tiles.dtype));
+  const int64_t rows_a_pass = tiles.threads / tiles.channels;
+  const int64_t share = std::min<int64_t>(limits.smem_per_sm / ctas_per_sm - limits.reserved_smem_per_block,
+                                          limits.max_smem_per_block_optin) -
+                        detail::kChannelsLastStaticReserve;
+  const int64_t region = (share - tiles.channels * static_cast<int64_t>(detail::kSliceCoefficientBytes)) /
+                         tiles.inputs / 128 * 128;
+  const int64_t passes = (region - 16) / row_bytes / rows_a_pass;  // shared_region_bytes: 16 bytes of slack
+  if (passes < 1) return false;
+  const int64_t spatial = detail::channel_len_of(tiles);
+  const int64_t most = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
+  const int64_t fewest = ceil_div(spatial, passes * rows_a_pass);
+  if (fewest > most) return false;
+  const int64_t tile_rows = ceil_div(ceil_div(spatial, fewest), rows_a_pass) * rows_a_pass;
+  const int64_t group = ceil_div(spatial, tile_rows);
+  const int64_t samples = tiles.num_slices * tiles.slice_channels / tiles.channels;
+  *plan = tiles;
+  plan->exchange = Exchange::kGlobal;
+  plan->tile_rows = tile_rows;
+  plan->parts_per_slice = static_cast<int>(group);
+  plan->ctas_per_slice = static_cast<int>(group);
+  plan->ctas_per_sm = ctas_per_sm;
+  plan->grid = std::min(samples, most / group) * group;
+  plan->smem_bytes = static_cast<int>(detail::channels_last_smem_bytes(*plan));
+  return true;
+}
+
+// A kChannelsLast plan: the resident form where a sample fits (at the most CTAs an SM that holds
+// one, or those forced), else the three kernels over tiles; options.force_exchange kGlobal asks for
+// the resident form, kNone for the three kernels.
+Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+  if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
+      options.force_exchange != Exchange::kGlobal) {
+    return invalid(std::string("channels_last runs exchange global (resident) or none (three kernels), not ") +
+                   exchange_name(options.force_exchange));
+  }
+  Plan tiles;
+  const Status status = plan_channels_last(base, limits, &tiles);
+  if (!status.ok()) return status;
+  *plan = tiles;
+  if (options.force_exchange == Exchange::kNone) return Status::Ok();
+  const int most = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : detail::kChannelsLastResidentCtasPerSm;
+  const int fewest = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : 1;
+  for (int ctas_per_sm = most; ctas_per_sm >= fewest; --ctas_per_sm) {
+    if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan)) return Status::Ok();
+  }
+  if (options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0) {
+    return unsupported("channels_last: a sample of " + std::to_string(detail::channel_len_of(base)) + " rows of " +
+                       std::to_string(base.channels) + " channels does not fit the resident form" +
+                       (options.force_ctas_per_sm != 0
+                            ? " at " + std::to_string(options.force_ctas_per_sm) + " CTAs an SM"
+                            : std::string()));
+  }
+  *plan = tiles;
+  return Status::Ok();
+}
+
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h
 // kForwardSplitMinGroup): not where the path or any of shared_resident's options is forced.
 bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
@@ -843,7 +916,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
       return invalid(std::string("forced path ") + path_name(path) + " reads slices contiguous in memory; "
                      "channels_last input runs channels_last");
     }
-    const Status status = plan_channels_last(base, limits, plan);
+    const Status status = plan_channels_last_path(base, limits, options, plan);
     if (!status.ok()) return status;
     plan->workspace_bytes = workspace_layout(*plan).total;
     return Status::Ok();

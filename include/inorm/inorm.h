@@ -180,7 +180,8 @@ enum class Path : int {
                       // fixed lead ahead of their normalization, which reads x again
   kChannelsLast,      // channels_last: tiles of [spatial rows x channels], each tile's statistics per
                       // channel, combined per slice (a group's channels together), then the
-                      // elementwise pass, which reads x again
+                      // elementwise pass: where a sample fits the chip, from the tiles a group of
+                      // CTAs holds (exchange global); else in kernels of their own, reading x again
 };
 const char* path_name(Path path);
 
@@ -197,9 +198,10 @@ const char* exchange_name(Exchange exchange);
 struct PlanOptions {
   Path force_path = Path::kAuto;
   int force_ctas_per_slice = 0;   // kSharedResident: CTAs sharing a slice
-  int force_ctas_per_sm = 0;      // kSharedResident: exactly this many CTAs per SM
+  int force_ctas_per_sm = 0;      // kSharedResident, kChannelsLast's resident form: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
-  Exchange force_exchange = Exchange::kAuto;  // kSharedResident
+  // kSharedResident; kChannelsLast: kGlobal its resident form, kNone its three kernels
+  Exchange force_exchange = Exchange::kAuto;
   int force_resident_parts = -1;  // kSplitPipelined: resident parts per slice (-1: the planner's)
   int force_group_lanes = 0;      // kGroupRegisters: lanes a slice, 4 to 32 (0: the planner's)
 };
@@ -232,9 +234,9 @@ struct Plan {
   int group_size = 0;        // kGroupRegisters: lanes per slice
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
   int inputs = 1;            // tensors held on chip per element: x (forward), x and dy (backward)
-  int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group)
-  int ctas_per_sm = 0;       // kSharedResident: resident CTAs per SM the grid is sized for
-  Exchange exchange = Exchange::kNone;  // kSharedResident
+  int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group); kChannelsLast resident: a sample
+  int ctas_per_sm = 0;       // kSharedResident, kChannelsLast resident: resident CTAs per SM the grid is sized for
+  Exchange exchange = Exchange::kNone;  // kSharedResident; kChannelsLast: kGlobal in its resident form
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
                              // (of each input)
   int64_t register_len = 0;  // kSharedResident: of each chunk, the elements held in registers (its end)

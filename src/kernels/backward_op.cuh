@@ -15,8 +15,6 @@
 // for dweight and dbias.
 #pragma once
 
-#include <cub/block/block_reduce.cuh>
-
 #include "kernels/chunk.cuh"
 #include "kernels/common.cuh"
 #include "plan_internal.h"
@@ -205,19 +203,20 @@ struct BackwardOp {
     return SplitPartial{static_cast<double>(part.dy), static_cast<double>(part.dy_d), static_cast<double>(part.d), 0.0};
   }
 
-  // The sums of a slice's parts, in float64, one block-wide sum in a fixed order. Every thread of the
-  // CTA calls it; every thread gets the result.
-  template <int kThreads>
-  static __device__ SplitPartial combine_split(const SplitPartial* partials, int parts) {
-    __shared__ typename BlockAllSum<double, kThreads>::TempStorage storage;
+  // The sums of `parts` partials (partial(i): the i-th) in float64, taken by `lanes` threads (this
+  // one `lane`) and summed over them by all_sum (a CTA's or a group of lanes') in a fixed order.
+  // Every lane gets the result, which combines again as a partial.
+  template <typename Partials, typename AllSum>
+  static __device__ SplitPartial combine_split(const Partials& partial, int parts, int lane, int lanes,
+                                               AllSum& all_sum) {
     TripleSum<double> local{0.0, 0.0, 0.0};
-#pragma unroll 1
-    for (int i = threadIdx.x; i < parts; i += kThreads) {  // L2 loads: other CTAs wrote the partials
-      local.first += __ldcg(&partials[i].dy);
-      local.second += __ldcg(&partials[i].dy_d);
-      local.third += __ldcg(&partials[i].d);
+#pragma unroll 4
+    for (int i = lane; i < parts; i += lanes) {
+      const SplitPartial p = partial(i);
+      local.first += p.dy;
+      local.second += p.dy_d;
+      local.third += p.d;
     }
-    BlockAllSum<double, kThreads> all_sum{storage};
     const TripleSum<double> total = all_sum(local);
     return SplitPartial{total.first, total.second, total.third, 0.0};
   }

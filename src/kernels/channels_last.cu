@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/ptx>
 
@@ -255,6 +256,40 @@ struct ColumnSum {
   }
 };
 
+// The reduction of a staged tile: each column's partial (the op's reduce over its rows, summed by
+// ColumnSum), left by the column's first thread at partials[channel * parts_per_slice + tile index]
+// and fenced there for another CTA of the same grid. Every thread of the CTA calls it; it ends with
+// a barrier after its last read of the tile.
+template <typename Op, typename T, int kInputs>
+__device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, const Tile& tile,
+                                                    const StagedTile<T, kInputs>& staged, const TileThread& t,
+                                                    const ColumnSum& all_sum) {
+  auto* partials = static_cast<typename Op::SplitPartial*>(args.split_partials);
+  const bool active = t.column < tile.width;
+  // The thread's channel of the sample, and its slice (a GroupNorm group's channels are consecutive).
+  const int64_t channel = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
+  const int64_t slice = channel / args.slice_channels;
+  const int64_t local = channel % args.slice_channels;
+  TileColumn<T, kInputs> column;
+#pragma unroll
+  for (int i = 0; i < kInputs; ++i) column.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column;
+  column.step = t.rows * args.channel_block;
+  column.row = t.row;
+  column.rows = t.rows;
+  column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
+  const typename Op::Context ctx = Op::context(args, slice);
+  // The column as a chunk of its slice: the slice's chunks are its channels' tiles in order
+  // (plan_internal.h channel_partial_channel_len).
+  const ChunkPlace place{slice, local * args.channel_len + tile.begin, local * args.parts_per_slice + tile.index,
+                         active && t.row == 0};
+  const typename Op::Partial part = Op::reduce(args, ctx, column, place, tile.rows, all_sum);
+  if (active && t.row == 0) {
+    partials[channel * args.parts_per_slice + tile.index] = Op::to_split(part);
+    __threadfence();
+  }
+  __syncthreads();  // every thread is past its last read of the staged tile
+}
+
 template <typename Op, TileLoad kLoad>
 __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_kernel(const KernelArgs args) {
   begin_dependent_kernel();
@@ -269,62 +304,53 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   const TileThread t(args.channel_block);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
-  auto* partials = static_cast<typename Op::SplitPartial*>(args.split_partials);
   int64_t blocks = 0;
   const int64_t items = channels_last_items(args, &blocks);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const Tile tile = tile_of(args, item, blocks);
-    const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
-    const bool active = t.column < tile.width;
-    // The thread's channel of the sample, and its slice (a GroupNorm group's channels are consecutive).
-    const int64_t channel = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
-    const int64_t slice = channel / args.slice_channels;
-    const int64_t local = channel % args.slice_channels;
-    TileColumn<T, kInputs> column;
-#pragma unroll
-    for (int i = 0; i < kInputs; ++i) column.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column;
-    column.step = t.rows * args.channel_block;
-    column.row = t.row;
-    column.rows = t.rows;
-    column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
-    const typename Op::Context ctx = Op::context(args, slice);
-    // The column as a chunk of its slice: the slice's chunks are its channels' tiles in order
-    // (plan_internal.h channel_partial_channel_len).
-    const ChunkPlace place{slice, local * args.channel_len + tile.begin, local * args.parts_per_slice + tile.index,
-                           active && t.row == 0};
-    const typename Op::Partial part = Op::reduce(args, ctx, column, place, tile.rows, all_sum);
-    if (active && t.row == 0) partials[channel * args.parts_per_slice + tile.index] = Op::to_split(part);
-    __syncthreads();  // every thread is past its last read of the staged tile
+    reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, all_sum);
   }
+}
+
+// Channel `local` of `slice`'s elementwise coefficients: the slice's (`c`, from Op::finish), moved
+// to the channel's weight and bias where the op applies them by channel (GroupNorm's affine).
+template <typename Op>
+__device__ __forceinline__ typename Op::Coefficients channel_coefficients(const KernelArgs& args, int64_t slice,
+                                                                          typename Op::Coefficients c, int64_t local) {
+  static_assert(sizeof(c) <= kSliceCoefficientBytes, "a channel's coefficients fit their cell");
+  ChannelWindow<Op> window(args, slice, c);
+  window.seek(local * args.channel_len);
+  return c;
 }
 
 template <typename Op>
 __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_finish_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using Coefficients = typename Op::Coefficients;
-  static_assert(sizeof(Coefficients) <= kSliceCoefficientBytes, "the workspace holds a slice's coefficients");
+  using SplitSums = typename Op::SplitPartial;
+  using CombineSum = BlockAllSum<double, kChannelsLastFinishThreads>;
+  __shared__ typename CombineSum::TempStorage combine_storage;
   __shared__ alignas(16) unsigned char slice_coefficients[sizeof(Coefficients)];
-  const auto* partials = static_cast<const typename Op::SplitPartial*>(args.split_partials);
+  const auto* partials = static_cast<const SplitSums*>(args.split_partials);
   auto* coefficients = static_cast<unsigned char*>(args.slice_coefficients);
   // The partials of a slice's channels lie together: the tiles of each, channel after channel.
   const int64_t parts = args.slice_channels * args.parts_per_slice;  // the planner keeps it in int
   for (int64_t slice = blockIdx.x; slice < args.num_slices; slice += gridDim.x) {
-    const typename Op::SplitPartial stats =
-        Op::template combine_split<kChannelsLastFinishThreads>(partials + slice * parts, static_cast<int>(parts));
+    const SplitSums* slice_partials = partials + slice * parts;
+    CombineSum combine_sum{combine_storage};
+    const SplitSums stats = Op::combine_split([&](int i) { return load_l2<SplitSums>(slice_partials + i); },
+                                              static_cast<int>(parts), threadIdx.x, kChannelsLastFinishThreads,
+                                              combine_sum);
     if (threadIdx.x == 0) {
       *reinterpret_cast<Coefficients*>(slice_coefficients) =
           Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), true);
     }
     __syncthreads();
-    // Each channel's coefficients: the slice's, moved to the channel's weight and bias where the op
-    // applies them by channel (GroupNorm's affine).
     for (int64_t local = threadIdx.x; local < args.slice_channels; local += blockDim.x) {
-      Coefficients c = *reinterpret_cast<const Coefficients*>(slice_coefficients);
-      ChannelWindow<Op> window(args, slice, c);
-      window.seek(local * args.channel_len);
-      *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) = c;
+      *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) =
+          channel_coefficients<Op>(args, slice, *reinterpret_cast<const Coefficients*>(slice_coefficients), local);
     }
-    __syncthreads();  // combine_split's shared memory and the slice's coefficients are used again
+    __syncthreads();  // the slice's coefficients are used again
   }
 }
 
@@ -460,6 +486,99 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
   }
 }
 
+// The resident form combines a sample's partials by groups of kCombineLanes lanes, each group a
+// slice (the op's combine_split over its channels' tiles): enough loads in flight at once for every
+// slice, without a CTA-wide sum per slice.
+inline constexpr int kCombineLanes = 4;
+static_assert(kChannelsLastThreads <= kGroupCtaThreads, "GroupAllSum's storage serves the CTA's lanes");
+
+// f(index, lane, owner) for indices [0, count), kCombineLanes lanes each (`lane`: this thread's place
+// among them), over the CTA's whole warps: every lane of those warps calls f in every round (the
+// lanes shuffle), those past the last index with it again and `owner` false.
+template <typename F>
+__device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f) {
+  const int threads = static_cast<int>(blockDim.x) / 32 * 32;
+  if (static_cast<int>(threadIdx.x) >= threads) return;
+  const int per_round = threads / kCombineLanes;
+  const int group = static_cast<int>(threadIdx.x) / kCombineLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kCombineLanes;
+  for (int64_t first = 0; first < count; first += per_round) {
+    f(min(first + group, count - 1), lane, first + group < count);
+  }
+}
+
+// The resident form (plan.exchange == Exchange::kGlobal), where tiles hold whole rows and a
+// sample's tiles fit on chip at once: a group of parts_per_slice CTAs holds a sample, a tile each,
+// in shared memory from its reduction to its elementwise pass, so every input is read once. The
+// group's partials meet in L2: each CTA arrives on the sample's counter, and once the whole group
+// has, every CTA combines every slice of the sample (the op's combine_split, kCombineLanes lanes a
+// slice) into its channels' coefficients in shared memory, then writes its tile. The groups stride
+// over the samples; the cooperative launch keeps every CTA of a group resident.
+template <typename Op>
+__global__ void __launch_bounds__(kChannelsLastThreads, kChannelsLastResidentCtasPerSm)
+    channels_last_resident_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using T = typename Op::Elem;
+  using SplitSums = typename Op::SplitPartial;
+  using Coefficients = typename Op::Coefficients;
+  constexpr int kInputs = Op::kInputs;
+  extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ Barrier loaded;
+  __shared__ alignas(16) unsigned char scratch[kChannelsLastThreads * ColumnSum::kCellBytes];
+  init_tile_barrier(loaded);
+  __syncthreads();
+  const TileThread t(args.channel_block);
+  const ColumnSum all_sum{scratch, t};
+  const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
+  const auto* partials = static_cast<const SplitSums*>(args.split_partials);
+  // The sample's coefficients, a cell per channel after the tile's regions (plan_internal.h
+  // channels_last_smem_bytes).
+  unsigned char* const coefficients =
+      smem + kInputs * shared_region_bytes(args.tile_rows * args.channels * static_cast<int64_t>(sizeof(T)));
+  const int group = args.parts_per_slice;
+  const int rank = static_cast<int>(blockIdx.x % group);
+  const int64_t groups = gridDim.x / group;
+  const int64_t samples = args.num_slices * args.slice_channels / args.channels;
+  const int64_t slices = args.channels / args.slice_channels;  // a sample's
+  const int parts = static_cast<int>(args.slice_channels) * group;  // a slice's partials
+  const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
+  for (int64_t sample = blockIdx.x / group; sample < samples; sample += groups) {
+    const Tile tile = tile_of(args, sample * group + rank, 1);
+    const StagedTile<T, kInputs> staged = stage_tile<TileLoad::kBulk, kInputs>(inputs, tile, smem, loaded, args);
+    reduce_tile_columns<Op>(args, tile, staged, t, all_sum);
+    if (threadIdx.x == 0) {  // after the barrier that follows every partial's fence
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
+      arrivals.fetch_add(1u, cuda::memory_order_release);
+      while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(group)) {
+      }
+    }
+    __syncthreads();
+    for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
+      const int64_t slice = sample * slices + s;
+      const SplitSums* slice_partials = partials + slice * parts;
+      GroupAllSum<kCombineLanes> lane_sum;
+      const SplitSums stats = Op::combine_split([&](int i) { return load_l2<SplitSums>(slice_partials + i); }, parts,
+                                                lane, kCombineLanes, lane_sum);
+      if (!owner) return;
+      const Coefficients c =
+          Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), rank == 0 && lane == 0);
+      for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) {
+        *reinterpret_cast<Coefficients*>(coefficients + (s * args.slice_channels + local) * kSliceCoefficientBytes) =
+            channel_coefficients<Op>(args, slice, c, local);
+      }
+    });
+    __syncthreads();
+    if (args.out != nullptr) {
+      epilogue.visit([&](const auto& activation) {
+        apply_staged_rows<Op>(staged, tile.rows * args.channels, static_cast<T*>(args.out) + tile.offset,
+                              args.coaligned, coefficients, args.channels, activation);
+      });
+    }
+    __syncthreads();  // the tile and the coefficients are free for the next sample
+  }
+}
+
 // The plan's TileLoad (the file's head says which is which).
 TileLoad tile_load_of(const Plan& plan) {
   if (channels_last_whole_rows(plan)) return TileLoad::kBulk;
@@ -481,12 +600,42 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < spatial ||
       static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= spatial ||
       plan.slice_channels * plan.parts_per_slice > std::numeric_limits<int>::max() || plan.grid < 1 ||
-      plan.smem_bytes < channels_last_smem_bytes(plan) || block % vector != 0 || plan.channels % vector != 0) {
+      plan.smem_bytes < channels_last_smem_bytes(plan) || block % vector != 0 || plan.channels % vector != 0 ||
+      (plan.exchange != Exchange::kNone && plan.exchange != Exchange::kGlobal)) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
+  // The resident form: whole rows, and whole groups of a tile of a sample per CTA.
+  if (channels_last_resident(plan) &&
+      (!channels_last_whole_rows(plan) || plan.grid < plan.parts_per_slice || plan.grid % plan.parts_per_slice != 0)) {
+    return Status(StatusCode::kInvalidArgument, "inorm: the plan's resident channels_last groups (" + plan.describe() +
+                                                    ") are not ones the planner makes");
+  }
   return dispatch_op</*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
+    if (channels_last_resident(plan)) {
+      const auto kernel = &channels_last_resident_kernel<Op>;
+      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      if (!status.ok()) return status;
+      const int64_t samples = plan.num_slices * plan.slice_channels / plan.channels;
+      status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0, static_cast<std::size_t>(samples) * sizeof(unsigned),
+                                           stream),
+                           "cudaMemsetAsync(sample arrivals)");
+      if (!status.ok()) return status;
+      // A group's CTAs wait for each other: every CTA must be resident (the cooperative launch
+      // refuses with an error rather than hang).
+      cudaLaunchAttribute cooperative{};
+      cooperative.id = cudaLaunchAttributeCooperative;
+      cooperative.val.cooperative = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned>(plan.grid));
+      config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+      config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
+      config.stream = stream;
+      config.attrs = &cooperative;
+      config.numAttrs = 1;
+      return cuda_status(cudaLaunchKernelEx(&config, kernel, args), "channels_last resident launch");
+    }
     const auto launch = [&](auto load_tag) -> Status {
       constexpr TileLoad kLoad = decltype(load_tag)::value;
       const auto threads = static_cast<unsigned>(plan.threads);

@@ -140,6 +140,19 @@ __device__ __forceinline__ void store_pack_l2(T* ptr, const Pack<T>& pack) {
   __stcg(reinterpret_cast<uint4*>(ptr), raw);
 }
 
+// A value another CTA of the running grid wrote, read from L2 (ld.global.cg: an SM's L1 may hold a
+// stale line) in 16-byte words: `p` is 16-byte aligned and readable up to the next multiple of 16.
+template <typename V>
+__device__ __forceinline__ V load_l2(const void* p) {
+  constexpr int kWords = (static_cast<int>(sizeof(V)) + 15) / 16;
+  uint4 words[kWords];
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) words[w] = __ldcg(static_cast<const uint4*>(p) + w);
+  V value;
+  memcpy(&value, words, sizeof(V));
+  return value;
+}
+
 template <typename Acc>
 __device__ __forceinline__ Acc load_param(const void* ptr, DType dtype, int64_t index) {
   switch (dtype) {

@@ -14,8 +14,9 @@
 //                                          is used in thread 0); `place` (common.cuh ChunkPlace)
 //                                          says where the chunk lies, for sums per channel
 //   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
-//   SplitPartial to_split(partial), combine_split<kThreads>(partials, parts), from_split(split)
-//                                          the same in float64 through global memory (split path)
+//   SplitPartial to_split(partial), combine_split(partial, parts, lane, lanes, all_sum), from_split(split)
+//                                          the same in float64 through global memory (split_pipelined,
+//                                          channels_last), combined by a CTA or a group of lanes
 //   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise coefficients
 //                                          (of the slice's first channel)
 //   Acc apply(coefficients, activation, v) the output element from the inputs' element v, with the
@@ -27,8 +28,6 @@
 //                                          values for another channel's weight and bias
 //                                          (common.cuh ChannelWindow)
 #pragma once
-
-#include <cub/block/block_reduce.cuh>
 
 #include "kernels/chunk.cuh"
 #include "kernels/common.cuh"
@@ -193,47 +192,36 @@ struct ForwardOp {
                         static_cast<double>(stage.resid), static_cast<double>(stage.m2)};
   }
 
-  // The slice's statistics from its parts' partials: the count-weighted mean of the parts' means
-  // around part 0's (one block-wide sum of (count, weighted offset)), then M2 = sum of (M2_i +
-  // count_i * (mean_i - mean)^2) (another). Two sums and one division: merging the partials
-  // pairwise by Chan's formula (a division per merge, a dependent tree) cost 1-5 us in split_slice
-  // (dev/VARIANTS.md 27). Every thread of the CTA calls it; every thread gets the result.
-  template <int kThreads>
-  static __device__ SplitPartial combine_split(const SplitPartial* partials, int parts) {
-    using Sum = cub::BlockReduce<double2, kThreads>;
-    using SumM2 = cub::BlockReduce<double, kThreads>;
-    __shared__ union {
-      typename Sum::TempStorage sum;
-      typename SumM2::TempStorage sum_m2;
-    } storage;
-    __shared__ SplitPartial slice_stats;
-    // L2 loads: other CTAs of the same grid wrote the partials. The slice's mean is base + offset,
-    // kept in two parts (base, part 0's rounded mean; offset, the weighted mean of the parts'
-    // differences from it).
-    const double base = __ldcg(&partials[0].mean);
-    const auto deviation = [&](int i) { return (__ldcg(&partials[i].mean) - base) + __ldcg(&partials[i].resid); };
-    double2 local{0.0, 0.0};  // (count, count * deviation)
-#pragma unroll 1
-    for (int i = threadIdx.x; i < parts; i += kThreads) {
-      const double count = __ldcg(&partials[i].count);
-      local.x += count;
-      local.y += count * deviation(i);
+  // The statistics of `parts` partials (partial(i): the i-th, in order), taken by `lanes` threads
+  // (this one `lane`) and summed over them by all_sum (a CTA's or a group of lanes'): the
+  // count-weighted mean of the partials' means around partial 0's (one sum of (count, weighted
+  // offset)), then M2 = sum of (M2_i + count_i * (mean_i - mean)^2) (another). Two sums and one
+  // division: merging the partials pairwise by Chan's formula (a division per merge, a dependent
+  // tree) cost 1-5 us in split_slice (dev/VARIANTS.md 27). Every lane gets the result, which
+  // combines again as a partial.
+  template <typename Partials, typename AllSum>
+  static __device__ SplitPartial combine_split(const Partials& partial, int parts, int lane, int lanes,
+                                               AllSum& all_sum) {
+    // The mean is base + offset, kept in two parts (base, partial 0's rounded mean; offset, the
+    // weighted mean of the partials' differences from it).
+    const double base = partial(0).mean;
+    PairSum<double> local{0.0, 0.0};  // (count, count * deviation)
+#pragma unroll 4
+    for (int i = lane; i < parts; i += lanes) {
+      const SplitPartial p = partial(i);
+      local.first += p.count;
+      local.second += p.count * ((p.mean - base) + p.resid);
     }
-    const double2 total =
-        Sum(storage.sum).Reduce(local, [](double2 a, double2 b) { return double2{a.x + b.x, a.y + b.y}; });
-    if (threadIdx.x == 0) slice_stats = SplitPartial{total.x, base, total.y / total.x, 0.0};
-    __syncthreads();
-    const double offset = slice_stats.resid;
+    const PairSum<double> total = all_sum(local);
+    const double offset = total.second / total.first;
     double m2 = 0.0;
-#pragma unroll 1
-    for (int i = threadIdx.x; i < parts; i += kThreads) {
-      const double d = deviation(i) - offset;
-      m2 += __ldcg(&partials[i].m2) + __ldcg(&partials[i].count) * d * d;
+#pragma unroll 4
+    for (int i = lane; i < parts; i += lanes) {
+      const SplitPartial p = partial(i);
+      const double d = (p.mean - base) + p.resid - offset;
+      m2 += p.m2 + p.count * d * d;
     }
-    m2 = SumM2(storage.sum_m2).Sum(m2);
-    if (threadIdx.x == 0) slice_stats.m2 = m2;
-    __syncthreads();
-    return slice_stats;
+    return SplitPartial{total.first, base, offset, all_sum(m2)};
   }
 
   static __device__ __forceinline__ Totals from_split(const SplitPartial& stats) {

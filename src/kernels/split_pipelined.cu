@@ -38,10 +38,12 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
   using SplitSums = typename Op::SplitPartial;
   constexpr int kInputs = Op::kInputs;
   using AllSum = BlockAllSum<Acc, kSplitThreads>;
+  using CombineSum = BlockAllSum<double, kSplitThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
   __shared__ typename AllSum::TempStorage reduce_storage;
+  __shared__ typename CombineSum::TempStorage combine_storage;
   __shared__ unsigned current_item;
   __shared__ bool completes_slice;
 
@@ -87,8 +89,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       }
       __syncthreads();
       if (completes_slice) {
-        const SplitSums stats = Op::template combine_split<kSplitThreads>(partials + work.slice * parts,
-                                                                          static_cast<int>(parts));
+        const SplitSums* slice_partials = partials + work.slice * parts;
+        CombineSum combine_sum{combine_storage};
+        const SplitSums stats =
+            Op::combine_split([&](int i) { return load_l2<SplitSums>(slice_partials + i); },
+                              static_cast<int>(parts), threadIdx.x, kSplitThreads, combine_sum);
         if (threadIdx.x == 0) {
           slice_stats[work.slice] = stats;
           arrivals.fetch_add(1u, cuda::memory_order_release);  // parts + 1: the slice's sums are out
@@ -101,12 +106,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
         while (arrivals.load(cuda::memory_order_acquire) <= parts) __nanosleep(128);
       }
       __syncthreads();
-      SplitSums stats;  // L2: another CTA wrote them
-      double* words = reinterpret_cast<double*>(&stats);
-#pragma unroll
-      for (int w = 0; w < static_cast<int>(sizeof(SplitSums) / sizeof(double)); ++w) {
-        words[w] = __ldcg(reinterpret_cast<const double*>(&slice_stats[work.slice]) + w);
-      }
+      const SplitSums stats = load_l2<SplitSums>(&slice_stats[work.slice]);
       typename Op::Coefficients coefficients =
           Op::finish(args, work.slice, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
       ChannelWindow<Op> window(args, work.slice, coefficients);

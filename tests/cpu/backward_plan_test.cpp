@@ -159,11 +159,16 @@ TEST(ValidateBackward, SharedChecks) {
 }
 
 // channels_last runs its own family in either mode: x and dy are both staged per tile, so a tile of
-// 64 channels of float32 is 64 KiB / (64 * 4 * 2) = 128 rows.
+// 64 channels of float32 is 64 KiB / (64 * 4 * 2) = 128 rows in the three kernels. The resident
+// form (the planner's where a sample fits) takes a region per input of each CTA's share of its SM:
+// cl-bf16's backward at three CTAs an SM, (76800 - 1024 - 10240 - 5120) / 2 bytes, 59 passes of 4
+// rows; 16384 rows over 70 CTAs, 5 groups.
 TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
   BackwardParams p = problem(DType::kFloat32, {2, 64, 128, 128});
   p.layout = Layout::kChannelsLast;
-  Plan plan = plan_of(p);
+  PlanOptions three_kernels;
+  three_kernels.force_exchange = Exchange::kNone;
+  Plan plan = plan_of(p, three_kernels);
   EXPECT_EQ(plan.path, Path::kChannelsLast);
   EXPECT_EQ(plan.tile_rows, 128);
   EXPECT_EQ(plan.parts_per_slice, 128);
@@ -174,6 +179,16 @@ TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
   p.running_var = fake_pointer(kAligned * 301);
   plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kChannelsLast);
+  EXPECT_EQ(plan.exchange, Exchange::kGlobal);
+  BackwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
+  bf16.layout = Layout::kChannelsLast;
+  plan = plan_of(bf16);
+  EXPECT_EQ(plan.exchange, Exchange::kGlobal);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_EQ(plan.tile_rows, 236);
+  EXPECT_EQ(plan.parts_per_slice, 70);
+  EXPECT_EQ(plan.grid, 350);
+  EXPECT_EQ(plan.smem_bytes, 2 * (236 * 128 + 128) + 64 * 80);  // two regions, then the coefficients
 }
 
 // The backward keeps shared_resident's wide groups, which the forward gives up for split_pipelined

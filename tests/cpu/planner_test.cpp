@@ -750,9 +750,10 @@ TEST(Planner, EmptyAndEval) {
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-// channels_last: the channels in equal blocks of at most 256 (whole 16-byte vectors where every row
-// starts aligned), as many rows a pass as 256 threads hold, and as many whole passes as 64 KiB of
-// shared memory holds (both passes stage each tile there).
+// channels_last's three kernels (forced where the resident form would fit): the channels in equal
+// blocks of at most 256 (whole 16-byte vectors where every row starts aligned), as many rows a pass
+// as 256 threads hold, and as many whole passes as 64 KiB of shared memory holds (both passes stage
+// each tile there).
 TEST(Planner, ChannelsLastTiles) {
   struct Expect {
     const char* why;
@@ -778,11 +779,14 @@ TEST(Planner, ChannelsLastTiles) {
       {"a slice shorter than a tile: one tile of it, in whole passes", DType::kFloat32, {4, 8, 5, 7}, 8, 256, 64, 1,
        true},
   };
+  PlanOptions three_kernels;
+  three_kernels.force_exchange = Exchange::kNone;
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
     p.layout = Layout::kChannelsLast;
-    const Plan plan = plan_of(p);
+    const Plan plan = plan_of(p, three_kernels);
     EXPECT_EQ(plan.path, Path::kChannelsLast) << e.why;
+    EXPECT_EQ(plan.exchange, Exchange::kNone) << e.why;
     EXPECT_EQ(plan.channel_block, e.channel_block) << e.why;
     EXPECT_EQ(plan.threads, e.threads) << e.why;
     EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
@@ -802,8 +806,8 @@ TEST(Planner, ChannelsLastTiles) {
   ForwardParams misaligned = problem(DType::kBFloat16, {64, 64, 128, 128});
   misaligned.layout = Layout::kChannelsLast;
   misaligned.x = reinterpret_cast<void*>(kAligned + 2);
-  EXPECT_FALSE(plan_of(misaligned).vector_io);
-  EXPECT_EQ(plan_of(misaligned).channel_block, 64);
+  EXPECT_FALSE(plan_of(misaligned, three_kernels).vector_io);
+  EXPECT_EQ(plan_of(misaligned, three_kernels).channel_block, 64);
   // With running stats, elementwise whatever the layout; the NCHW families are refused.
   ForwardParams p = problem(DType::kFloat32, {2, 3, 8, 8});
   p.layout = Layout::kChannelsLast;
@@ -819,6 +823,78 @@ TEST(Planner, ChannelsLastTiles) {
   p.running_mean = reinterpret_cast<void*>(kAligned * 2);
   p.running_var = reinterpret_cast<void*>(kAligned * 3);
   EXPECT_EQ(plan_of(p).path, Path::kElementwiseEval);
+}
+
+// channels_last's resident form, wherever tiles hold whole rows and a sample fits the chip: each of
+// k CTAs an SM (3, else 2, else 1) gets a share of the H200's 228 KiB less 1 KiB for the driver and
+// 10 KiB of static memory, less 80 bytes of coefficients a channel, a 128-byte region of whole
+// passes per input (16 bytes of slack); a sample's rows spread evenly over the fewest CTAs that
+// hold them; as many groups as the grid's 132 x k slots hold.
+TEST(Planner, ChannelsLastResident) {
+  struct Expect {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int ctas_per_sm;
+    int64_t tile_rows, group, grid;
+  };
+  const Expect cases[] = {
+      {"cl-bf16: (76800 - 1024 - 10240 - 5120) / 128 rows, 119 passes of 4; 16384 rows over 35 CTAs, 11 groups",
+       DType::kBFloat16, {64, 64, 128, 128}, 3, 472, 35, 385},
+      {"cl-c3: rows of 12 bytes, 64 passes of 85; 13 CTAs a sample, 30 groups", DType::kFloat32, {32, 3, 256, 256}, 3,
+       5100, 13, 390},
+      {"10^5 rows of 64 float32 channels: 424 CTAs at three an SM, 258 at two: one group", DType::kFloat32,
+       {2, 64, 100000}, 2, 388, 258, 258},
+      {"a sample of 4 rows: one CTA of one pass", DType::kFloat32, {5, 64, 4}, 3, 4, 1, 5},
+  };
+  for (const Expect& e : cases) {
+    ForwardParams p = problem(e.dtype, e.shape);
+    p.layout = Layout::kChannelsLast;
+    const Plan plan = plan_of(p);
+    EXPECT_EQ(plan.path, Path::kChannelsLast) << e.why;
+    EXPECT_EQ(plan.exchange, Exchange::kGlobal) << e.why;
+    EXPECT_TRUE(detail::channels_last_resident(plan)) << e.why;
+    EXPECT_EQ(plan.ctas_per_sm, e.ctas_per_sm) << e.why;
+    EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
+    EXPECT_EQ(plan.parts_per_slice, e.group) << e.why;
+    EXPECT_EQ(plan.ctas_per_slice, e.group) << e.why;
+    EXPECT_EQ(plan.grid, e.grid) << e.why;
+    // The tiles' regions, then the coefficients; within the SM's share.
+    const int64_t channels = e.shape.begin()[1];
+    const int64_t tile_bytes = e.tile_rows * channels * static_cast<int64_t>(dtype_size(e.dtype));
+    EXPECT_EQ(plan.smem_bytes, (tile_bytes + 16 + 127) / 128 * 128 + channels * 80) << e.why;
+    EXPECT_LE(plan.smem_bytes, 233472 / e.ctas_per_sm - 1024 - 10240) << e.why;
+    // The partials and the samples' arrival counters; no coefficients in the workspace.
+    const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+    EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
+    EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
+    EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
+  }
+  // The seed's 64 MiB sample fits at no CTAs an SM: the three kernels, and an error where forced.
+  ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
+  seed.layout = Layout::kChannelsLast;
+  EXPECT_EQ(plan_of(seed).exchange, Exchange::kNone);
+  Plan plan;
+  PlanOptions options;
+  options.force_exchange = Exchange::kGlobal;
+  Status status = plan_forward(seed, hopper_h200_limits(), &plan, options);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("does not fit the resident form"), std::string::npos) << status.message();
+  // Channel blocks (C > 256) have no resident form; nor has a cluster exchange.
+  ForwardParams wide = problem(DType::kFloat32, {2, 600, 9, 11});
+  wide.layout = Layout::kChannelsLast;
+  EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kUnsupported);
+  options.force_exchange = Exchange::kCluster;
+  EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+  // Forced CTAs an SM: cl-bf16 at one holds a sample in 10 CTAs of 1640 rows (423 passes fit).
+  options = PlanOptions{};
+  options.force_ctas_per_sm = 1;
+  ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
+  bf16.layout = Layout::kChannelsLast;
+  ASSERT_TRUE(plan_forward(bf16, hopper_h200_limits(), &plan, options).ok());
+  EXPECT_EQ(plan.ctas_per_sm, 1);
+  EXPECT_EQ(plan.parts_per_slice, 10);
+  EXPECT_EQ(plan.tile_rows, 1640);
 }
 
 TEST(Planner, RunningStatsNeedWorkspace) {

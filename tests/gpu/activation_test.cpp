@@ -111,16 +111,21 @@ TEST(GpuActivation, EvalModeWithRunningStats) {
   }
 }
 
-// channels_last: whole rows staged in bulk (C <= 256) and channel blocks (C = 600), every dtype.
+// channels_last: whole rows staged in bulk (C <= 256) in the resident form and the three kernels,
+// and channel blocks (C = 600), every dtype.
 TEST(GpuActivation, ChannelsLast) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (Activation activation : kActivations) {
       for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3, 33, 17}, {2, 600, 9, 11}}) {
         for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-          Case c = activated_case(pass, shape, dtype, activation);
-          c.layout = Layout::kChannelsLast;
-          expect_passes(c, with(activation, "channels_last"));
+          for (Exchange form : {Exchange::kGlobal, Exchange::kNone}) {
+            if (form == Exchange::kGlobal && shape[1] > 256) continue;
+            Case c = activated_case(pass, shape, dtype, activation);
+            c.layout = Layout::kChannelsLast;
+            c.options.force_exchange = form;
+            expect_passes(c, with(activation, form == Exchange::kGlobal ? "channels_last resident" : "channels_last"));
+          }
         }
       }
     }

@@ -73,7 +73,11 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
     plan->grid = std::min<int64_t>(plan->grid, c.max_groups * plan->ctas_per_slice);
     plan->workspace_bytes = detail::workspace_layout(*plan).total;
   }
-  if (c.max_groups > 0 && plan->path == Path::kChannelsLast) plan->grid = std::min<int64_t>(plan->grid, c.max_groups);
+  if (c.max_groups > 0 && plan->path == Path::kChannelsLast) {
+    // The resident form's groups are a sample's CTAs; the three kernels' CTAs each take tiles.
+    const int64_t group = detail::channels_last_resident(*plan) ? plan->ctas_per_slice : 1;
+    plan->grid = std::min<int64_t>(plan->grid, c.max_groups * group);
+  }
   outcome->plan = plan->describe();
   std::vector<std::string>& failures = outcome->failures;
   const std::string chose = "planner chose " + outcome->plan;

@@ -1,7 +1,8 @@
 // GPU tests of channels_last input (NHWC / NDHWC: a slice's elements are C apart), both passes,
-// every way a tile moves (kernels/channels_last.cu): every dtype x shapes with odd C and odd
-// spatial extents, offset data, a NaN slice, misaligned views, in place, running stats and eval
-// mode, bitwise repeats and the tile boundaries, every output checked in full against the float64
+// both forms (kernels/channels_last.cu: the resident one where a sample fits the chip, the three
+// kernels) and every way a tile moves: every dtype x shapes with odd C and odd spatial extents,
+// offset data, a NaN slice, misaligned views, in place, running stats and eval mode, bitwise
+// repeats and the tile and group boundaries, every output checked in full against the float64
 // oracle (run_case reorders to NCHW for it).
 #include <gtest/gtest.h>
 
@@ -15,8 +16,17 @@
 namespace inorm::testing {
 namespace {
 
-Case channels_last_case(Pass pass, std::vector<int64_t> shape, DType dtype) {
+// The forms a shape runs in: the resident one (exchange global) where tiles hold whole rows
+// (C <= 256), and the three kernels (exchange none), each forced.
+std::vector<Exchange> forms_of(const std::vector<int64_t>& shape) {
+  if (shape[1] > 256) return {Exchange::kNone};
+  return {Exchange::kGlobal, Exchange::kNone};
+}
+
+Case channels_last_case(Pass pass, std::vector<int64_t> shape, DType dtype, Exchange form = Exchange::kAuto) {
   Case c;
+  c.options.force_exchange = form;
+  c.expect_exchange = form;
   c.pass = pass;
   c.layout = Layout::kChannelsLast;
   c.shape = std::move(shape);
@@ -26,7 +36,12 @@ Case channels_last_case(Pass pass, std::vector<int64_t> shape, DType dtype) {
   if (pass == Pass::kForward) c.running = Running::kUpdate;
   const bool empty = c.shape[0] == 0;
   c.expect_path = empty ? Path::kEmpty : Path::kChannelsLast;
+  if (empty) c.expect_exchange = Exchange::kAuto;
   return c;
+}
+
+std::string form_name(Exchange form) {
+  return form == Exchange::kGlobal ? ", resident" : form == Exchange::kNone ? ", three kernels" : "";
 }
 
 const std::vector<Shape>& channels_last_shapes() {
@@ -50,7 +65,9 @@ TEST(GpuChannelsLast, ForwardEveryDtype) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : channels_last_shapes()) {
-      expect_passes(channels_last_case(Pass::kForward, s.shape, dtype), s.why);
+      for (Exchange form : forms_of(s.shape)) {
+        expect_passes(channels_last_case(Pass::kForward, s.shape, dtype, form), s.why + form_name(form));
+      }
     }
   }
 }
@@ -59,7 +76,9 @@ TEST(GpuChannelsLast, BackwardEveryDtype) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : channels_last_shapes()) {
-      expect_passes(channels_last_case(Pass::kBackward, s.shape, dtype), s.why);
+      for (Exchange form : forms_of(s.shape)) {
+        expect_passes(channels_last_case(Pass::kBackward, s.shape, dtype, form), s.why + form_name(form));
+      }
     }
   }
 }
@@ -98,9 +117,11 @@ TEST(GpuChannelsLast, OffsetDataKeepsItsDigits) {
     for (DType dtype : kAllDtypes) {
       for (Pass pass : {Pass::kForward, Pass::kBackward}) {
         for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 64, 128, 128}, {3, 5, 33, 31}}) {
-          Case c = channels_last_case(pass, shape, dtype);
-          ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
-          expect_passes(c, data);
+          for (Exchange form : forms_of(shape)) {
+            Case c = channels_last_case(pass, shape, dtype, form);
+            ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+            expect_passes(c, data + form_name(form));
+          }
         }
       }
     }
@@ -111,9 +132,11 @@ TEST(GpuChannelsLast, NanStaysInItsSlice) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-      Case c = channels_last_case(pass, {2, 7, 40, 40}, dtype);
-      c.nan_slice = 9;  // sample 1, channel 2
-      expect_passes(c, "NaN in slice 9");
+      for (Exchange form : forms_of({2, 7, 40, 40})) {
+        Case c = channels_last_case(pass, {2, 7, 40, 40}, dtype, form);
+        c.nan_slice = 9;  // sample 1, channel 2
+        expect_passes(c, "NaN in slice 9" + form_name(form));
+      }
     }
   }
 }
@@ -128,12 +151,14 @@ TEST(GpuChannelsLast, MisalignedInPlaceAndRepeated) {
       for (const std::vector<int64_t>& shape :
            {std::vector<int64_t>{2, 64, 128, 128}, {4, 3, 64, 64}, {2, 600, 9, 11}}) {
         for (int64_t offset : {0, 1}) {
-          Case c = channels_last_case(pass, shape, dtype);
-          c.x_offset = offset;
-          c.y_offset = offset;
-          const std::string why = offset == 0 ? "aligned views" : "misaligned views";
-          if (offset == 1) expect_passes(c, why);
-          expect_passes_in_place_and_repeated(c, why);
+          for (Exchange form : forms_of(shape)) {
+            Case c = channels_last_case(pass, shape, dtype, form);
+            c.x_offset = offset;
+            c.y_offset = offset;
+            const std::string why = (offset == 0 ? "aligned views" : "misaligned views") + form_name(form);
+            if (offset == 1) expect_passes(c, why);
+            expect_passes_in_place_and_repeated(c, why);
+          }
         }
       }
     }
@@ -141,27 +166,55 @@ TEST(GpuChannelsLast, MisalignedInPlaceAndRepeated) {
 }
 
 // A float32 tile of 64 channels is 256 rows in the forward (64 KiB of x) and 128 in the backward
-// (x and dy): slices of one row less, exactly one or two tiles, one row more.
+// (x and dy) on the three kernels: slices of one row less, exactly one or two tiles, one row more.
 TEST(GpuChannelsLast, TileBoundaries) {
   INORM_REQUIRE_GPU();
   for (int64_t len : {255, 256, 257, 511, 512, 513}) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-      expect_passes(channels_last_case(pass, {3, 64, len}, DType::kFloat32), "S=" + std::to_string(len));
+      expect_passes(channels_last_case(pass, {3, 64, len}, DType::kFloat32, Exchange::kNone),
+                    "S=" + std::to_string(len));
+    }
+  }
+}
+
+// The resident form at every CTAs an SM it compiles for: samples of one CTA (S=4), of a few, and
+// of about a hundred to four hundred (4x10^4 rows of 64 float32 channels, 10 MB a tensor: in the
+// backward nearly every SM at one CTA each, every slot at three), C = 3 with its idle thread.
+TEST(GpuChannelsLast, ResidentGroupSizes) {
+  INORM_REQUIRE_GPU();
+  for (int ctas_per_sm = 1; ctas_per_sm <= 3; ++ctas_per_sm) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (const std::vector<int64_t>& shape :
+           {std::vector<int64_t>{5, 64, 4}, {3, 64, 130, 70}, {2, 64, 40000}, {3, 3, 300, 301}}) {
+        Case c = channels_last_case(pass, shape, DType::kFloat32, Exchange::kGlobal);
+        c.options.force_ctas_per_sm = ctas_per_sm;
+        c.expect_ctas_per_sm = ctas_per_sm;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        expect_passes(c, std::to_string(ctas_per_sm) + " CTAs an SM");
+      }
     }
   }
 }
 
 // Two CTAs taking every tile in turn (the staging buffer and its barrier reused across tiles,
-// slices and samples), on the bulk path and on the channel-block path, either pass.
-TEST(GpuChannelsLast, TwoCtasTakeEveryTile) {
+// slices and samples), on the bulk path and on the channel-block path; in the resident form, one
+// and two groups taking every sample in turn (the buffer, the coefficients and the arrivals of
+// each sample); either pass.
+TEST(GpuChannelsLast, FewCtasTakeEveryTile) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
       for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 64, 1000}, {2, 600, 9, 11}}) {
-        Case c = channels_last_case(pass, shape, dtype);
+        Case c = channels_last_case(pass, shape, dtype, Exchange::kNone);
         c.max_groups = 2;
         ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
         expect_passes(c, "2 CTAs");
+      }
+      for (int groups : {1, 2}) {
+        Case c = channels_last_case(pass, {5, 64, 3000}, dtype, Exchange::kGlobal);
+        c.max_groups = groups;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        expect_passes(c, std::to_string(groups) + " resident groups");
       }
     }
   }
