@@ -178,10 +178,11 @@ inline constexpr std::size_t kWorkspaceAlign = 256;
 inline constexpr int kChannelsLastThreads = 256;
 inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
 // The resident form (a sample's tiles on chip at once, a tile a CTA): CTAs an SM at most (its launch
-// bound), and the static shared memory beside each CTA's buffer (the column sums' cells and a
-// barrier).
+// bound), the threads of a CTA alone on its SM, and the static shared memory beside each CTA's
+// buffer (a column sum's cell a thread, a barrier and the lanes' sums).
 inline constexpr int kChannelsLastResidentCtasPerSm = 3;
-inline constexpr int kChannelsLastStaticReserve = kChannelsLastThreads * 32 + 2048;
+inline constexpr int kChannelsLastResidentWideThreads = 512;
+inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
 inline constexpr int kChannelsLastFinishThreads = 128;
 inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
 // Bytes of a slice's elementwise coefficients in the workspace (the largest op's: the float64

@@ -796,20 +796,24 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
 }
 
 // The resident form of a kChannelsLast plan of whole rows (`tiles`), at `ctas_per_sm` CTAs an SM,
-// where a sample's tiles fit the chip at once, a tile a CTA: each CTA's buffer an equal share of its
-// SM less the channels' coefficient cells, a region per input of whole passes of the threads; as
+// where a sample's tiles fit the chip at once, a tile a CTA: kChannelsLastThreads a CTA, or
+// kChannelsLastResidentWideThreads where it is alone on its SM; each CTA's buffer an equal share of
+// its SM less the channels' coefficient cells, a region per input of whole passes of the threads; as
 // few CTAs a sample as that allows, the rows spread evenly over them; as many groups as fit, one
 // sample each at a time. False where a sample does not fit.
 bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, int ctas_per_sm, Plan* plan) {
+  // A CTA alone on its SM takes more threads (more rows a pass).
+  const int64_t rows_a_pass =
+      (ctas_per_sm == 1 ? detail::kChannelsLastResidentWideThreads : detail::kChannelsLastThreads) / tiles.channels;
+  const int64_t threads = rows_a_pass * tiles.channels;
   if (!detail::channels_last_whole_rows(tiles) || ctas_per_sm < 1 || ctas_per_sm > detail::kChannelsLastResidentCtasPerSm ||
-      static_cast<int64_t>(ctas_per_sm) * tiles.threads > limits.max_threads_per_sm) {
+      ctas_per_sm * threads > limits.max_threads_per_sm) {
     return false;
   }
   const auto row_bytes = tiles.channels * static_cast<int64_t>(dtype_size(tiles.dtype));
-  const int64_t rows_a_pass = tiles.threads / tiles.channels;
   const int64_t share = std::min<int64_t>(limits.smem_per_sm / ctas_per_sm - limits.reserved_smem_per_block,
                                           limits.max_smem_per_block_optin) -
-                        detail::kChannelsLastStaticReserve;
+                        detail::channels_last_static_reserve(static_cast<int>(threads));
   const int64_t region = (share - tiles.channels * static_cast<int64_t>(detail::kSliceCoefficientBytes)) /
                          tiles.inputs / 128 * 128;
   const int64_t passes = (region - 16) / row_bytes / rows_a_pass;  // shared_region_bytes: 16 bytes of slack
@@ -823,6 +827,7 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
   const int64_t samples = tiles.num_slices * tiles.slice_channels / tiles.channels;
   *plan = tiles;
   plan->exchange = Exchange::kGlobal;
+  plan->threads = static_cast<int>(threads);
   plan->tile_rows = tile_rows;
   plan->parts_per_slice = static_cast<int>(group);
   plan->ctas_per_slice = static_cast<int>(group);

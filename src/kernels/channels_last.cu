@@ -230,7 +230,7 @@ struct TileColumn {
 // so the sums are the same bits every run; every thread of the column gets its column's sum. Every
 // thread of the CTA calls it (it synchronizes the CTA).
 struct ColumnSum {
-  unsigned char* scratch;  // kChannelsLastThreads cells of up to kCellBytes
+  unsigned char* scratch;  // a cell of up to kCellBytes a thread
   TileThread t;
   static constexpr int kCellBytes = 32;
 
@@ -490,7 +490,6 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
 // slice (the op's combine_split over its channels' tiles): enough loads in flight at once for every
 // slice, without a CTA-wide sum per slice.
 inline constexpr int kCombineLanes = 4;
-static_assert(kChannelsLastThreads <= kGroupCtaThreads, "GroupAllSum's storage serves the CTA's lanes");
 
 // f(index, lane, owner) for indices [0, count), kCombineLanes lanes each (`lane`: this thread's place
 // among them), over the CTA's whole warps: every lane of those warps calls f in every round (the
@@ -513,9 +512,11 @@ __device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f) {
 // group's partials meet in L2: each CTA arrives on the sample's counter, and once the whole group
 // has, every CTA combines every slice of the sample (the op's combine_split, kCombineLanes lanes a
 // slice) into its channels' coefficients in shared memory, then writes its tile. The groups stride
-// over the samples; the cooperative launch keeps every CTA of a group resident.
-template <typename Op>
-__global__ void __launch_bounds__(kChannelsLastThreads, kChannelsLastResidentCtasPerSm)
+// over the samples; the cooperative launch keeps every CTA of a group resident. kThreads: at most
+// kChannelsLastThreads at up to kChannelsLastResidentCtasPerSm CTAs an SM, or
+// kChannelsLastResidentWideThreads alone on its SM.
+template <typename Op, int kThreads>
+__global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 : kChannelsLastResidentCtasPerSm)
     channels_last_resident_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using T = typename Op::Elem;
@@ -525,7 +526,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kChannelsLastResidentCta
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
-  __shared__ alignas(16) unsigned char scratch[kChannelsLastThreads * ColumnSum::kCellBytes];
+  __shared__ alignas(16) unsigned char scratch[kThreads * ColumnSum::kCellBytes];
   init_tile_barrier(loaded);
   __syncthreads();
   const TileThread t(args.channel_block);
@@ -557,7 +558,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kChannelsLastResidentCta
     for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
       const int64_t slice = sample * slices + s;
       const SplitSums* slice_partials = partials + slice * parts;
-      GroupAllSum<kCombineLanes> lane_sum;
+      GroupAllSum<kCombineLanes, kThreads> lane_sum;
       const SplitSums stats = Op::combine_split([&](int i) { return load_l2<SplitSums>(slice_partials + i); }, parts,
                                                 lane, kCombineLanes, lane_sum);
       if (!owner) return;
@@ -595,7 +596,9 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
   const int64_t rows = block > 0 ? plan.threads / block : 0;
   const int64_t spatial = channel_len_of(plan);
   const int64_t vector = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
-  if (block < 1 || block > kChannelsLastThreads || block > plan.channels || plan.threads > kChannelsLastThreads ||
+  const int most_threads = channels_last_resident(plan) && plan.ctas_per_sm == 1 ? kChannelsLastResidentWideThreads
+                                                                                  : kChannelsLastThreads;
+  if (block < 1 || block > kChannelsLastThreads || block > plan.channels || plan.threads > most_threads ||
       rows < 1 || rows * block != plan.threads || plan.tile_rows < rows || plan.tile_rows % rows != 0 ||
       plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < spatial ||
       static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= spatial ||
@@ -614,7 +617,9 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
   return dispatch_op</*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
     if (channels_last_resident(plan)) {
-      const auto kernel = &channels_last_resident_kernel<Op>;
+      const auto kernel = plan.threads > kChannelsLastThreads
+                              ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads>
+                              : &channels_last_resident_kernel<Op, kChannelsLastThreads>;
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
       if (!status.ok()) return status;
       const int64_t samples = plan.num_slices * plan.slice_channels / plan.channels;

@@ -358,13 +358,14 @@ struct BlockAllSum {
 
 // The sum over each group of kGroup consecutive lanes, returned to every lane of the group (a CUB
 // warp reduction, then a shuffle from the group's first lane), by operator() and last() alike (the
-// group family finishes its slice in every lane). Every lane of the warp takes part.
-template <int kGroup>
+// group family finishes its slice in every lane). Every lane of the warp takes part; the CTA has at
+// most kCtaThreads.
+template <int kGroup, int kCtaThreads = kGroupCtaThreads>
 struct GroupAllSum {
   template <typename V>
   __device__ __forceinline__ V operator()(V value) const {
     using Reduce = cub::WarpReduce<V, kGroup>;
-    __shared__ typename Reduce::TempStorage storage[kGroupCtaThreads / kGroup];
+    __shared__ typename Reduce::TempStorage storage[kCtaThreads / kGroup];
     value = Reduce(storage[threadIdx.x / kGroup]).Reduce(value, SumOp{});
     value = cub::ShuffleIndex<kGroup>(value, 0, 0xffffffffu);
     __syncwarp();  // the storage may be used again

@@ -827,9 +827,10 @@ TEST(Planner, ChannelsLastTiles) {
 
 // channels_last's resident form, wherever tiles hold whole rows and a sample fits the chip: each of
 // k CTAs an SM (3, else 2, else 1) gets a share of the H200's 228 KiB less 1 KiB for the driver and
-// 10 KiB of static memory, less 80 bytes of coefficients a channel, a 128-byte region of whole
-// passes per input (16 bytes of slack); a sample's rows spread evenly over the fewest CTAs that
-// hold them; as many groups as the grid's 132 x k slots hold.
+// 32 bytes a thread and 2 KiB of static memory (10 KiB at 256 threads), less 80 bytes of
+// coefficients a channel, a 128-byte region of whole passes per input (16 bytes of slack); a
+// sample's rows spread evenly over the fewest CTAs that hold them; as many groups as the grid's
+// 132 x k slots hold.
 TEST(Planner, ChannelsLastResident) {
   struct Expect {
     const char* why;
@@ -886,15 +887,17 @@ TEST(Planner, ChannelsLastResident) {
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kUnsupported);
   options.force_exchange = Exchange::kCluster;
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
-  // Forced CTAs an SM: cl-bf16 at one holds a sample in 10 CTAs of 1640 rows (423 passes fit).
+  // Forced CTAs an SM: cl-bf16 at one, 512 threads (8 rows a pass) and 18 KiB of static memory,
+  // holds a sample in 11 CTAs of 1496 rows (203 passes fit).
   options = PlanOptions{};
   options.force_ctas_per_sm = 1;
   ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
   bf16.layout = Layout::kChannelsLast;
   ASSERT_TRUE(plan_forward(bf16, hopper_h200_limits(), &plan, options).ok());
   EXPECT_EQ(plan.ctas_per_sm, 1);
-  EXPECT_EQ(plan.parts_per_slice, 10);
-  EXPECT_EQ(plan.tile_rows, 1640);
+  EXPECT_EQ(plan.threads, 512);
+  EXPECT_EQ(plan.parts_per_slice, 11);
+  EXPECT_EQ(plan.tile_rows, 1496);
 }
 
 TEST(Planner, RunningStatsNeedWorkspace) {
