@@ -798,10 +798,12 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
 // The resident form of a kChannelsLast plan of whole rows (`tiles`), at `ctas_per_sm` CTAs an SM,
 // where a sample's tiles fit the chip at once, a tile a CTA: kChannelsLastThreads a CTA, or
 // kChannelsLastResidentWideThreads where it is alone on its SM; each CTA's buffer an equal share of
-// its SM less the channels' coefficient cells, a region per input of whole passes of the threads; as
-// few CTAs a sample as that allows, the rows spread evenly over them; as many groups as fit, one
-// sample each at a time. False where a sample does not fit.
-bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, int ctas_per_sm, Plan* plan) {
+// its SM less the channels' coefficient cells, a region per input of whole passes of the threads.
+// Where the whole batch fits at once (*one_round), each sample takes an equal part of the grid's
+// slots (every SM works); else the fewest CTAs that hold it, as many groups as fit, one sample
+// each at a time. The rows spread evenly over a sample's CTAs. False where a sample does not fit.
+bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, int ctas_per_sm, Plan* plan,
+                                 bool* one_round) {
   // A CTA alone on its SM takes more threads (more rows a pass).
   const int64_t rows_a_pass =
       (ctas_per_sm == 1 ? detail::kChannelsLastResidentWideThreads : detail::kChannelsLastThreads) / tiles.channels;
@@ -822,9 +824,11 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
   const int64_t most = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
   const int64_t fewest = ceil_div(spatial, passes * rows_a_pass);
   if (fewest > most) return false;
-  const int64_t tile_rows = ceil_div(ceil_div(spatial, fewest), rows_a_pass) * rows_a_pass;
-  const int64_t group = ceil_div(spatial, tile_rows);
   const int64_t samples = tiles.num_slices * tiles.slice_channels / tiles.channels;
+  *one_round = samples * fewest <= most;
+  const int64_t spread = *one_round ? std::min(most / samples, ceil_div(spatial, rows_a_pass)) : fewest;
+  const int64_t tile_rows = ceil_div(ceil_div(spatial, spread), rows_a_pass) * rows_a_pass;
+  const int64_t group = ceil_div(spatial, tile_rows);
   *plan = tiles;
   plan->exchange = Exchange::kGlobal;
   plan->threads = static_cast<int>(threads);
@@ -837,9 +841,11 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
   return true;
 }
 
-// A kChannelsLast plan: the resident form where a sample fits (at the most CTAs an SM that holds
-// one, or those forced), else the three kernels over tiles; options.force_exchange kGlobal asks for
-// the resident form, kNone for the three kernels.
+// A kChannelsLast plan: the resident form at one CTA an SM where the whole batch fits the chip at
+// once, else the three kernels over tiles (dev/VARIANTS.md 55: where samples took rounds, the
+// resident form ran no faster than the three kernels, or slower). options.force_exchange kGlobal
+// asks for the resident form (at the most CTAs an SM that hold a sample, or force_ctas_per_sm),
+// kNone for the three kernels.
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
@@ -851,20 +857,25 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   if (!status.ok()) return status;
   *plan = tiles;
   if (options.force_exchange == Exchange::kNone) return Status::Ok();
+  bool one_round = false;
+  const bool forced = options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0;
+  if (!forced) {
+    Plan resident;
+    if (plan_channels_last_resident(tiles, limits, 1, &resident, &one_round) && one_round) *plan = resident;
+    return Status::Ok();
+  }
   const int most = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : detail::kChannelsLastResidentCtasPerSm;
   const int fewest = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : 1;
   for (int ctas_per_sm = most; ctas_per_sm >= fewest; --ctas_per_sm) {
-    if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan)) return Status::Ok();
+    if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan, &one_round)) return Status::Ok();
   }
-  if (options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0) {
+  {
     return unsupported("channels_last: a sample of " + std::to_string(detail::channel_len_of(base)) + " rows of " +
                        std::to_string(base.channels) + " channels does not fit the resident form" +
                        (options.force_ctas_per_sm != 0
                             ? " at " + std::to_string(options.force_ctas_per_sm) + " CTAs an SM"
                             : std::string()));
   }
-  *plan = tiles;
-  return Status::Ok();
 }
 
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h

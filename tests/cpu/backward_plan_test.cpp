@@ -160,9 +160,9 @@ TEST(ValidateBackward, SharedChecks) {
 
 // channels_last runs its own family in either mode: x and dy are both staged per tile, so a tile of
 // 64 channels of float32 is 64 KiB / (64 * 4 * 2) = 128 rows in the three kernels. The resident
-// form (the planner's where a sample fits) takes a region per input of each CTA's share of its SM:
-// cl-bf16's backward at three CTAs an SM, (76800 - 1024 - 10240 - 5120) / 2 bytes, 59 passes of 4
-// rows; 16384 rows over 70 CTAs, 5 groups.
+// form (the planner's where the batch fits at once) takes a region per input of each CTA's share of
+// its SM: alone on it with 512 threads, (233472 - 1024 - 18432 - 5120) / 2 bytes, 50 passes of 8
+// rows; 2 samples of 41 CTAs fit, so each takes 66 slots: 64 CTAs of 256 rows.
 TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
   BackwardParams p = problem(DType::kFloat32, {2, 64, 128, 128});
   p.layout = Layout::kChannelsLast;
@@ -173,6 +173,12 @@ TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
   EXPECT_EQ(plan.tile_rows, 128);
   EXPECT_EQ(plan.parts_per_slice, 128);
   EXPECT_EQ(plan.smem_bytes, 2 * (32 * 1024 + 128));  // a region of 128 rows per input, 16 bytes of slack
+  plan = plan_of(p);
+  EXPECT_EQ(plan.exchange, Exchange::kGlobal);
+  EXPECT_EQ(plan.tile_rows, 256);
+  EXPECT_EQ(plan.parts_per_slice, 64);
+  EXPECT_EQ(plan.grid, 128);
+  EXPECT_EQ(plan.smem_bytes, 2 * (256 * 256 + 128) + 64 * 80);  // two regions, then the coefficients
   p.use_input_stats = false;  // eval: the weight gradients are still sums over each slice
   p.mean = p.rstd = nullptr;
   p.running_mean = fake_pointer(kAligned * 300);
@@ -180,15 +186,10 @@ TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
   plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kChannelsLast);
   EXPECT_EQ(plan.exchange, Exchange::kGlobal);
+  // cl-bf16's 64 samples would take rounds: the three kernels.
   BackwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
   bf16.layout = Layout::kChannelsLast;
-  plan = plan_of(bf16);
-  EXPECT_EQ(plan.exchange, Exchange::kGlobal);
-  EXPECT_EQ(plan.ctas_per_sm, 3);
-  EXPECT_EQ(plan.tile_rows, 236);
-  EXPECT_EQ(plan.parts_per_slice, 70);
-  EXPECT_EQ(plan.grid, 350);
-  EXPECT_EQ(plan.smem_bytes, 2 * (236 * 128 + 128) + 64 * 80);  // two regions, then the coefficients
+  EXPECT_EQ(plan_of(bf16).exchange, Exchange::kNone);
 }
 
 // The backward keeps shared_resident's wide groups, which the forward gives up for split_pipelined

@@ -825,53 +825,69 @@ TEST(Planner, ChannelsLastTiles) {
   EXPECT_EQ(plan_of(p).path, Path::kElementwiseEval);
 }
 
-// channels_last's resident form, wherever tiles hold whole rows and a sample fits the chip: each of
-// k CTAs an SM (3, else 2, else 1) gets a share of the H200's 228 KiB less 1 KiB for the driver and
-// 32 bytes a thread and 2 KiB of static memory (10 KiB at 256 threads), less 80 bytes of
-// coefficients a channel, a 128-byte region of whole passes per input (16 bytes of slack); a
-// sample's rows spread evenly over the fewest CTAs that hold them; as many groups as the grid's
-// 132 x k slots hold.
+// channels_last's resident form, the planner's where tiles hold whole rows and the whole batch fits
+// the chip at once at one CTA an SM: 512 threads (whole rows a pass) with a share of the H200's
+// 228 KiB less 1 KiB for the driver and 32 bytes a thread and 2 KiB of static memory, less 80 bytes
+// of coefficients a channel, a 128-byte region of whole passes per input (16 bytes of slack); each
+// sample then takes an equal part of the 132 SMs, its rows spread evenly. Where samples would take
+// rounds, the three kernels; forced (exchange global, or CTAs an SM), the fewest CTAs that hold a
+// sample at 3, else 2, else 1 CTAs an SM (32 bytes a thread of static memory at 256 threads too).
 TEST(Planner, ChannelsLastResident) {
   struct Expect {
     const char* why;
     DType dtype;
     std::initializer_list<int64_t> shape;
-    int ctas_per_sm;
+    int force_ctas_per_sm;  // 0: the planner's own plan; -1: exchange global forced
+    int ctas_per_sm, threads;
     int64_t tile_rows, group, grid;
   };
   const Expect cases[] = {
-      {"cl-bf16: (76800 - 1024 - 10240 - 5120) / 128 rows, 119 passes of 4; 16384 rows over 35 CTAs, 11 groups",
-       DType::kBFloat16, {64, 64, 128, 128}, 3, 472, 35, 385},
-      {"cl-c3: rows of 12 bytes, 64 passes of 85; 13 CTAs a sample, 30 groups", DType::kFloat32, {32, 3, 256, 256}, 3,
-       5100, 13, 390},
+      {"cl-c3: rows of 12 bytes, 104 passes of 170 hold a sample in 4 CTAs; 32 samples of 4 fill one round",
+       DType::kFloat32, {32, 3, 256, 256}, 0, 1, 510, 16490, 4, 128},
+      {"cl-odd: 7 CTAs would hold a sample; 8 samples take 16 CTAs each, 220 rows (whole passes of 5)",
+       DType::kFloat32, {8, 96, 57, 61}, 0, 1, 480, 220, 16, 128},
+      {"8x256x32x32: 2 rows a pass, 16 CTAs of 64 rows a sample", DType::kBFloat16, {8, 256, 32, 32}, 0, 1, 512, 64,
+       16, 128},
+      {"a sample of 4 rows: one CTA of one pass (8 rows)", DType::kFloat32, {5, 64, 4}, 0, 1, 512, 8, 1, 5},
+      {"cl-bf16 at three CTAs an SM: 119 passes of 4 rows; 16384 rows over 35 CTAs, 11 groups", DType::kBFloat16,
+       {64, 64, 128, 128}, 3, 3, 256, 472, 35, 385},
+      {"cl-bf16 alone on the SM: 203 passes of 8 rows; 11 CTAs of 1496 rows, 12 groups", DType::kBFloat16,
+       {64, 64, 128, 128}, 1, 1, 512, 1496, 11, 132},
       {"10^5 rows of 64 float32 channels: 424 CTAs at three an SM, 258 at two: one group", DType::kFloat32,
-       {2, 64, 100000}, 2, 388, 258, 258},
-      {"a sample of 4 rows: one CTA of one pass", DType::kFloat32, {5, 64, 4}, 3, 4, 1, 5},
+       {2, 64, 100000}, -1, 2, 256, 388, 258, 258},
   };
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
     p.layout = Layout::kChannelsLast;
-    const Plan plan = plan_of(p);
+    PlanOptions options;
+    if (e.force_ctas_per_sm > 0) options.force_ctas_per_sm = e.force_ctas_per_sm;
+    if (e.force_ctas_per_sm < 0) options.force_exchange = Exchange::kGlobal;
+    const Plan plan = plan_of(p, options);
     EXPECT_EQ(plan.path, Path::kChannelsLast) << e.why;
     EXPECT_EQ(plan.exchange, Exchange::kGlobal) << e.why;
     EXPECT_TRUE(detail::channels_last_resident(plan)) << e.why;
     EXPECT_EQ(plan.ctas_per_sm, e.ctas_per_sm) << e.why;
+    EXPECT_EQ(plan.threads, e.threads) << e.why;
     EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
     EXPECT_EQ(plan.parts_per_slice, e.group) << e.why;
     EXPECT_EQ(plan.ctas_per_slice, e.group) << e.why;
     EXPECT_EQ(plan.grid, e.grid) << e.why;
-    // The tiles' regions, then the coefficients; within the SM's share.
+    // The tiles' region, then the coefficients; within the SM's share.
     const int64_t channels = e.shape.begin()[1];
     const int64_t tile_bytes = e.tile_rows * channels * static_cast<int64_t>(dtype_size(e.dtype));
     EXPECT_EQ(plan.smem_bytes, (tile_bytes + 16 + 127) / 128 * 128 + channels * 80) << e.why;
-    EXPECT_LE(plan.smem_bytes, 233472 / e.ctas_per_sm - 1024 - 10240) << e.why;
+    EXPECT_LE(plan.smem_bytes, 233472 / e.ctas_per_sm - 1024 - (e.threads * 32 + 2048)) << e.why;
     // The partials and the samples' arrival counters; no coefficients in the workspace.
     const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
     EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
     EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
     EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
   }
-  // The seed's 64 MiB sample fits at no CTAs an SM: the three kernels, and an error where forced.
+  // Samples that take rounds (cl-bf16: 64 samples of 11 CTAs) run the three kernels.
+  ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
+  bf16.layout = Layout::kChannelsLast;
+  EXPECT_EQ(plan_of(bf16).exchange, Exchange::kNone);
+  // The seed's 64 MiB sample fits at no CTAs an SM: an error where the resident form is forced.
   ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
   seed.layout = Layout::kChannelsLast;
   EXPECT_EQ(plan_of(seed).exchange, Exchange::kNone);
@@ -885,19 +901,9 @@ TEST(Planner, ChannelsLastResident) {
   ForwardParams wide = problem(DType::kFloat32, {2, 600, 9, 11});
   wide.layout = Layout::kChannelsLast;
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kUnsupported);
+  EXPECT_EQ(plan_of(wide).exchange, Exchange::kNone);
   options.force_exchange = Exchange::kCluster;
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
-  // Forced CTAs an SM: cl-bf16 at one, 512 threads (8 rows a pass) and 18 KiB of static memory,
-  // holds a sample in 11 CTAs of 1496 rows (203 passes fit).
-  options = PlanOptions{};
-  options.force_ctas_per_sm = 1;
-  ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
-  bf16.layout = Layout::kChannelsLast;
-  ASSERT_TRUE(plan_forward(bf16, hopper_h200_limits(), &plan, options).ok());
-  EXPECT_EQ(plan.ctas_per_sm, 1);
-  EXPECT_EQ(plan.threads, 512);
-  EXPECT_EQ(plan.parts_per_slice, 11);
-  EXPECT_EQ(plan.tile_rows, 1496);
 }
 
 TEST(Planner, RunningStatsNeedWorkspace) {
