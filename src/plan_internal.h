@@ -135,8 +135,10 @@ inline bool channels_last_resident(const Plan& plan) {
 }
 inline int64_t channels_last_smem_bytes(const Plan& plan) {
   const int64_t tile_bytes = plan.tile_rows * plan.channel_block * static_cast<int64_t>(dtype_size(plan.dtype));
-  const int64_t tiles = channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
-  return tiles + (channels_last_resident(plan) ? plan.channels * static_cast<int64_t>(kSliceCoefficientBytes) : 0);
+  const int64_t tiles =
+      channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
+  const int64_t coefficients = plan.channels * static_cast<int64_t>(kSliceCoefficientBytes);
+  return tiles + (channels_last_resident(plan) ? coefficients : 0);
 }
 
 // Whether split_pipelined's items (two per part at most) of `slices` slices of `parts` parts fit

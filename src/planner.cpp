@@ -128,7 +128,9 @@ std::string Plan::describe() const {
       out << " channels=" << channel_block << " threads=" << threads << " tile_rows=" << tile_rows
           << " tiles=" << parts_per_slice << " grid=" << grid
           << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
-      if (exchange == Exchange::kGlobal) out << " resident ctas_per_sample=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
+      if (exchange == Exchange::kGlobal) {
+        out << " resident ctas_per_sample=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
+      }
       break;
     default:
       break;
@@ -808,8 +810,8 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
   const int64_t rows_a_pass =
       (ctas_per_sm == 1 ? detail::kChannelsLastResidentWideThreads : detail::kChannelsLastThreads) / tiles.channels;
   const int64_t threads = rows_a_pass * tiles.channels;
-  if (!detail::channels_last_whole_rows(tiles) || ctas_per_sm < 1 || ctas_per_sm > detail::kChannelsLastResidentCtasPerSm ||
-      ctas_per_sm * threads > limits.max_threads_per_sm) {
+  if (!detail::channels_last_whole_rows(tiles) || ctas_per_sm < 1 ||
+      ctas_per_sm > detail::kChannelsLastResidentCtasPerSm || ctas_per_sm * threads > limits.max_threads_per_sm) {
     return false;
   }
   const auto row_bytes = tiles.channels * static_cast<int64_t>(dtype_size(tiles.dtype));
@@ -842,10 +844,11 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
 }
 
 // A kChannelsLast plan: the resident form at one CTA an SM where the whole batch fits the chip at
-// once, else the three kernels over tiles (dev/VARIANTS.md 55: where samples took rounds, the
-// resident form ran no faster than the three kernels, or slower). options.force_exchange kGlobal
-// asks for the resident form (at the most CTAs an SM that hold a sample, or force_ctas_per_sm),
-// kNone for the three kernels.
+// once and a slice is one channel, else the three kernels over tiles (dev/VARIANTS.md 55: where
+// samples took rounds the resident form ran no faster than the three kernels, or slower; and
+// GroupNorm's slices, whose combine reads every channel's partials of a slice in every CTA of the
+// group, lost on 8x256x32x32). options.force_exchange kGlobal asks for the resident form (at the
+// most CTAs an SM that hold a sample, or force_ctas_per_sm), kNone for the three kernels.
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
@@ -860,6 +863,7 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   bool one_round = false;
   const bool forced = options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0;
   if (!forced) {
+    if (base.slice_channels > 1) return Status::Ok();
     Plan resident;
     if (plan_channels_last_resident(tiles, limits, 1, &resident, &one_round) && one_round) *plan = resident;
     return Status::Ok();

@@ -15,6 +15,9 @@
 // element (kScalar), the elementwise pass straight from global memory. The inputs are read twice
 // from HBM, as on the split path; the second and third kernels are programmatic dependents of the
 // one before (launch_dependent).
+// The resident form (plan.exchange == Exchange::kGlobal; planner.cpp says where it runs) is one
+// kernel over tiles of whole rows that a group of CTAs holds for a sample from its reduction to its
+// elementwise pass: the inputs are read once (channels_last_resident_kernel).
 #include <algorithm>
 #include <limits>
 #include <type_traits>

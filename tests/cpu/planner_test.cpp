@@ -825,12 +825,12 @@ TEST(Planner, ChannelsLastTiles) {
   EXPECT_EQ(plan_of(p).path, Path::kElementwiseEval);
 }
 
-// channels_last's resident form, the planner's where tiles hold whole rows and the whole batch fits
-// the chip at once at one CTA an SM: 512 threads (whole rows a pass) with a share of the H200's
-// 228 KiB less 1 KiB for the driver and 32 bytes a thread and 2 KiB of static memory, less 80 bytes
-// of coefficients a channel, a 128-byte region of whole passes per input (16 bytes of slack); each
-// sample then takes an equal part of the 132 SMs, its rows spread evenly. Where samples would take
-// rounds, the three kernels; forced (exchange global, or CTAs an SM), the fewest CTAs that hold a
+// channels_last's resident form, the planner's where tiles hold whole rows, a slice is a channel and
+// the whole batch fits the chip at once at one CTA an SM: 512 threads (whole rows a pass) with a
+// share of the H200's 228 KiB less 1 KiB for the driver and 32 bytes a thread and 2 KiB of static
+// memory, less 80 bytes of coefficients a channel, a 128-byte region of whole passes per input (16
+// bytes of slack); each sample then takes an equal part of the 132 SMs, its rows spread evenly.
+// Elsewhere the three kernels; forced (exchange global, or CTAs an SM), the fewest CTAs that hold a
 // sample at 3, else 2, else 1 CTAs an SM (32 bytes a thread of static memory at 256 threads too).
 TEST(Planner, ChannelsLastResident) {
   struct Expect {
@@ -883,6 +883,11 @@ TEST(Planner, ChannelsLastResident) {
     EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
     EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
   }
+  // GroupNorm's slices of several channels run the three kernels, where the batch fits at once too.
+  ForwardParams groups = problem(DType::kBFloat16, {8, 256, 32, 32});
+  groups.layout = Layout::kChannelsLast;
+  groups.groups = 32;
+  EXPECT_EQ(plan_of(groups).exchange, Exchange::kNone);
   // Samples that take rounds (cl-bf16: 64 samples of 11 CTAs) run the three kernels.
   ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
   bf16.layout = Layout::kChannelsLast;
