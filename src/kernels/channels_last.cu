@@ -630,19 +630,10 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                                            stream),
                            "cudaMemsetAsync(sample arrivals)");
       if (!status.ok()) return status;
-      // A group's CTAs wait for each other: every CTA must be resident (the cooperative launch
-      // refuses with an error rather than hang).
-      cudaLaunchAttribute cooperative{};
-      cooperative.id = cudaLaunchAttributeCooperative;
-      cooperative.val.cooperative = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned>(plan.grid));
-      config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-      config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
-      config.stream = stream;
-      config.attrs = &cooperative;
-      config.numAttrs = 1;
-      return cuda_status(cudaLaunchKernelEx(&config, kernel, args), "channels_last resident launch");
+      // A group's CTAs wait for each other.
+      return launch_co_resident("channels_last resident launch", kernel, static_cast<unsigned>(plan.grid),
+                                static_cast<unsigned>(plan.threads), static_cast<std::size_t>(plan.smem_bytes),
+                                stream, args);
     }
     const auto launch = [&](auto load_tag) -> Status {
       constexpr TileLoad kLoad = decltype(load_tag)::value;

@@ -54,6 +54,20 @@ inline Status cuda_status(cudaError_t error, const char* what) {
                                             cudaGetErrorString(error) + ")");
 }
 
+// Launches `kernel` on `stream` with `attribute`, or none where it is null.
+template <typename... Params, typename... Args>
+Status launch_with(const char* what, cudaLaunchAttribute* attribute, void (*kernel)(Params...), unsigned grid,
+                   unsigned threads, std::size_t smem_bytes, cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = attribute != nullptr ? 1 : 0;
+  return cuda_status(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
+}
+
 // Launches `kernel` on `stream` as a programmatic dependent of the kernel before it (common.cuh
 // begin_dependent_kernel): the launch latency of a pass's second and third kernel, and of a pass
 // after another on the stream, overlaps the previous kernel's last CTAs.
@@ -63,14 +77,19 @@ Status launch_dependent(const char* what, void (*kernel)(Params...), unsigned gr
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return cuda_status(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
+  return launch_with(what, &attribute, kernel, grid, threads, smem_bytes, stream, std::forward<Args>(args)...);
+}
+
+// Launches `kernel` on `stream` where its CTAs wait for each other, so that every one must be
+// resident at once: a cooperative launch, which refuses with an error rather than hang (a plain
+// one where `cooperative` is false: no CTA of that plan waits).
+inline Status launch_co_resident(const char* what, void (*kernel)(KernelArgs), unsigned grid, unsigned threads,
+                                 std::size_t smem_bytes, cudaStream_t stream, const KernelArgs& args,
+                                 bool cooperative = true) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  return launch_with(what, cooperative ? &attribute : nullptr, kernel, grid, threads, smem_bytes, stream, args);
 }
 
 // Calls f(T{}) with T the element type of `dtype`.

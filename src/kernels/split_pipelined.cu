@@ -155,19 +155,10 @@ Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t strea
     status = cuda_status(cudaMemsetAsync(args.next_item, 0, counter_bytes, stream),
                          "cudaMemsetAsync(split_pipelined counters)");
     if (!status.ok()) return status;
-    // Resident parts wait for reductions handed out after them: every CTA must be resident (the
-    // cooperative launch refuses with an error rather than hang).
-    cudaLaunchAttribute cooperative{};
-    cooperative.id = cudaLaunchAttributeCooperative;
-    cooperative.val.cooperative = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(plan.grid));
-    config.blockDim = dim3(kSplitThreads);
-    config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
-    config.stream = stream;
-    config.attrs = &cooperative;
-    config.numAttrs = plan.resident_parts > 0 ? 1 : 0;
-    return cuda_status(cudaLaunchKernelEx(&config, split_pipelined_kernel<Op>, args), "split_pipelined launch");
+    // Resident parts wait for reductions handed out after them.
+    return launch_co_resident("split_pipelined launch", &split_pipelined_kernel<Op>, static_cast<unsigned>(plan.grid),
+                              kSplitThreads, static_cast<std::size_t>(plan.smem_bytes), stream, args,
+                              /*cooperative=*/plan.resident_parts > 0);
   });
 }
 
