@@ -855,6 +855,13 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
     return invalid(std::string("channels_last runs exchange global (resident) or none (three kernels), not ") +
                    exchange_name(options.force_exchange));
   }
+  if (options.force_ctas_per_sm != 0 &&
+      (options.force_ctas_per_sm < 1 || options.force_ctas_per_sm > detail::kChannelsLastResidentCtasPerSm ||
+       options.force_exchange == Exchange::kNone)) {
+    return invalid("channels_last's resident form runs 1 to " +
+                   std::to_string(detail::kChannelsLastResidentCtasPerSm) + " CTAs an SM (its three kernels take no " +
+                   "CTAs an SM); forced " + std::to_string(options.force_ctas_per_sm));
+  }
   Plan tiles;
   const Status status = plan_channels_last(base, limits, &tiles);
   if (!status.ok()) return status;
@@ -873,13 +880,10 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   for (int ctas_per_sm = most; ctas_per_sm >= fewest; --ctas_per_sm) {
     if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan, &one_round)) return Status::Ok();
   }
-  {
-    return unsupported("channels_last: a sample of " + std::to_string(detail::channel_len_of(base)) + " rows of " +
-                       std::to_string(base.channels) + " channels does not fit the resident form" +
-                       (options.force_ctas_per_sm != 0
-                            ? " at " + std::to_string(options.force_ctas_per_sm) + " CTAs an SM"
-                            : std::string()));
-  }
+  return unsupported("channels_last: a sample of " + std::to_string(detail::channel_len_of(base)) + " rows of " +
+                     std::to_string(base.channels) + " channels does not fit the resident form" +
+                     (options.force_ctas_per_sm != 0 ? " at " + std::to_string(options.force_ctas_per_sm) + " CTAs an SM"
+                                                     : std::string()));
 }
 
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h

@@ -909,6 +909,19 @@ TEST(Planner, ChannelsLastResident) {
   EXPECT_EQ(plan_of(wide).exchange, Exchange::kNone);
   options.force_exchange = Exchange::kCluster;
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+  // CTAs an SM the resident form does not run, or asked of the three kernels: a clear refusal.
+  ForwardParams small = problem(DType::kFloat32, {2, 64, 8, 8});
+  small.layout = Layout::kChannelsLast;
+  for (int ctas_per_sm : {-1, 4}) {
+    options = PlanOptions{};
+    options.force_ctas_per_sm = ctas_per_sm;
+    status = plan_forward(small, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << ctas_per_sm;
+    EXPECT_NE(status.message().find("runs 1 to 3 CTAs an SM"), std::string::npos) << status.message();
+  }
+  options.force_ctas_per_sm = 2;
+  options.force_exchange = Exchange::kNone;
+  EXPECT_EQ(plan_forward(small, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Planner, RunningStatsNeedWorkspace) {
