@@ -178,8 +178,8 @@ TEST(GpuChannelsLast, TileBoundaries) {
 }
 
 // The resident form at every CTAs an SM it compiles for: samples of one CTA (S=4), of a few, and
-// of about a hundred to four hundred (4x10^4 rows of 64 float32 channels, 10 MB a tensor: in the
-// backward nearly every SM at one CTA each, every slot at three), C = 3 with its idle thread.
+// of 66 to 198 (4x10^4 rows of 64 float32 channels, 10 MB a tensor: two samples spread over every
+// slot of the grid), C = 3 with its idle thread.
 TEST(GpuChannelsLast, ResidentGroupSizes) {
   INORM_REQUIRE_GPU();
   for (int ctas_per_sm = 1; ctas_per_sm <= 3; ++ctas_per_sm) {
