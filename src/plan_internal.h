@@ -69,6 +69,10 @@ template <typename Params>
 int64_t slice_channels_of(const Params& params) {
   return is_group_norm(params) && params.channels > 0 ? params.channels / params.groups : 1;
 }
+// The batch (N): a plan's slices over the slices a sample holds (0 for a plan without channels).
+inline int64_t batch_of(const Plan& plan) {
+  return plan.channels > 0 ? plan.num_slices * plan.slice_channels / plan.channels : 0;
+}
 // Whether the plan ends with the channel reduction (kernels/channel_reduce.cu).
 inline bool reduces_channels(const Plan& plan) { return plan.update_running_stats || plan.weight_grads; }
 // Whether the plan runs an op's general form (kernels/launchers.h dispatch_op): an activation, or

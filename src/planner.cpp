@@ -215,8 +215,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.split_partials = reserve(channels * plan.parts_per_slice * sizeof(SplitPartial));
   }
   if (channels_last_resident(plan)) {
-    layout.slice_arrivals = reserve(static_cast<std::size_t>(plan.num_slices * plan.slice_channels / plan.channels) *
-                                    sizeof(unsigned));
+    layout.slice_arrivals = reserve(static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned));
   } else if (plan.path == Path::kChannelsLast) {
     layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
   }
@@ -775,7 +774,7 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   int64_t tile_rows = std::max<int64_t>(detail::kChannelsLastTileBytes / row_bytes / rows_a_pass, 1) * rows_a_pass;
   tile_rows = std::min(tile_rows, ceil_div(spatial, rows_a_pass) * rows_a_pass);
   const int64_t tiles = ceil_div(spatial, tile_rows);
-  const int64_t batch = base.num_slices * base.slice_channels / base.channels;
+  const int64_t batch = detail::batch_of(base);
   // The finish kernel combines a slice's channels' tiles, counted in int.
   if (tiles * base.slice_channels > std::numeric_limits<int32_t>::max() ||
       batch * base.channels > std::numeric_limits<int64_t>::max() / tiles) {
@@ -826,7 +825,7 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
   const int64_t most = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
   const int64_t fewest = ceil_div(spatial, passes * rows_a_pass);
   if (fewest > most) return false;
-  const int64_t samples = tiles.num_slices * tiles.slice_channels / tiles.channels;
+  const int64_t samples = detail::batch_of(tiles);
   *one_round = samples * fewest <= most;
   const int64_t spread = *one_round ? std::min(most / samples, ceil_div(spatial, rows_a_pass)) : fewest;
   const int64_t tile_rows = ceil_div(ceil_div(spatial, spread), rows_a_pass) * rows_a_pass;

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kChannelReduceThreads)
 Status launch_channel_reduce(const Plan& plan, const KernelArgs& args, const ChannelOutputs& outputs,
                              cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>(plan.channels);
-  const int64_t batch = plan.channels > 0 ? plan.num_slices * plan.slice_channels / plan.channels : 0;
+  const int64_t batch = batch_of(plan);
   ChannelPartials partials{args.channel_partials, args.channel_partials_per_slice, channel_partial_chunk_len(plan),
                            channel_partial_channel_len(plan), plan.slice_channels};
   // A programmatic dependent of the slice kernel before it: its CTAs wait for the per-slice terms.

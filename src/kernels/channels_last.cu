@@ -73,11 +73,15 @@ __device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, in
   return tile;
 }
 
+// The batch (N): the slices over those a sample holds (plan_internal.h batch_of).
+__device__ __forceinline__ int64_t samples_of(const KernelArgs& args) {
+  return args.num_slices * args.slice_channels / args.channels;
+}
+
 // Items of the grid-stride loop: samples x channel blocks x tiles.
 __device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t* blocks) {
   *blocks = (args.channels + args.channel_block - 1) / args.channel_block;
-  const int64_t samples = args.num_slices * args.slice_channels / args.channels;
-  return samples * *blocks * args.parts_per_slice;
+  return samples_of(args) * *blocks * args.parts_per_slice;
 }
 
 // How a tile moves between global and shared memory (the file's head says when each is used).
@@ -543,7 +547,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
   const int group = args.parts_per_slice;
   const int rank = static_cast<int>(blockIdx.x % group);
   const int64_t groups = gridDim.x / group;
-  const int64_t samples = args.num_slices * args.slice_channels / args.channels;
+  const int64_t samples = samples_of(args);
   const int64_t slices = args.channels / args.slice_channels;  // a sample's
   const int parts = static_cast<int>(args.slice_channels) * group;  // a slice's partials
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
@@ -625,10 +629,9 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                               : &channels_last_resident_kernel<Op, kChannelsLastThreads>;
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
       if (!status.ok()) return status;
-      const int64_t samples = plan.num_slices * plan.slice_channels / plan.channels;
-      status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0, static_cast<std::size_t>(samples) * sizeof(unsigned),
-                                           stream),
-                           "cudaMemsetAsync(sample arrivals)");
+      status = cuda_status(
+          cudaMemsetAsync(args.slice_arrivals, 0, static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned), stream),
+          "cudaMemsetAsync(sample arrivals)");
       if (!status.ok()) return status;
       // A group's CTAs wait for each other.
       return launch_co_resident("channels_last resident launch", kernel, static_cast<unsigned>(plan.grid),

@@ -16,13 +16,6 @@
 namespace inorm::testing {
 namespace {
 
-// The forms a shape runs in: the resident one (exchange global) where tiles hold whole rows
-// (C <= 256), and the three kernels (exchange none), each forced.
-std::vector<Exchange> forms_of(const std::vector<int64_t>& shape) {
-  if (shape[1] > 256) return {Exchange::kNone};
-  return {Exchange::kGlobal, Exchange::kNone};
-}
-
 Case channels_last_case(Pass pass, std::vector<int64_t> shape, DType dtype, Exchange form = Exchange::kAuto) {
   Case c;
   c.options.force_exchange = form;
@@ -65,7 +58,7 @@ TEST(GpuChannelsLast, ForwardEveryDtype) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : channels_last_shapes()) {
-      for (Exchange form : forms_of(s.shape)) {
+      for (Exchange form : channels_last_forms(s.shape)) {
         expect_passes(channels_last_case(Pass::kForward, s.shape, dtype, form), s.why + form_name(form));
       }
     }
@@ -76,7 +69,7 @@ TEST(GpuChannelsLast, BackwardEveryDtype) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : channels_last_shapes()) {
-      for (Exchange form : forms_of(s.shape)) {
+      for (Exchange form : channels_last_forms(s.shape)) {
         expect_passes(channels_last_case(Pass::kBackward, s.shape, dtype, form), s.why + form_name(form));
       }
     }
@@ -117,7 +110,7 @@ TEST(GpuChannelsLast, OffsetDataKeepsItsDigits) {
     for (DType dtype : kAllDtypes) {
       for (Pass pass : {Pass::kForward, Pass::kBackward}) {
         for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 64, 128, 128}, {3, 5, 33, 31}}) {
-          for (Exchange form : forms_of(shape)) {
+          for (Exchange form : channels_last_forms(shape)) {
             Case c = channels_last_case(pass, shape, dtype, form);
             ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
             expect_passes(c, data + form_name(form));
@@ -132,7 +125,7 @@ TEST(GpuChannelsLast, NanStaysInItsSlice) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-      for (Exchange form : forms_of({2, 7, 40, 40})) {
+      for (Exchange form : channels_last_forms({2, 7, 40, 40})) {
         Case c = channels_last_case(pass, {2, 7, 40, 40}, dtype, form);
         c.nan_slice = 9;  // sample 1, channel 2
         expect_passes(c, "NaN in slice 9" + form_name(form));
@@ -151,7 +144,7 @@ TEST(GpuChannelsLast, MisalignedInPlaceAndRepeated) {
       for (const std::vector<int64_t>& shape :
            {std::vector<int64_t>{2, 64, 128, 128}, {4, 3, 64, 64}, {2, 600, 9, 11}}) {
         for (int64_t offset : {0, 1}) {
-          for (Exchange form : forms_of(shape)) {
+          for (Exchange form : channels_last_forms(shape)) {
             Case c = channels_last_case(pass, shape, dtype, form);
             c.x_offset = offset;
             c.y_offset = offset;

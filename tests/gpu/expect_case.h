@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,14 @@ inline void expect_passes_in_place_and_repeated(const Case& c, const std::string
   if (repeated.running == Running::kUpdate) repeated.running = Running::kNone;
   repeated.bitwise_repeats = 3;
   expect_passes(repeated, why + ", three runs, same bits");
+}
+
+// The channels_last forms a shape (N, C, spatial...) runs in, each forced through
+// PlanOptions.force_exchange: the resident one (kGlobal) where tiles hold whole rows (C <= 256) and
+// there is a batch to hold, and the three kernels (kNone).
+inline std::vector<Exchange> channels_last_forms(const std::vector<int64_t>& shape) {
+  if (shape[0] == 0 || shape[1] > 256) return {Exchange::kNone};
+  return {Exchange::kGlobal, Exchange::kNone};
 }
 
 inline constexpr DType kAllDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};

@@ -176,10 +176,7 @@ TEST(GpuGroupNorm, ChannelsLast) {
       int turn = 0;
       for (const GroupShape& s : channels_last_group_shapes()) {
         for (int64_t groups : s.groups) {
-          // Both forms where tiles hold whole rows (C <= 256): resident (exchange global) and the
-          // three kernels (none).
-          for (Exchange form : {Exchange::kGlobal, Exchange::kNone}) {
-            if (form == Exchange::kGlobal && (s.shape[1] > 256 || s.shape[0] == 0)) continue;
+          for (Exchange form : channels_last_forms(s.shape)) {
             Case c = group_case(pass, s.shape, dtype, groups, turn++ % 2 ? Activation::kLeakyRelu : Activation::kSilu);
             c.layout = Layout::kChannelsLast;
             c.expect_path = s.shape[0] == 0 ? Path::kEmpty : Path::kChannelsLast;
