@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
 
   AllSum all_sum{reduce_storage};
   const ChunkStats<Acc> mine =
-      ForwardOp<T, false>::reduce(args, typename ForwardOp<T, false>::Context{}, chunk, ChunkPlace{slice, begin, rank, threadIdx.x == 0}, len, all_sum);
+      ForwardOp<T, false>::reduce(args, {}, chunk, ChunkPlace{slice, begin, rank, threadIdx.x == 0}, len, all_sum);
   cluster.barrier_wait(std::move(cluster_started));
   if (threadIdx.x == 0) {
     for (unsigned r = 0; r < cluster_size; ++r) *cluster.map_shared_rank(&cluster_stats[rank], r) = mine;

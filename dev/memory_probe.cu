@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real
     ChunkStats<Acc> mine{static_cast<Acc>(len), 0.f, 0.f, static_cast<Acc>(len)};
     if (!kNoStats) {
       if (!kOnePass) {
-        mine = ForwardOp<T, false>::reduce(KernelArgs{}, typename ForwardOp<T, false>::Context{}, chunk, ChunkPlace{}, len, all_sum);
+        mine = ForwardOp<T, false>::reduce(KernelArgs{}, {}, chunk, ChunkPlace{}, len, all_sum);
       } else {
         Acc sum = 0.f;
         for (int64_t v = threadIdx.x; v < range.body_vecs; v += kThreads) {
@@ -459,7 +459,7 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) clus
     chunk.range = range;
     chunk.len = len;
         AllSum all_sum{reduce_storage};
-    const ChunkStats<Acc> mine = ForwardOp<T, false>::reduce(KernelArgs{}, typename ForwardOp<T, false>::Context{}, chunk, ChunkPlace{}, len, all_sum);
+    const ChunkStats<Acc> mine = ForwardOp<T, false>::reduce(KernelArgs{}, {}, chunk, ChunkPlace{}, len, all_sum);
     const int b = step & 1;
     if (threadIdx.x == 0) {
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,

@@ -184,7 +184,6 @@ inline constexpr int kChannelsLastResidentCtasPerSm = 3;
 inline constexpr int kChannelsLastResidentWideThreads = 512;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
 inline constexpr int kChannelsLastFinishThreads = 128;
-inline constexpr int kChannelsLastFinishLanes = 32;         // a warp a slice
 inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
 // Bytes of a slice's elementwise coefficients in the workspace (the largest op's: the float64
 // backward with an activation).

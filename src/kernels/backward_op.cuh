@@ -54,7 +54,6 @@ struct BackwardOp {
   static constexpr int kInputs = 2;  // x, dy
   static constexpr bool kChannelCoefficients = kSpansChannels;
   using Partial = GradSums<Acc>;  // InstanceNorm: sums of dz; GroupNorm: of g = dz * w
-  static constexpr bool kReducesLanes = false;  // its reduce takes one slice at a time (forward_op.cuh)
   struct Totals {
     Acc dy;
     Acc dy_d;

@@ -3,9 +3,8 @@
 // [tile_rows spatial positions x channel_block channels]:
 //   reduce  each tile is staged in shared memory, then every channel's column is reduced from
 //           there with the op's reduce (the threads of a column sum through shared memory in a
-//           fixed order; a thread takes a 16-byte run of channels where the rows are aligned and
-//           the op reduces lanes), one float64 partial per (channel of a sample, tile);
-//   finish  a warp per slice combines the partials of its channels' tiles (one channel, or a
+//           fixed order), one float64 partial per (channel of a sample, tile);
+//   finish  a CTA per slice combines the partials of its channels' tiles (one channel, or a
 //           GroupNorm group's C / groups; the op's combine_split, as the split path does) and keeps
 //           each of its channels' elementwise coefficients in the workspace;
 //   apply   each tile again: every output element from its inputs and its channel's coefficients.
@@ -244,26 +243,6 @@ struct ColumnSum {
 
   template <typename V>
   __device__ V operator()(V v) const {
-    return tree(v);
-  }
-  // A pair of Lanes (the lane reduction's) may be larger than a cell: its halves sum apart.
-  template <typename A>
-  __device__ PairSum<A> operator()(PairSum<A> v) const {
-    if constexpr (sizeof(v) <= kCellBytes) {
-      return tree(v);
-    } else {
-      const A first = tree(v.first);
-      return {first, tree(v.second)};
-    }
-  }
-  template <typename V>
-  __device__ V last(V v) const {
-    return (*this)(v);
-  }
-
- private:
-  template <typename V>
-  __device__ V tree(V v) const {
     static_assert(sizeof(V) <= kCellBytes, "a column sum's value fits its cell");
     V* cell = reinterpret_cast<V*>(scratch);
     cell[threadIdx.x] = v;
@@ -277,6 +256,10 @@ struct ColumnSum {
     const V total = cell[t.column];
     __syncthreads();  // the cells are free for the next sum
     return total;
+  }
+  template <typename V>
+  __device__ V last(V v) const {
+    return (*this)(v);
   }
 };
 
@@ -314,98 +297,7 @@ __device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, cons
   __syncthreads();  // every thread is past its last read of the staged tile
 }
 
-// A run's elements (16 bytes, aligned) as accumulators. A bfloat16 is the high half of a float32: each 32-bit word's low
-// element shifted up, its high one masked, one instruction an element (the intrinsic's conversion
-// of the high one took two in the SASS).
-template <typename T>
-__device__ __forceinline__ Lanes<AccOf<T>, kVecOf<T>> load_lanes(const T* run) {
-  using Value = Lanes<AccOf<T>, kVecOf<T>>;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(run);
-    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-    return Value::of([&](int e) { return __uint_as_float(e % 2 ? words[e / 2] & 0xffff0000u : words[e / 2] << 16); });
-  } else {
-    const Pack<T> pack = load_pack(run);
-    return Value::of([&](int e) { return Traits<T>::to_acc(pack.v[e]); });
-  }
-}
-
-// A thread's run of kVecOf<T> channels in a staged tile whose rows are 16-byte aligned, over its
-// rows as in TileColumn: f(v) with v[i] the run's elements of input i as Lanes, one load a run.
-template <typename T, int kInputs>
-struct TileLanes {
-  using Value = Lanes<AccOf<T>, kVecOf<T>>;
-  const T* inputs[kInputs];  // the thread's first run in each staged tile
-  int step;                  // rows a pass * channel_block
-  int count;                 // the thread's rows
-  template <typename F>
-  __device__ __forceinline__ void for_each(F&& f) const {
-#pragma unroll 2
-    for (int k = 0; k < count; ++k) {
-      Value v[kInputs];
-#pragma unroll
-      for (int i = 0; i < kInputs; ++i) {
-        v[i] = load_lanes(inputs[i] + k * step);
-      }
-      f(v);
-    }
-  }
-};
-
-// reduce_tile_columns with a thread a run of kVecOf<T> channels (t: a column a run), where the op's
-// reduce takes Lanes (Op::kReducesLanes) and the staged rows are 16-byte aligned (plan.vector_io):
-// a sixteen-byte load and V independent sums where the column path takes a load and a dependent
-// sum an element. Same partials, same order of sums within each channel.
-template <typename Op, typename T, int kInputs>
-__device__ __forceinline__ void reduce_tile_lanes(const KernelArgs& args, const Tile& tile,
-                                                  const StagedTile<T, kInputs>& staged, const TileThread& t,
-                                                  const ColumnSum& all_sum) {
-  constexpr int kLanes = kVecOf<T>;
-  auto* partials = static_cast<typename Op::SplitPartial*>(args.split_partials);
-  const bool active = t.column * kLanes < tile.width;
-  // The run's first channel of the sample, and each lane's slice.
-  const int64_t channel = tile.sample * args.channels + tile.first_channel + (active ? t.column * kLanes : 0);
-  int64_t slices[kLanes];
-#pragma unroll
-  for (int e = 0; e < kLanes; ++e) slices[e] = (channel + e) / args.slice_channels;
-  TileLanes<T, kInputs> run;
-#pragma unroll
-  for (int i = 0; i < kInputs; ++i) {
-    run.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column * kLanes;
-  }
-  run.step = t.rows * args.channel_block;
-  run.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
-  // The place is for sums by channel inside a chunk, which an op reducing lanes does not take.
-  const ChunkPlace place{slices[0], 0, 0, false};
-  const auto part = Op::reduce(args, Op::template lane_context<kLanes>(args, slices), run, place, tile.rows, all_sum);
-  if (active && t.row == 0) {
-#pragma unroll
-    for (int e = 0; e < kLanes; ++e) {
-      partials[(channel + e) * args.parts_per_slice + tile.index] = Op::to_split(Op::template lane<kLanes>(part, e));
-    }
-    __threadfence();
-  }
-  __syncthreads();  // every thread is past its last read of the staged tile
-}
-
-// The column reduction of a staged tile, by runs of channels (kLanes) or a channel a thread: `t`
-// places the thread (tile_thread).
-template <typename Op, bool kLanes, typename T, int kInputs>
-__device__ __forceinline__ void reduce_tile(const KernelArgs& args, const Tile& tile,
-                                            const StagedTile<T, kInputs>& staged, const TileThread& t,
-                                            const ColumnSum& all_sum) {
-  if constexpr (kLanes) {
-    reduce_tile_lanes<Op>(args, tile, staged, t, all_sum);
-  } else {
-    reduce_tile_columns<Op>(args, tile, staged, t, all_sum);
-  }
-}
-template <typename T, bool kLanes>
-__device__ __forceinline__ TileThread tile_thread(const KernelArgs& args) {
-  return TileThread(kLanes ? args.channel_block / kVecOf<T> : args.channel_block);
-}
-
-template <typename Op, TileLoad kLoad, bool kLanes>
+template <typename Op, TileLoad kLoad>
 __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using T = typename Op::Elem;
@@ -416,29 +308,14 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   __shared__ alignas(16) unsigned char scratch[kChannelsLastThreads * ColumnSum::kCellBytes];
   if constexpr (kLoad == TileLoad::kBulk) init_tile_barrier(loaded);
   __syncthreads();
-  const TileThread t = tile_thread<T, kLanes>(args);
+  const TileThread t(args.channel_block);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
   int64_t blocks = 0;
   const int64_t items = channels_last_items(args, &blocks);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const Tile tile = tile_of(args, item, blocks);
-    reduce_tile<Op, kLanes>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, all_sum);
-  }
-}
-
-// f(index, lane, owner) for indices [0, count), kLanes lanes each (`lane`: this thread's place among
-// them), over the whole warps of CTAs `cta` of `ctas`: every lane of those warps calls f in every
-// round (the lanes shuffle), those past the last index with it again and `owner` false.
-template <int kLanes, typename F>
-__device__ __forceinline__ void for_each_lane_group(int64_t count, int64_t cta, int64_t ctas, F&& f) {
-  const int threads = static_cast<int>(blockDim.x) / 32 * 32;
-  if (static_cast<int>(threadIdx.x) >= threads) return;
-  const int per_cta = threads / kLanes;
-  const int64_t group = cta * per_cta + static_cast<int>(threadIdx.x) / kLanes;
-  const int lane = static_cast<int>(threadIdx.x) % kLanes;
-  for (int64_t first = 0; first < count; first += ctas * per_cta) {
-    f(min(first + group, count - 1), lane, first + group < count);
+    reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, all_sum);
   }
 }
 
@@ -453,31 +330,35 @@ __device__ __forceinline__ typename Op::Coefficients channel_coefficients(const 
   return c;
 }
 
-// A warp a slice combines the partials of its channels' tiles (the op's combine_split) and keeps each
-// of its channels' coefficients in the workspace: no CTA-wide sums, and as many slices at once as
-// warps fit (a 128-thread CTA a slice took 11 us on 64x64x128x128, two waves of one-slice CTAs).
 template <typename Op>
 __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_finish_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using Coefficients = typename Op::Coefficients;
   using SplitSums = typename Op::SplitPartial;
+  using CombineSum = BlockAllSum<double, kChannelsLastFinishThreads>;
+  __shared__ typename CombineSum::TempStorage combine_storage;
+  __shared__ alignas(16) unsigned char slice_coefficients[sizeof(Coefficients)];
   const auto* partials = static_cast<const SplitSums*>(args.split_partials);
   auto* coefficients = static_cast<unsigned char*>(args.slice_coefficients);
   // The partials of a slice's channels lie together: the tiles of each, channel after channel.
-  const int parts = static_cast<int>(args.slice_channels * args.parts_per_slice);  // the planner keeps it in int
-  for_each_lane_group<kChannelsLastFinishLanes>(args.num_slices, blockIdx.x, gridDim.x, [&](int64_t slice, int lane,
-                                                                                          bool owner) {
+  const int64_t parts = args.slice_channels * args.parts_per_slice;  // the planner keeps it in int
+  for (int64_t slice = blockIdx.x; slice < args.num_slices; slice += gridDim.x) {
     const SplitSums* slice_partials = partials + slice * parts;
-    GroupAllSum<kChannelsLastFinishLanes, kChannelsLastFinishThreads> lane_sum;
-    const SplitSums stats = Op::combine_split([&](int i) { return load_l2<SplitSums>(slice_partials + i); }, parts,
-                                              lane, kChannelsLastFinishLanes, lane_sum);
-    if (!owner) return;
-    const Coefficients c = Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), lane == 0);
-    for (int64_t local = lane; local < args.slice_channels; local += kChannelsLastFinishLanes) {
-      *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) =
-          channel_coefficients<Op>(args, slice, c, local);
+    CombineSum combine_sum{combine_storage};
+    const SplitSums stats = Op::combine_split([&](int i) { return load_l2<SplitSums>(slice_partials + i); },
+                                              static_cast<int>(parts), threadIdx.x, kChannelsLastFinishThreads,
+                                              combine_sum);
+    if (threadIdx.x == 0) {
+      *reinterpret_cast<Coefficients*>(slice_coefficients) =
+          Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), true);
     }
-  });
+    __syncthreads();
+    for (int64_t local = threadIdx.x; local < args.slice_channels; local += blockDim.x) {
+      *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) =
+          channel_coefficients<Op>(args, slice, *reinterpret_cast<const Coefficients*>(slice_coefficients), local);
+    }
+    __syncthreads();  // the slice's coefficients are used again
+  }
 }
 
 // The elementwise pass of a staged tile of whole rows (the bulk path): every element of the run
@@ -617,6 +498,21 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
 // slice, without a CTA-wide sum per slice.
 inline constexpr int kCombineLanes = 4;
 
+// f(index, lane, owner) for indices [0, count), kCombineLanes lanes each (`lane`: this thread's place
+// among them), over the CTA's whole warps: every lane of those warps calls f in every round (the
+// lanes shuffle), those past the last index with it again and `owner` false.
+template <typename F>
+__device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f) {
+  const int threads = static_cast<int>(blockDim.x) / 32 * 32;
+  if (static_cast<int>(threadIdx.x) >= threads) return;
+  const int per_round = threads / kCombineLanes;
+  const int group = static_cast<int>(threadIdx.x) / kCombineLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kCombineLanes;
+  for (int64_t first = 0; first < count; first += per_round) {
+    f(min(first + group, count - 1), lane, first + group < count);
+  }
+}
+
 // The resident form (plan.exchange == Exchange::kGlobal), where tiles hold whole rows and a
 // sample's tiles fit on chip at once: a group of parts_per_slice CTAs holds a sample, a tile each,
 // in shared memory from its reduction to its elementwise pass, so every input is read once. The
@@ -626,7 +522,7 @@ inline constexpr int kCombineLanes = 4;
 // over the samples; the cooperative launch keeps every CTA of a group resident. kThreads: at most
 // kChannelsLastThreads at up to kChannelsLastResidentCtasPerSm CTAs an SM, or
 // kChannelsLastResidentWideThreads alone on its SM.
-template <typename Op, int kThreads, bool kLanes>
+template <typename Op, int kThreads>
 __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 : kChannelsLastResidentCtasPerSm)
     channels_last_resident_kernel(const KernelArgs args) {
   begin_dependent_kernel();
@@ -640,7 +536,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
   __shared__ alignas(16) unsigned char scratch[kThreads * ColumnSum::kCellBytes];
   init_tile_barrier(loaded);
   __syncthreads();
-  const TileThread t = tile_thread<T, kLanes>(args);
+  const TileThread t(args.channel_block);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
   const auto* partials = static_cast<const SplitSums*>(args.split_partials);
@@ -658,7 +554,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
   for (int64_t sample = blockIdx.x / group; sample < samples; sample += groups) {
     const Tile tile = tile_of(args, sample * group + rank, 1);
     const StagedTile<T, kInputs> staged = stage_tile<TileLoad::kBulk, kInputs>(inputs, tile, smem, loaded, args);
-    reduce_tile<Op, kLanes>(args, tile, staged, t, all_sum);
+    reduce_tile_columns<Op>(args, tile, staged, t, all_sum);
     if (threadIdx.x == 0) {  // after the barrier that follows every partial's fence
       cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
       arrivals.fetch_add(1u, cuda::memory_order_release);
@@ -666,7 +562,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
       }
     }
     __syncthreads();
-    for_each_lane_group<kCombineLanes>(slices, 0, 1, [&](int64_t s, int lane, bool owner) {
+    for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
       const int64_t slice = sample * slices + s;
       const SplitSums* slice_partials = partials + slice * parts;
       GroupAllSum<kCombineLanes, kThreads> lane_sum;
@@ -727,18 +623,10 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
   }
   return dispatch_op</*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
-    // Tiles of whole rows, each row 16-byte aligned (vector_io), are reduced a run a thread where the
-    // op takes lanes. (The channel blocks' staging holds 8 runs a thread in registers already: with
-    // lanes their reduction took 106 registers, two CTAs an SM, against 79.)
-    const bool lanes = Op::kReducesLanes && plan.vector_io && channels_last_whole_rows(plan);
     if (channels_last_resident(plan)) {
-      const auto kernel_of = [&](auto lanes_tag) {
-        constexpr bool kLanes = decltype(lanes_tag)::value;
-        return plan.threads > kChannelsLastThreads
-                   ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads, kLanes>
-                   : &channels_last_resident_kernel<Op, kChannelsLastThreads, kLanes>;
-      };
-      const auto kernel = lanes ? kernel_of(std::bool_constant<Op::kReducesLanes>{}) : kernel_of(std::false_type{});
+      const auto kernel = plan.threads > kChannelsLastThreads
+                              ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads>
+                              : &channels_last_resident_kernel<Op, kChannelsLastThreads>;
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
       if (!status.ok()) return status;
       status = cuda_status(
@@ -757,18 +645,13 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       // Only the bulk path stages the elementwise pass's tiles.
       const std::size_t apply_smem = kLoad == TileLoad::kBulk ? smem : 0;
       const auto grid = static_cast<unsigned>(plan.grid);
-      void (*reduce)(KernelArgs) = &channels_last_reduce_kernel<Op, kLoad, false>;
-      if constexpr (Op::kReducesLanes && kLoad == TileLoad::kBulk) {
-        if (lanes) reduce = &channels_last_reduce_kernel<Op, kLoad, true>;
-      }
+      void (*const reduce)(KernelArgs) = &channels_last_reduce_kernel<Op, kLoad>;
       void (*const apply)(KernelArgs) = &channels_last_apply_kernel<Op, kLoad>;
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
       if (status.ok()) status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
       if (status.ok()) status = launch_dependent("channels_last reduce launch", reduce, grid, threads, smem, stream, args);
       if (!status.ok()) return status;
-      const int64_t slices_a_cta = kChannelsLastFinishThreads / kChannelsLastFinishLanes;
-      const auto finish_grid = static_cast<unsigned>(
-          std::min<int64_t>((plan.num_slices + slices_a_cta - 1) / slices_a_cta, kChannelsLastFinishGrid));
+      const auto finish_grid = static_cast<unsigned>(std::min<int64_t>(plan.num_slices, kChannelsLastFinishGrid));
       status = launch_dependent("channels_last finish launch", &channels_last_finish_kernel<Op>, finish_grid,
                                 kChannelsLastFinishThreads, 0, stream, args);
       if (!status.ok() || args.out == nullptr) return status;  // the backward without dx: weight gradients only

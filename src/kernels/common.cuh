@@ -387,39 +387,6 @@ template <typename Acc>
 __device__ __forceinline__ TripleSum<Acc> operator+(const TripleSum<Acc>& a, const TripleSum<Acc>& b) {
   return {a.first + b.first, a.second + b.second, a.third + b.third};
 }
-// V accumulators side by side, with one accumulator's arithmetic taken lane by lane (a scalar
-// operand is every lane's): an op's reduce over V channels at once, a thread's 16-byte run of
-// each row (channels_last.cu's column reduction), with V independent chains and one load a run.
-template <typename A, int V>
-struct Lanes {
-  A v[V];
-  Lanes() = default;
-  __device__ __forceinline__ explicit Lanes(A s) {
-#pragma unroll
-    for (int e = 0; e < V; ++e) v[e] = s;
-  }
-  template <typename F>
-  __device__ __forceinline__ static Lanes of(F&& f) {
-    Lanes r;
-#pragma unroll
-    for (int e = 0; e < V; ++e) r.v[e] = f(e);
-    return r;
-  }
-  __device__ __forceinline__ Lanes& operator+=(const Lanes& b) { return *this = *this + b; }
-  friend __device__ __forceinline__ Lanes operator+(const Lanes& a, const Lanes& b) {
-    return of([&](int e) { return a.v[e] + b.v[e]; });
-  }
-  friend __device__ __forceinline__ Lanes operator-(const Lanes& a, const Lanes& b) {
-    return of([&](int e) { return a.v[e] - b.v[e]; });
-  }
-  friend __device__ __forceinline__ Lanes operator*(const Lanes& a, const Lanes& b) {
-    return of([&](int e) { return a.v[e] * b.v[e]; });
-  }
-  friend __device__ __forceinline__ Lanes operator/(const Lanes& a, A b) {
-    return of([&](int e) { return a.v[e] / b; });
-  }
-};
-
 // a + b for any of the sums above (and plain accumulators), as CUB's reductions take it.
 struct SumOp {
   template <typename V>

@@ -122,11 +122,9 @@ struct ForwardOp {
   // The slice's first element, which every chunk's sum is taken around: a constant slice then sums
   // to exactly 0, so its variance is exactly 0 and eps = 0 gives NaN as PyTorch does (a mean from
   // sum / n may miss the constant by an ulp and leave a tiny variance).
-  template <typename A>
-  struct ContextOf {
-    A shift;
+  struct Context {
+    Acc shift;
   };
-  using Context = ContextOf<Acc>;
   struct Coefficients : Epilogue {
     SliceAffine<Acc> affine;
     Acc rstd;  // the slice's: for_channel scales another channel's weight by it
@@ -141,39 +139,25 @@ struct ForwardOp {
     return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first))};
   }
 
-  // Lanes: the reduce below takes V slices at once (common.cuh Lanes), as channels_last's column
-  // reduction runs it over a thread's V channels.
-  static constexpr bool kReducesLanes = true;
-  template <int V>
-  static __device__ __forceinline__ ContextOf<Lanes<Acc, V>> lane_context(const KernelArgs& args,
-                                                                         const int64_t (&slices)[V]) {
-    return {Lanes<Acc, V>::of([&](int e) { return context(args, slices[e]).shift; })};
-  }
-  template <int V>
-  static __device__ __forceinline__ Partial lane(const ChunkStats<Lanes<Acc, V>>& s, int e) {
-    return Partial{s.count.v[e], s.mean.v[e], s.resid.v[e], s.m2.v[e]};
-  }
-
   // Corrected two-pass statistics of the `count` elements: their mean, then the deviations from it
-  // and their residual. A: Acc, or Lanes of it (a slice a lane).
-  template <typename Elements, typename AllSum, typename A>
-  static __device__ __forceinline__ ChunkStats<A> reduce(const KernelArgs&, const ContextOf<A>& ctx,
-                                                         const Elements& elements, const ChunkPlace&, int64_t count,
-                                                         AllSum& all_sum) {
-    A sum = A(0);
-    elements.for_each([&](const A(&v)[1]) { sum += v[0] - ctx.shift; });
+  // and their residual.
+  template <typename Elements, typename AllSum>
+  static __device__ __forceinline__ Partial reduce(const KernelArgs&, const Context& ctx, const Elements& elements,
+                                                   const ChunkPlace&, int64_t count, AllSum& all_sum) {
+    Acc sum = Acc(0);
+    elements.for_each([&](const Acc(&v)[1]) { sum += v[0] - ctx.shift; });
     sum = all_sum(sum);
     const Acc n = static_cast<Acc>(count);
-    const A mean = count > 0 ? ctx.shift + sum / n : A(0);
-    PairSum<A> dev{A(0), A(0)};
-    elements.for_each([&](const A(&v)[1]) {
-      const A d = v[0] - mean;
+    const Acc mean = count > 0 ? ctx.shift + sum / n : Acc(0);
+    PairSum<Acc> dev{Acc(0), Acc(0)};
+    elements.for_each([&](const Acc(&v)[1]) {
+      const Acc d = v[0] - mean;
       dev.first += d;
       dev.second += d * d;
     });
     dev = all_sum.last(dev);
-    const A resid = count > 0 ? dev.first / n : A(0);
-    return ChunkStats<A>{A(n), mean, resid, dev.second - dev.first * resid};
+    const Acc resid = count > 0 ? dev.first / n : Acc(0);
+    return Partial{n, mean, resid, dev.second - dev.first * resid};
   }
 
   static __device__ __forceinline__ Totals combine(const Partial* partials, int count) {
