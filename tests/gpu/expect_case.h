@@ -17,7 +17,8 @@ inline void expect_passes(const Case& c, const std::string& why) {
   std::string failures;
   for (const std::string& f : outcome.failures) failures += "\n  " + f;
   EXPECT_TRUE(outcome.failures.empty()) << why << ": " << pass_name(c.pass) << " " << describe(c) << " ["
-                                        << outcome.plan << "] seed " << outcome.seed << failures;
+                                        << outcome.plan << "] seed " << outcome.seed
+                                        << " (rerun: INORM_CASE_SEED=" << outcome.seed << ")" << failures;
 }
 
 // `c` again in place, and three times (without a running-stat update, which would change from run
