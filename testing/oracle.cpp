@@ -26,6 +26,12 @@ double activation_gradient(Activation activation, double negative_slope, double 
   }
 }
 
+double activation_gradient_scale(Activation activation, double negative_slope, double z, double dy) {
+  if (activation != Activation::kSilu) return std::fabs(activation_gradient(activation, negative_slope, z, dy));
+  const double s = 1.0 / (1.0 + std::exp(-z));
+  return std::fabs(dy) * (s + std::fabs(z) * s * (1.0 - s));
+}
+
 bool has_kink(Activation activation) {
   return activation == Activation::kRelu || activation == Activation::kLeakyRelu;
 }
@@ -160,14 +166,15 @@ BackwardResult instance_norm_backward_reference(const BackwardProblem& p) {
       xhat[i] = (xs[i] - static_cast<long double>(mean)) * rstd;
       zs[i] = (xs[i] - z_center) * z_rstd * weight(c) + bias(c);
       const double dz = activation_gradient(p.activation, p.negative_slope, zs[i], dys[i]);
+      const double dz_size = activation_gradient_scale(p.activation, p.negative_slope, zs[i], dys[i]);
       g[i] = static_cast<long double>(dz) * weight(c);
       sum_g += g[i];
       sum_g_xhat += g[i] * xhat[i];
-      sum_sq_g += g[i] * g[i];
+      sum_sq_g += static_cast<long double>(dz_size * weight(c)) * (dz_size * weight(c));
       dweight[c] += dz * xhat[i];
       dbias[c] += dz;
-      result.dweight_scale[c] += std::fabs(static_cast<double>(dz * xhat[i]));
-      result.dbias_scale[c] += std::fabs(dz);
+      result.dweight_scale[c] += std::fabs(static_cast<double>(dz_size * xhat[i]));
+      result.dbias_scale[c] += dz_size;
     }
     result.dx_scale[s] = static_cast<double>(rstd * std::sqrt(sum_sq_g / std::max<long double>(n, 1)));
     double* dxs = result.dx.data() + s * slices.len;

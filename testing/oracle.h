@@ -14,6 +14,12 @@ namespace inorm::testing {
 // The activation of z and dy * its derivative at z, PyTorch's formulas (inorm.h Activation).
 double activate(Activation activation, double negative_slope, double z);
 double activation_gradient(Activation activation, double negative_slope, double z, double dy);
+// The size of the terms dy * activation'(z) is made of, for tolerances: |dz|, but for SiLU
+// |dy| * (s + |z| s (1 - s)), s = sigmoid(z). SiLU's derivative crosses 0 at z = -1.278, where its
+// two terms cancel: the kernels' z, a few roundings of the stats type off the oracle's, moves dz
+// there by that much times silu''(z), which |dz| alone cannot bound (measured: a bfloat16 case whose
+// coarse data put a channel's z near the root missed dbias by 3e-5 of |dbias|, 1-2% of runs).
+double activation_gradient_scale(Activation activation, double negative_slope, double z, double dy);
 // Whether the activation has a kink (relu, leaky_relu) at z = 0, where the side its derivative takes
 // depends on rounding; and how near 0 such a z lies for that: the kernels' z in the stats type of
 // `dtype` against the oracle's in float64, a few roundings of the stats type around z's terms
@@ -91,8 +97,9 @@ struct BackwardResult {
   std::vector<double> dweight;  // [C]: sum over n and the slice of dz * xhat
   std::vector<double> dbias;    // [C]: sum over n and the slice of dz
   std::vector<double> z;        // [N * C * S]: the pre-activation values (xhat * weight + bias)
-  // Scales for tolerances: per slice rstd * rms(dz * weight) (dx's terms are of that size), per
-  // channel the sums of |dz * xhat| and |dz| (the size of the terms dweight and dbias add up).
+  // Scales for tolerances, from each element's gradient size |dz| (activation_gradient_scale): per
+  // slice rstd * rms(|dz| * weight) (dx's terms are of that size), per channel the sums of
+  // |dz * xhat| and |dz| (the size of the terms dweight and dbias add up).
   std::vector<double> dx_scale;       // [N * groups]
   std::vector<double> dweight_scale;  // [C]
   std::vector<double> dbias_scale;    // [C]

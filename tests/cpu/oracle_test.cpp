@@ -248,6 +248,21 @@ TEST(Oracle, ActivationsByHand) {
   EXPECT_DOUBLE_EQ(activation_gradient(Activation::kSilu, 0.1, 0.0, 2.0), 1.0);  // silu'(0) = 1/2
 }
 
+// A gradient's size for tolerances is |dz|, except near SiLU's root (z = -1.2785), where dz cancels
+// to 0 and its terms are about 0.44 |dy|.
+TEST(Oracle, GradientScales) {
+  EXPECT_DOUBLE_EQ(activation_gradient_scale(Activation::kLeakyRelu, 0.1, -2.0, -3.0), 0.3);
+  EXPECT_EQ(activation_gradient_scale(Activation::kNone, 0.1, -2.0, -3.0), 3.0);
+  const double root = -1.2784645;
+  EXPECT_LT(std::fabs(activation_gradient(Activation::kSilu, 0.1, root, 1.0)), 1e-7);
+  EXPECT_NEAR(activation_gradient_scale(Activation::kSilu, 0.1, root, -1.0), 0.436, 0.001);
+  for (const double z : {-30.0, -5.0, 0.0, 2.0, 30.0}) {  // away from it, within 2.2x of |dz|
+    const double dz = std::fabs(activation_gradient(Activation::kSilu, 0.1, z, 2.0));
+    EXPECT_GE(activation_gradient_scale(Activation::kSilu, 0.1, z, 2.0), dz) << z;
+    EXPECT_LE(activation_gradient_scale(Activation::kSilu, 0.1, z, 2.0), 2.2 * dz) << z;
+  }
+}
+
 }  // namespace
 }  // namespace inorm::testing
 
