@@ -206,11 +206,11 @@ struct BackwardOp {
   // The sums of `parts` partials (partial(i): the i-th) in float64, taken by `lanes` threads (this
   // one `lane`) and summed over them by all_sum (a CTA's or a group of lanes') in a fixed order.
   // Every lane gets the result, which combines again as a partial.
-  template <typename Partials, typename AllSum>
+  template <int kInFlight, typename Partials, typename AllSum>
   static __device__ SplitPartial combine_split(const Partials& partial, int parts, int lane, int lanes,
                                                AllSum& all_sum) {
     TripleSum<double> local{0.0, 0.0, 0.0};
-#pragma unroll 4
+#pragma unroll kInFlight
     for (int i = lane; i < parts; i += lanes) {
       const SplitPartial p = partial(i);
       local.first += p.dy;

@@ -14,9 +14,10 @@
 //                                          is used in thread 0); `place` (common.cuh ChunkPlace)
 //                                          says where the chunk lies, for sums per channel
 //   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
-//   SplitPartial to_split(partial), combine_split(partial, parts, lane, lanes, all_sum), from_split(split)
-//                                          the same in float64 through global memory (split_pipelined,
-//                                          channels_last), combined by a CTA or a group of lanes
+//   SplitPartial to_split(partial), combine_split<kInFlight>(partial, parts, lane, lanes, all_sum),
+//   from_split(split)                      the same in float64 through global memory (split_pipelined,
+//                                          channels_last), combined by a CTA or a group of lanes, each
+//                                          lane kInFlight partials at a time (config.h kCombineInFlight)
 //   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise coefficients
 //                                          (of the slice's first channel)
 //   Acc apply(coefficients, activation, v) the output element from the inputs' element v, with the
@@ -199,14 +200,14 @@ struct ForwardOp {
   // division: merging the partials pairwise by Chan's formula (a division per merge, a dependent
   // tree) cost 1-5 us in split_slice (dev/VARIANTS.md 27). Every lane gets the result, which
   // combines again as a partial.
-  template <typename Partials, typename AllSum>
+  template <int kInFlight, typename Partials, typename AllSum>
   static __device__ SplitPartial combine_split(const Partials& partial, int parts, int lane, int lanes,
                                                AllSum& all_sum) {
     // The mean is base + offset, kept in two parts (base, partial 0's rounded mean; offset, the
     // weighted mean of the partials' differences from it).
     const double base = partial(0).mean;
     PairSum<double> local{0.0, 0.0};  // (count, count * deviation)
-#pragma unroll 4
+#pragma unroll kInFlight
     for (int i = lane; i < parts; i += lanes) {
       const SplitPartial p = partial(i);
       local.first += p.count;
@@ -215,7 +216,7 @@ struct ForwardOp {
     const PairSum<double> total = all_sum(local);
     const double offset = total.second / total.first;
     double m2 = 0.0;
-#pragma unroll 4
+#pragma unroll kInFlight
     for (int i = lane; i < parts; i += lanes) {
       const SplitPartial p = partial(i);
       const double d = (p.mean - base) + p.resid - offset;

@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
         const SplitSums* slice_partials = partials + work.slice * parts;
         CombineSum combine_sum{combine_storage};
         const SplitSums stats =
-            Op::combine_split([&](int i) { return load_l2<SplitSums>(slice_partials + i); },
+            Op::template combine_split<kSplitCombineInFlight>([&](int i) { return load_l2<SplitSums>(slice_partials + i); },
                               static_cast<int>(parts), threadIdx.x, kSplitThreads, combine_sum);
         if (threadIdx.x == 0) {
           slice_stats[work.slice] = stats;
