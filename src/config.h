@@ -183,11 +183,12 @@ inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
 inline constexpr int kChannelsLastResidentCtasPerSm = 3;
 inline constexpr int kChannelsLastResidentWideThreads = 512;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
-// Partials a lane of an op's combine_split loads before it adds any (kernels/forward_op.cuh): a few
-// lanes taking a slice's many partials (channels_last's finish kernel, its resident form's groups of
-// four) keep loads in flight; split_pipelined's CTA shares a slice's partials, a few a thread, and
-// its registers are tight (four spilled two of its float16 forward with an activation, which ran
-// 3-4% slower: dev/VARIANTS.md 58).
+// Partials a lane of an op's combine_split loads before it adds any (kernels/forward_op.cuh). Where
+// lanes take many each (channels_last: a slice's up to thousands of tile partials over the finish
+// kernel's 128 threads, or over the resident form's groups of four) four keep loads in flight;
+// split_pipelined combines once a slice with its whole CTA, and its registers are tight: four
+// spilled two in its float16 forward and 16-bit backward with an activation, and SD VAE's
+// GroupNorm + SiLU forward ran 4% slower (dev/VARIANTS.md 58).
 inline constexpr int kCombineInFlight = 4;
 inline constexpr int kSplitCombineInFlight = 1;
 inline constexpr int kChannelsLastFinishThreads = 128;

@@ -345,9 +345,9 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
   for (int64_t slice = blockIdx.x; slice < args.num_slices; slice += gridDim.x) {
     const SplitSums* slice_partials = partials + slice * parts;
     CombineSum combine_sum{combine_storage};
-    const SplitSums stats = Op::template combine_split<kCombineInFlight>([&](int i) { return load_l2<SplitSums>(slice_partials + i); },
-                                              static_cast<int>(parts), threadIdx.x, kChannelsLastFinishThreads,
-                                              combine_sum);
+    const auto partial = [&](int i) { return load_l2<SplitSums>(slice_partials + i); };
+    const SplitSums stats = Op::template combine_split<kCombineInFlight>(
+        partial, static_cast<int>(parts), threadIdx.x, kChannelsLastFinishThreads, combine_sum);
     if (threadIdx.x == 0) {
       *reinterpret_cast<Coefficients*>(slice_coefficients) =
           Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), true);
@@ -566,8 +566,9 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
       const int64_t slice = sample * slices + s;
       const SplitSums* slice_partials = partials + slice * parts;
       GroupAllSum<kCombineLanes, kThreads> lane_sum;
-      const SplitSums stats = Op::template combine_split<kCombineInFlight>([&](int i) { return load_l2<SplitSums>(slice_partials + i); }, parts,
-                                                lane, kCombineLanes, lane_sum);
+      const auto partial = [&](int i) { return load_l2<SplitSums>(slice_partials + i); };
+      const SplitSums stats =
+          Op::template combine_split<kCombineInFlight>(partial, parts, lane, kCombineLanes, lane_sum);
       if (!owner) return;
       const Coefficients c =
           Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), rank == 0 && lane == 0);

@@ -91,9 +91,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       if (completes_slice) {
         const SplitSums* slice_partials = partials + work.slice * parts;
         CombineSum combine_sum{combine_storage};
-        const SplitSums stats =
-            Op::template combine_split<kSplitCombineInFlight>([&](int i) { return load_l2<SplitSums>(slice_partials + i); },
-                              static_cast<int>(parts), threadIdx.x, kSplitThreads, combine_sum);
+        const auto partial = [&](int i) { return load_l2<SplitSums>(slice_partials + i); };
+        const SplitSums stats = Op::template combine_split<kSplitCombineInFlight>(
+            partial, static_cast<int>(parts), threadIdx.x, kSplitThreads, combine_sum);
         if (threadIdx.x == 0) {
           slice_stats[work.slice] = stats;
           arrivals.fetch_add(1u, cuda::memory_order_release);  // parts + 1: the slice's sums are out
