@@ -54,6 +54,7 @@ struct BackwardOp {
   static constexpr int kInputs = 2;  // x, dy
   static constexpr bool kChannelCoefficients = kSpansChannels;
   using Partial = GradSums<Acc>;  // InstanceNorm: sums of dz; GroupNorm: of g = dz * w
+  using ExtraSum = Acc;           // nothing beyond Acc's sums
   struct Totals {
     Acc dy;
     Acc dy_d;

@@ -261,6 +261,8 @@ struct ColumnSum {
   __device__ V last(V v) const {
     return (*this)(v);
   }
+  // Whether `p` holds in any thread of the CTA (every column sums in step), returned to every thread.
+  __device__ bool any(bool p) const { return __syncthreads_or(p) != 0; }
 };
 
 // The reduction of a staged tile: each column's partial (the op's reduce over its rows, summed by

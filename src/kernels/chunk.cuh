@@ -102,6 +102,12 @@ __device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& load
   return start_chunk_loads<T, 1>(loaded, bufs, srcs, ranges);
 }
 
+// Whether an op's elements (a chunk, a channels_last column, a group's slice) are held in
+// registers, so that a second pass over them loads nothing: group_registers' are
+// (group_registers.cu specializes it); the others' each pass loads again (ForwardOp::kOnePass).
+template <typename Elements>
+inline constexpr bool kElementsInRegisters = false;
+
 // A CTA's chunk of kInputs tensors at the same elements of a slice: element i of input k at
 // buf[k][i] for i < len (shared memory, each buffer mirroring its tensor's alignment modulo 16, or
 // global memory), then part[k] (registers). The op sees element i of every input at once.
@@ -306,23 +312,28 @@ struct Chunk {
   }
 };
 
-// The sum over a CTA of a value, a PairSum or a TripleSum of Acc (a CUB block reduction):
+// The sum over a CTA of a value, a PairSum or a TripleSum of Acc, or an Extra (the op's
+// ExtraSum: the forward's float64 PairSum; Acc, nothing more, for the others, whose storage it then
+// leaves as it was; a CUB block reduction):
 // operator() returns it to every thread (a broadcast through shared memory), last() to thread 0
 // alone, where the CTA families use a chunk's partial (the op's last reduction). Both end with a
-// barrier, after which the storage may be used again.
-template <typename Acc, int kThreads>
+// barrier, after which the storage may be used again. any() makes a choice the same for every
+// thread that takes part in the next sum (the forward op's second pass).
+template <typename Acc, int kThreads, typename Extra = Acc>
 struct BlockAllSum {
   struct TempStorage {
     union {
       typename cub::BlockReduce<Acc, kThreads>::TempStorage one;
       typename cub::BlockReduce<PairSum<Acc>, kThreads>::TempStorage two;
       typename cub::BlockReduce<TripleSum<Acc>, kThreads>::TempStorage three;
+      typename cub::BlockReduce<Extra, kThreads>::TempStorage extra;
     } reduce;
     // Apart from `reduce`: a thread may still read it while a faster one starts the next reduction.
     union {
       Acc one;
       PairSum<Acc> two;
       TripleSum<Acc> three;
+      Extra extra;
     } total;
   };
   TempStorage& storage;
@@ -341,6 +352,8 @@ struct BlockAllSum {
     __syncthreads();
     return value;
   }
+  // Whether `p` holds in any thread of the CTA, returned to every thread.
+  __device__ __forceinline__ bool any(bool p) { return __syncthreads_or(p) != 0; }
 
  private:
   template <typename V>
@@ -349,9 +362,11 @@ struct BlockAllSum {
       return storage.reduce.one;
     } else if constexpr (std::is_same_v<V, PairSum<Acc>>) {
       return storage.reduce.two;
-    } else {
-      static_assert(std::is_same_v<V, TripleSum<Acc>>, "BlockAllSum sums Acc, PairSum<Acc> or TripleSum<Acc>");
+    } else if constexpr (std::is_same_v<V, TripleSum<Acc>>) {
       return storage.reduce.three;
+    } else {
+      static_assert(std::is_same_v<V, Extra>, "BlockAllSum sums Acc, PairSum<Acc>, TripleSum<Acc> or Extra");
+      return storage.reduce.extra;
     }
   }
 };

@@ -1,6 +1,7 @@
 // The forward as an op of the slice engine (kernels/chunk.cuh; the families in group_registers.cu,
 // shared_resident.cu and split_pipelined.cu): it reads x, reduces each slice to its mean and the
-// sum of squared deviations (corrected two-pass, from on-chip data), and writes
+// sum of squared deviations (one pass of float64 sums around a shift, corrected two-pass where that
+// would lose digits; from on-chip data), and writes
 // y = activation(((x - mean) * rstd) * weight + bias). kGeneral: the runtime activation of
 // common.cuh ActivationEpilogue, and the weight and bias of each element's channel where a slice
 // spans several (GroupNorm; common.cuh ChannelWindow); otherwise no activation and one channel's
@@ -9,9 +10,12 @@
 //
 // An op of the engine answers, as static members:
 //   Context context(args, slice)          what the slice needs before its reductions
+//   ExtraSum                               a type reduce sums beyond Acc and its pairs and
+//                                          triples (chunk.cuh BlockAllSum), or Acc
 //   Partial reduce(args, ctx, elements, place, count, all_sum)   a chunk's (or a whole slice's)
 //                                          partial, its last sum by all_sum.last (a CTA's partial
-//                                          is used in thread 0); `place` (common.cuh ChunkPlace)
+//                                          is used in thread 0), all_sum.any(p) a choice made the
+//                                          same in every thread of the sum; `place` (common.cuh ChunkPlace)
 //                                          says where the chunk lies, for sums per channel
 //   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
 //   SplitPartial to_split(partial), combine_split<kInFlight>(partial, parts, lane, lanes, all_sum),
@@ -115,6 +119,7 @@ struct ForwardOp {
   static constexpr int kInputs = 1;
   static constexpr bool kChannelCoefficients = kGeneral;
   using Partial = ChunkStats<Acc>;
+  using ExtraSum = PairSum<double>;  // reduce's one pass sums it (chunk.cuh BlockAllSum)
   struct Totals {
     Acc mean_hi;
     Acc mean_lo;
@@ -126,6 +131,10 @@ struct ForwardOp {
   struct Context {
     Acc shift;
   };
+  // reduce's one pass stands where the squares around the shift are at most this many times those
+  // around the mean: float64 sums then leave M2 within about 1e-8 of itself (float32's two passes:
+  // 1e-7 at best).
+  static constexpr double kOnePassMaxSquares = 1 << 20;
   struct Coefficients : Epilogue {
     SliceAffine<Acc> affine;
     Acc rstd;  // the slice's: for_channel scales another channel's weight by it
@@ -140,25 +149,67 @@ struct ForwardOp {
     return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first))};
   }
 
-  // Corrected two-pass statistics of the `count` elements: their mean, then the deviations from it
-  // and their residual.
+  // Statistics of the `count` elements. Where kOnePass holds: one pass of float64 sums of d and
+  // d * d, d = x - shift (exact in float64), and M2 = (sum of d * d) - n (mean - shift)^2, whose
+  // digits hold unless the squares around the shift exceed those around the mean
+  // kOnePassMaxSquares times (a shift a thousand standard deviations off); only then are the
+  // deviations from the rounded mean summed again, in float64. Elsewhere corrected two-pass
+  // statistics in Acc: the mean, then the deviations' residual and M2. all_sum.any makes the
+  // choice the same for every thread of the sum.
   template <typename Elements, typename AllSum>
   static __device__ __forceinline__ Partial reduce(const KernelArgs&, const Context& ctx, const Elements& elements,
                                                    const ChunkPlace&, int64_t count, AllSum& all_sum) {
-    Acc sum = Acc(0);
-    elements.for_each([&](const Acc(&v)[1]) { sum += v[0] - ctx.shift; });
-    sum = all_sum(sum);
-    const Acc n = static_cast<Acc>(count);
-    const Acc mean = count > 0 ? ctx.shift + sum / n : Acc(0);
-    PairSum<Acc> dev{Acc(0), Acc(0)};
+    if constexpr (kOnePass<Elements>) {
+      const double n = static_cast<double>(count);
+      const double shift = ctx.shift;
+      PairSum<double> around{0.0, 0.0};
+      elements.for_each([&](const Acc(&v)[1]) {
+        const double d = static_cast<double>(v[0]) - shift;
+        around.first += d;
+        around.second += d * d;
+      });
+      around = all_sum(around);
+      const double offset = count > 0 ? around.first / n : 0.0;  // mean - shift
+      const double m2 = around.second - around.first * offset;
+      const Acc mean = static_cast<Acc>(shift + offset);
+      // Negated, so that a NaN or an infinity takes the second pass (and propagates as before).
+      if (!all_sum.any(!(around.second <= kOnePassMaxSquares * m2))) {
+        const double resid = offset - (static_cast<double>(mean) - shift);
+        return Partial{Acc(n), mean, static_cast<Acc>(resid), static_cast<Acc>(m2)};
+      }
+      return deviations<double>(elements, count, mean, all_sum);
+    } else {
+      Acc sum = Acc(0);
+      elements.for_each([&](const Acc(&v)[1]) { sum += v[0] - ctx.shift; });
+      sum = all_sum(sum);
+      return deviations<Acc>(elements, count, count > 0 ? ctx.shift + sum / static_cast<Acc>(count) : Acc(0), all_sum);
+    }
+  }
+
+  // One pass where it saves issue slots without costing registers: float32 accumulators (float64
+  // input has no wider type to sum in), elements that each pass loads again (a chunk's or a
+  // channels_last tile's; group_registers' are in registers), and no activation or channel affine
+  // (those kernels spilled with the float64 sums). Measured in dev/VARIANTS.md 59: the half-type
+  // seeds 9% faster, channels_last 3-5%; with it tiny slices ran 11% slower, the general ops 2-7%.
+  template <typename Elements>
+  static constexpr bool kOnePass = std::is_same_v<Acc, float> && !kElementsInRegisters<Elements> && !kGeneral;
+
+  // The corrected two-pass's second pass: the deviations from `mean` (the rounded mean of the
+  // `count` elements), summed in Sum, their residual (what the rounding missed) and M2.
+  template <typename Sum, typename Elements, typename AllSum>
+  static __device__ __forceinline__ Partial deviations(const Elements& elements, int64_t count, Acc mean,
+                                                       AllSum& all_sum) {
+    PairSum<Sum> dev{Sum(0), Sum(0)};
     elements.for_each([&](const Acc(&v)[1]) {
-      const Acc d = v[0] - mean;
+      const Sum d = static_cast<Sum>(v[0]) - static_cast<Sum>(mean);
       dev.first += d;
       dev.second += d * d;
     });
     dev = all_sum.last(dev);
-    const Acc resid = count > 0 ? dev.first / n : Acc(0);
-    return Partial{n, mean, resid, dev.second - dev.first * resid};
+    const Sum n = static_cast<Sum>(count);
+    const Sum resid = count > 0 ? dev.first / n : Sum(0);
+    return Partial{static_cast<Acc>(count), mean, static_cast<Acc>(resid),
+                   static_cast<Acc>(dev.second - dev.first * resid)};
   }
 
   static __device__ __forceinline__ Totals combine(const Partial* partials, int count) {

@@ -52,6 +52,13 @@ struct GroupSlice {
   }
 };
 
+}  // namespace (the specialization lives in its template's namespace)
+
+template <typename T, int kGroup, int kItems, bool kVector, int kInputs>
+inline constexpr bool kElementsInRegisters<GroupSlice<T, kGroup, kItems, kVector, kInputs>> = true;
+
+namespace {
+
 template <typename Op, int kGroup, int kItems, bool kVector>
 __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const KernelArgs args) {
   begin_dependent_kernel();

@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
   using Acc = typename Op::Acc;
   using Partial = typename Op::Partial;
   constexpr int kInputs = Op::kInputs;
-  using AllSum = BlockAllSum<Acc, kThreads>;
+  using AllSum = BlockAllSum<Acc, kThreads, typename Op::ExtraSum>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;

@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
   using Acc = typename Op::Acc;
   using SplitSums = typename Op::SplitPartial;
   constexpr int kInputs = Op::kInputs;
-  using AllSum = BlockAllSum<Acc, kSplitThreads>;
+  using AllSum = BlockAllSum<Acc, kSplitThreads, typename Op::ExtraSum>;
   using CombineSum = BlockAllSum<double, kSplitThreads>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init

@@ -225,6 +225,11 @@ Outcome run_forward_case(const Case& c) {
                                static_cast<unsigned char*>(const_cast<void*>(p.x)) +
                                    element_offset(c, c.nan_slice, slice_len / 2, slice_len) * elem));
   }
+  if (c.zero_start_slice >= 0) {
+    INORM_CHECK(copy_from_host({0.0}, c.dtype,
+                               static_cast<unsigned char*>(const_cast<void*>(p.x)) +
+                                   element_offset(c, c.zero_start_slice, 0, slice_len) * elem));
+  }
   if (c.in_place) {
     p.y = const_cast<void*>(p.x);
   } else {

@@ -44,6 +44,10 @@ struct Case {
   int64_t dx_offset = -1;
   bool in_place = false;       // y is x; backward: dx is dy
   int64_t nan_slice = -1;      // this slice gets one NaN
+  // Forward: this slice (of a channel) starts with a 0. On data far from zero the forward's sums
+  // are then taken around a shift far from the mean (the slice's first element; GroupNorm's, its
+  // group's first channel's), and its chunks take the second pass (forward_op.cuh reduce).
+  int64_t zero_start_slice = -1;
   int bitwise_repeats = 1;     // > 1: launch again and require identical bits
   // Backward: dy's data, and the gradients wanted: dx, and with affine dweight (and dbias unless
   // weight_only). Running::kEval is eval mode (the running stats normalized x); otherwise the
