@@ -21,7 +21,7 @@ inline constexpr int kVariantMaxClusterSize = 16;
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const KernelArgs args) {
   using Acc = AccOf<T>;
-  using AllSum = BlockAllSum<Acc, kThreads>;
+  using AllSum = BlockAllSum<Acc, kThreads, typename ForwardOp<T, false>::ExtraSum>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ cuda::barrier<cuda::thread_scope_block> loaded;

@@ -77,7 +77,7 @@ template <int kThreads, int kMode, int kSpin = 0>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real_kernel(const ResidentArgs args) {
   using T = float;
   using Acc = float;
-  using AllSum = BlockAllSum<Acc, kThreads>;
+  using AllSum = BlockAllSum<Acc, kThreads, ForwardOp<T, false>::ExtraSum>;
   constexpr bool kOnePass = kMode & 1, kNoStats = kMode & 2, kNoExchange = kMode & 4, kBulkStore = kMode & 8;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
@@ -426,7 +426,7 @@ template <int kThreads>
 __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) cluster_kernel(const KernelArgs args) {
   using T = float;
   using Acc = float;
-  using AllSum = BlockAllSum<Acc, kThreads>;
+  using AllSum = BlockAllSum<Acc, kThreads, ForwardOp<T, false>::ExtraSum>;
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
