@@ -245,35 +245,32 @@ struct ForwardOp {
   }
 
   // The statistics of `parts` partials (partial(i): the i-th, in order), taken by `lanes` threads
-  // (this one `lane`) and summed over them by all_sum (a CTA's or a group of lanes'): the
-  // count-weighted mean of the partials' means around partial 0's (one sum of (count, weighted
-  // offset)), then M2 = sum of (M2_i + count_i * (mean_i - mean)^2) (another). Two sums and one
-  // division: merging the partials pairwise by Chan's formula (a division per merge, a dependent
-  // tree) cost 1-5 us in split_slice (dev/VARIANTS.md 27). Every lane gets the result, which
-  // combines again as a partial.
+  // (this one `lane`) and summed over them by all_sum (a CTA's or a group of lanes'), in one pass
+  // over the partials: with d_i = mean_i - base (base: partial 0's rounded mean), one sum of
+  // (count_i, count_i * d_i, M2_i + count_i * d_i^2); the mean is base + offset (offset: the
+  // count-weighted mean of d_i) and M2 = (the third sum) - count * offset^2. In float64 that
+  // difference keeps M2's digits (the partials' means lie close to each other and to base; it is
+  // at least the partials' own M2). One sum and one division: merging the partials pairwise by
+  // Chan's formula (a division per merge, a dependent tree) cost 1-5 us in split_slice
+  // (dev/VARIANTS.md 27), and a second pass over the partials (offset first, then the deviations
+  // from it) read them twice (60). Every lane gets the result, which combines again as a partial.
   template <int kInFlight, typename Partials, typename AllSum>
   static __device__ SplitPartial combine_split(const Partials& partial, int parts, int lane, int lanes,
                                                AllSum& all_sum) {
-    // The mean is base + offset, kept in two parts (base, partial 0's rounded mean; offset, the
-    // weighted mean of the partials' differences from it).
     const double base = partial(0).mean;
-    PairSum<double> local{0.0, 0.0};  // (count, count * deviation)
+    TripleSum<double> local{0.0, 0.0, 0.0};
 #pragma unroll kInFlight
     for (int i = lane; i < parts; i += lanes) {
       const SplitPartial p = partial(i);
+      const double d = (p.mean - base) + p.resid;
+      const double weighted = p.count * d;
       local.first += p.count;
-      local.second += p.count * ((p.mean - base) + p.resid);
+      local.second += weighted;
+      local.third += p.m2 + weighted * d;
     }
-    const PairSum<double> total = all_sum(local);
+    const TripleSum<double> total = all_sum(local);
     const double offset = total.second / total.first;
-    double m2 = 0.0;
-#pragma unroll kInFlight
-    for (int i = lane; i < parts; i += lanes) {
-      const SplitPartial p = partial(i);
-      const double d = (p.mean - base) + p.resid - offset;
-      m2 += p.m2 + p.count * d * d;
-    }
-    return SplitPartial{total.first, base, offset, all_sum(m2)};
+    return SplitPartial{total.first, base, offset, total.third - total.second * offset};
   }
 
   static __device__ __forceinline__ Totals from_split(const SplitPartial& stats) {
