@@ -110,7 +110,7 @@ TEST(GpuGroupNorm, OffsetData) {
         expect_passes(c, data);
         if (pass == Pass::kForward) {
           // Group 1 starts with a 0: its sums' shift lies far from its mean (forward_test.cpp
-          // ShiftFarFromTheMean).
+          // OffsetDataKeepsItsDigits; with the activation, the two-pass takes it).
           c.zero_start_slice = shape[1] / 2;
           expect_passes(c, std::string(data) + ", group 1 starts with 0");
         }
