@@ -1,7 +1,7 @@
 // The forward as an op of the slice engine (kernels/chunk.cuh; the families in group_registers.cu,
 // shared_resident.cu and split_pipelined.cu): it reads x, reduces each slice to its mean and the
-// sum of squared deviations (one pass of float64 sums around a shift, corrected two-pass where that
-// would lose digits; from on-chip data), and writes
+// sum of squared deviations (one pass of float64 sums around a shift where reduce's kOnePass holds,
+// corrected two-pass elsewhere; from on-chip data), and writes
 // y = activation(((x - mean) * rstd) * weight + bias). kGeneral: the runtime activation of
 // common.cuh ActivationEpilogue, and the weight and bias of each element's channel where a slice
 // spans several (GroupNorm; common.cuh ChannelWindow); otherwise no activation and one channel's
