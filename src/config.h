@@ -64,12 +64,12 @@ inline constexpr int kSharedMaxCtasPerSlice = 64;
 // The most CTAs a group may have: a cluster's, or the L2 exchange's inbox.
 inline constexpr int shared_max_group(bool cluster) { return cluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice; }
 // The forward of a slice that the planner's shared_resident plan spreads over this many CTAs or
-// more (a full cluster, or a group through L2) runs split_pipelined instead, unless an option of
-// shared_resident's is forced. Measured on the H200 (bench/results/2026-12-01-h200-362ce7d/,
-// mid-forward.md, slices of 0.5-3.5 MiB): split_pipelined ran 1-13% faster on 8 of the 9 shapes with
-// 16-56 CTAs a slice (4x64x768x768 bf16: 1.42x copy -> 1.35x, 16x64x768x768 bf16: 1.50x -> 1.32x) and
-// 3% slower on the ninth (8x32x768x512 fp32, 1.27x -> 1.31x); it ran 10-24% slower than the plans
-// of 5-8 CTAs with register parts. The backward keeps shared_resident: split_pipelined ran 3-16%
+// more without register parts (a full cluster, or a group through L2) runs split_pipelined
+// instead, unless an option of shared_resident's is forced. Measured on the H200
+// (bench/results/2026-12-01-h200-362ce7d/, mid-forward.md, slices of 0.5-3.5 MiB): split_pipelined
+// ran 1-13% faster on 8 of the 9 shapes with 16-56 CTAs a slice (4x64x768x768 bf16: 1.42x copy ->
+// 1.35x, 16x64x768x768 bf16: 1.50x -> 1.32x) and 3% slower on the ninth (8x32x768x512 fp32, 1.27x
+// -> 1.31x); it ran 10-24% slower than the plans of 5-8 CTAs with register parts. The backward keeps shared_resident: split_pipelined ran 3-16%
 // slower there at 36-48 CTAs a slice (mid-backward.md).
 inline constexpr int kForwardSplitMinGroup = 16;
 inline constexpr int64_t kSharedSteadyChunkBytes = 64 * 1024;
@@ -104,6 +104,15 @@ inline constexpr int kSharedRegisterMaxGroup = 8;
 inline constexpr int shared_register_max_group(int inputs) {
   return kSharedRegisterMaxGroup * inputs < kSharedMaxClusterCtas ? kSharedRegisterMaxGroup * inputs
                                                                  : kSharedMaxClusterCtas;
+}
+// Wider clusters with register parts, up to a full cluster, for the forward of 4- and 8-byte
+// elements without an activation or channel affine (its chunks hold the fewest elements to
+// reduce). Measured on the H200 (dev/VARIANTS.md 61, against split_pipelined, x copy): float32
+// slices of 1.5-2 MiB in clusters of 11-15 ran 1.13-1.20x against 1.25-1.30x; bfloat16 slices of
+// 1.5-2 MiB 1.42-1.43x against 1.31-1.35x (twice the elements a chunk), GroupNorm + SiLU 3.7x
+// against 1.6x.
+inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op) {
+  return inputs == 1 && elem_bytes >= 4 && !general_op ? kSharedMaxClusterCtas : shared_register_max_group(inputs);
 }
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores

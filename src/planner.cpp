@@ -599,13 +599,15 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   auto fit_on_sm = [&](int64_t smem, int64_t ctas) { return ctas <= detail::ctas_fitting_on_sm(limits, smem); };
   // A group's chunks: the elements each CTA holds of each input, how many of them in registers,
   // and the buffer for the rest. A register part only where the buffer alone would not fit, at
-  // kSharedRegisterCtasPerSm CTAs per SM, for clusters of at most shared_register_max_group, and
+  // kSharedRegisterCtasPerSm CTAs per SM, for clusters of at most shared_register_part_max_group, and
   // with 16-byte access (the part is loaded and stored in whole vectors).
   struct Chunks {
     int64_t len = 0;
     int64_t register_len = 0;
     int64_t smem = 0;
   };
+  const int register_max_group =
+      detail::shared_register_part_max_group(base.inputs, static_cast<int>(elem), detail::runs_general_op(base));
   auto chunks_for = [&](int64_t group, int ctas_per_sm) {
     Chunks chunks;
     chunks.len = chunk_len_for(base.slice_len, group, elem);
@@ -613,7 +615,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     const int64_t register_len = detail::shared_register_len(base.dtype, base.inputs);
     const bool registers_help = !fit_on_sm(chunks.smem, ctas_per_sm) && chunks.len > register_len;
     if (registers_help && base.vector_io && ctas_per_sm == detail::kSharedRegisterCtasPerSm &&
-        group <= detail::shared_register_max_group(base.inputs) &&
+        group <= register_max_group &&
         exchange_for(options.force_exchange, group, ctas_per_sm) == Exchange::kCluster) {
       chunks.register_len = register_len;
       chunks.smem = detail::shared_buffer_bytes((chunks.len - chunks.register_len) * elem, base.inputs);
@@ -629,13 +631,15 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
-  // shared_register_max_group) that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with
-  // register parts where it needs them, if one does. Narrowest, not busiest: the backward's fp32
-  // seed ran 5.204 ms with 15 CTAs a slice (210 busy) against 5.297 ms with 16 (224 busy)
-  // (dev/VARIANTS.md 36).
+  // shared_register_max_group, or wider with register parts up to shared_register_part_max_group)
+  // that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it
+  // needs them, if one does. Narrowest, not busiest: the backward's fp32 seed ran 5.204 ms with 15
+  // CTAs a slice (210 busy) against 5.297 ms with 16 (224 busy) (dev/VARIANTS.md 36).
   if (steady_group > detail::kSharedRegisterMaxGroup) {
-    for (int64_t group = 2; group <= detail::shared_register_max_group(base.inputs); ++group) {
-      if (fits(chunks_for(group, detail::kSharedRegisterCtasPerSm), detail::kSharedRegisterCtasPerSm)) {
+    for (int64_t group = 2; group <= register_max_group; ++group) {
+      const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm);
+      const bool narrow = group <= detail::shared_register_max_group(base.inputs);
+      if ((narrow || chunks.register_len > 0) && fits(chunks, detail::kSharedRegisterCtasPerSm)) {
         steady_group = group;
         steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
         break;
@@ -891,7 +895,8 @@ bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
   const bool shared_forced = options.force_path != Path::kAuto || options.force_ctas_per_slice != 0 ||
                              options.force_ctas_per_sm != 0 || options.max_ctas_per_sm != 0 ||
                              options.force_exchange != Exchange::kAuto;
-  return shared.pass == Pass::kForward && !shared_forced && shared.ctas_per_slice >= detail::kForwardSplitMinGroup;
+  return shared.pass == Pass::kForward && !shared_forced && shared.register_len == 0 &&
+         shared.ctas_per_slice >= detail::kForwardSplitMinGroup;
 }
 
 }  // namespace

@@ -64,14 +64,17 @@ TEST(Planner, SeedFloat32UsesEightCtasPerSliceTwoPerSmWithRegisterParts) {
 
 // Slices wider than eight 64 KiB chunks go to the narrowest cluster that holds them at two CTAs per
 // SM, each CTA holding 32 KiB of its chunk in registers where its shared memory is too small; only
-// with 16-byte access (the part moves in whole vectors) and the cluster exchange.
+// with 16-byte access (the part moves in whole vectors) and the cluster exchange. Clusters of up to
+// eight CTAs, and of up to 16 for the plain forward of 4- and 8-byte elements
+// (config.h shared_register_max_group).
 TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
   const DeviceLimits limits = hopper_h200_limits();
   // The longest chunk: a buffer of the SM's half share (beside the 16 bytes that mirror x's
   // alignment) and the register part, in whole 512-byte units.
   const int64_t share = detail::shared_sm_share(limits, detail::kSharedRegisterCtasPerSm) - 16;
   const int64_t longest = (share + detail::kSharedRegisterBytes) / detail::kChunkAlignBytes * detail::kChunkAlignBytes;
-  const int64_t largest = detail::kSharedRegisterMaxGroup * longest / 4;  // fp32 values
+  const int64_t eight = detail::kSharedRegisterMaxGroup * longest / 4;  // fp32 values
+  const int64_t largest = detail::kSharedMaxClusterCtas * longest / 4;
   struct Wide {
     const char* why;
     int64_t slice_len;
@@ -84,7 +87,9 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
   const Wide wides[] = {
       {"512 KiB: eight 64 KiB chunks, three per SM", 131072, 0, Exchange::kAuto, 8, 3, false},
       {"16 bytes more: four chunks at two per SM, registers", 131076, 0, Exchange::kAuto, 4, 2, true},
-      {"the largest: eight of the longest chunks", largest, 0, Exchange::kAuto, 8, 2, true},
+      {"eight of the longest chunks", eight, 0, Exchange::kAuto, 8, 2, true},
+      {"16 bytes more: nine chunks", eight + 4, 0, Exchange::kAuto, 9, 2, true},
+      {"the largest: 16 of the longest chunks", largest, 0, Exchange::kAuto, 16, 2, true},
       {"16 bytes more: no register plan", largest + 4, 0, Exchange::kAuto, 0, 0, false},
       {"1 MiB of a misaligned view: no 16-byte access", 262144, 1, Exchange::kAuto, 16, 3, false},
       {"1 MiB through L2: no cluster", 262144, 0, Exchange::kGlobal, 16, 3, false},
@@ -111,6 +116,18 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
       EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((plan.chunk_len - plan.register_len) * 4, 1));
     }
   }
+  // Past eight chunks, 16-bit elements and the ops with an activation or a channel's affine take
+  // no register part (16 CTAs at two per SM hold these slices in shared memory alone).
+  const Plan half = shared_plan_of(problem(DType::kBFloat16, {1, 64, 2 * eight + 8}));
+  EXPECT_EQ(half.register_len, 0) << half.describe();
+  EXPECT_EQ(shared_plan_of(problem(DType::kBFloat16, {1, 64, 2 * eight})).ctas_per_slice, 8);
+  ForwardParams activated = problem(DType::kFloat32, {1, 64, eight + 4});
+  activated.activation = Activation::kSilu;
+  EXPECT_EQ(shared_plan_of(activated).register_len, 0) << shared_plan_of(activated).describe();
+  ForwardParams grouped = problem(DType::kFloat32, {1, 64, (eight + 4) / 2});
+  grouped.groups = 32;  // two channels a slice, each with its own weight
+  grouped.weight = reinterpret_cast<void*>(kAligned * 2);
+  EXPECT_EQ(shared_plan_of(grouped).register_len, 0) << shared_plan_of(grouped).describe();
 }
 
 // Register-part plans take each next slice before normalizing from 64 rounds of slices up.
@@ -141,7 +158,7 @@ TEST(Planner, SlicesInOrderFromThreeRoundsOfLongChunks) {
       {"one slice fewer", DType::kFloat32, {2375, 1, 64, 64}, false},
       {"16380-byte slices", DType::kFloat32, {4000, 1, 4095}, false},
       {"8 KiB slices (gan-fp16: 7% slower in order)", DType::kFloat16, {16, 256, 64, 64}, false},
-      {"2 MiB slices through L2, 33 rounds", DType::kFloat32, {4, 128, 1024, 512}, false},
+      {"2 MiB slices through L2, 33 rounds", DType::kBFloat16, {4, 128, 1024, 1024}, false},
       {"the GPU tests' in-order steady plans", DType::kBFloat16, {600, 1, 65536}, true},
       {"", DType::kFloat16, {2400, 1, 16384}, true},
       {"", DType::kFloat32, {500, 1, 49157}, true},
@@ -208,23 +225,25 @@ TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
   EXPECT_EQ(vol.ctas_per_slice, 16);
   EXPECT_EQ(vol.ctas_per_sm, 2);
   // 2 MiB slices fit a cluster of 16 only at one CTA per SM (1.52-1.54x); a wider group through
-  // L2, 32 CTAs of 64 KiB at three per SM, ran 1.28-1.31x.
-  const Plan big = shared_plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
+  // L2, 32 CTAs of 64 KiB at three per SM, ran 1.28-1.31x. (In bfloat16: float32's now take
+  // register parts, Planner.RegisterPartsHoldWideSlicesInNarrowClusters.)
+  const Plan big = shared_plan_of(problem(DType::kBFloat16, {8, 16, 1024, 1024}));
   EXPECT_EQ(big.path, Path::kSharedResident);
   EXPECT_EQ(big.ctas_per_slice, 32);
   EXPECT_EQ(big.ctas_per_sm, 3);
   EXPECT_EQ(big.exchange, Exchange::kGlobal);
   // ... but where a cluster holds the slice at two per SM, it wins (1.5 MiB: 16 CTAs at two per SM
   // 1.13x, 32 at three through L2 1.39-1.41x).
-  const Plan mid = shared_plan_of(problem(DType::kFloat32, {8, 32, 768, 512}));
+  const Plan mid = shared_plan_of(problem(DType::kBFloat16, {8, 32, 768, 1024}));
   EXPECT_EQ(mid.ctas_per_slice, 16);
   EXPECT_EQ(mid.ctas_per_sm, 2);
   EXPECT_EQ(mid.exchange, Exchange::kCluster);
 }
 
-// The forward of slices that shared_resident would spread over 16 CTAs or more runs split_pipelined
-// (config.h kForwardSplitMinGroup); narrower groups and forced options keep shared_resident (the
-// backward too: PlanBackward.WideGroupsStayShared).
+// The forward of slices that shared_resident would spread over 16 CTAs or more without register
+// parts runs split_pipelined (config.h kForwardSplitMinGroup); narrower groups, groups with
+// register parts and forced options keep shared_resident (the backward too:
+// PlanBackward.WideGroupsStayShared).
 TEST(Planner, WideForwardGroupsSplit) {
   struct Shape {
     const char* why;
@@ -234,7 +253,7 @@ TEST(Planner, WideForwardGroupsSplit) {
   };
   const Shape shapes[] = {
       {"1.1 MiB bf16 slices: a cluster of 16", DType::kBFloat16, {4, 64, 768, 768}, 16},
-      {"2 MiB fp32 slices: 32 CTAs through L2", DType::kFloat32, {8, 16, 1024, 512}, 32},
+      {"2 MiB bf16 slices: 32 CTAs through L2", DType::kBFloat16, {8, 16, 1024, 1024}, 32},
       {"3.5 MiB bf16 slices: 56 CTAs through L2", DType::kBFloat16, {4, 64, 1344, 1344}, 56},
   };
   for (const Shape& s : shapes) {
@@ -250,8 +269,12 @@ TEST(Planner, WideForwardGroupsSplit) {
     exchange.force_exchange = Exchange::kGlobal;
     EXPECT_EQ(plan_of(p, exchange).path, Path::kSharedResident);
   }
-  // Eight CTAs a slice with register parts (the seed's 1 MiB fp32 slices) stay.
+  // Eight CTAs a slice with register parts (the seed's 1 MiB fp32 slices) stay, and 16 (2 MiB).
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).path, Path::kSharedResident);
+  const Plan registers = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
+  EXPECT_EQ(registers.path, Path::kSharedResident);
+  EXPECT_EQ(registers.ctas_per_slice, 15) << registers.describe();
+  EXPECT_GT(registers.register_len, 0);
 }
 
 // The exchange follows CTAs per SM (planner.cpp choose_exchange): none for groups of one,
@@ -263,11 +286,14 @@ TEST(Planner, ExchangeFollowsCtasPerSm) {
   EXPECT_EQ(one.ctas_per_slice, 1);
   EXPECT_EQ(one.exchange, Exchange::kNone);
   EXPECT_EQ(one.workspace_bytes, 0u);
-  const Plan big = shared_plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
+  // 2 MiB bfloat16 slices (float32's and float64's take register parts in clusters of 16).
+  const Plan big = shared_plan_of(problem(DType::kBFloat16, {8, 16, 1024, 1024}));
   EXPECT_EQ(big.exchange, Exchange::kGlobal);
   EXPECT_EQ(big.workspace_bytes, 128u * big.ctas_per_slice * 16 + 512);
   EXPECT_NE(big.describe().find("exchange=global"), std::string::npos) << big.describe();
-  const Plan fp64 = shared_plan_of(problem(DType::kFloat64, {8, 16, 512, 512}));  // 32-byte chunk statistics
+  PlanOptions through_l2;
+  through_l2.force_exchange = Exchange::kGlobal;
+  const Plan fp64 = shared_plan_of(problem(DType::kFloat64, {8, 16, 512, 512}), through_l2);  // 32-byte chunk statistics
   EXPECT_EQ(fp64.exchange, Exchange::kGlobal);
   EXPECT_EQ(fp64.workspace_bytes, 128u * fp64.ctas_per_slice * 32 + 512);
 

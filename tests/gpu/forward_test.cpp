@@ -321,8 +321,8 @@ TEST(GpuForward, SteadyPlans) {
 }
 
 // Register parts (planner.cpp plan_shared): slices wider than eight 64 KiB chunks held by at most
-// eight CTAs at two per SM, the end of each chunk in registers, and the slices one step past either
-// end, which have none. Offset data, affine, each case also in place and three times with the same
+// eight CTAs at two per SM (16 for float32 and float64), the end of each chunk in registers, and the
+// slices one step past either end, which have none. Offset data, affine, each case also in place and three times with the same
 // bits.
 TEST(GpuForward, RegisterParts) {
   INORM_REQUIRE_GPU();
@@ -344,10 +344,19 @@ TEST(GpuForward, RegisterParts) {
       // The smallest slice with a register part: four chunks; the last one's register part is
       // partly empty (7684 of 8192 values). 3.2 rounds, in order.
       {"512 KiB + 16 B slices, four CTAs a slice", {200, 1, 131076}, DType::kFloat32, 0, false},
-      // The largest: eight of the longest chunks, every register part full. 2.03 rounds of 30
-      // clusters of 8 (fewer than two rounds take no steady plan), strided.
-      {"the largest register-part slice", {61, 1, 8 * longest / 4}, DType::kFloat32, 0, false},
-      {"16 B more: no register part", {61, 1, 8 * longest / 4 + 4}, DType::kFloat32, 0, false, false},
+      // Eight of the longest chunks, every register part full. 2.03 rounds of 30 clusters of 8
+      // (fewer than two rounds take no steady plan), strided.
+      {"eight of the longest chunks", {61, 1, 8 * longest / 4}, DType::kFloat32, 0, false},
+      // Wider clusters, for the plain forward of 4- and 8-byte elements only (config.h
+      // shared_register_part_max_group): nine chunks, the last register part partly empty.
+      {"16 B more: nine CTAs a slice", {61, 1, 8 * longest / 4 + 4}, DType::kFloat32, 0, false},
+      // The largest: 16 of the longest chunks. Two rounds and a slice of the clusters of 16.
+      {"the largest register-part slice", {33, 1, 16 * longest / 4}, DType::kFloat32, 0, false},
+      {"16 B more: no register part", {33, 1, 16 * longest / 4 + 4}, DType::kFloat32, 0, false, false},
+      {"2 MiB float64 slices", {33, 1, 262144}, DType::kFloat64, 0, false},
+      // 16-bit elements stop at eight chunks.
+      {"bf16, 16 B past eight chunks: no register part", {33, 1, 8 * longest / 2 + 8}, DType::kBFloat16, 0, false,
+       false},
       {"1 MiB bf16 slices, 3.3 rounds", {100, 1, 524288}, DType::kBFloat16, 0, false},
       {"1 MiB float64 slices, 2.03 rounds", {61, 1, 131072}, DType::kFloat64, 0, false},
       // The seed's plan, its grid cut to one cluster so that 70 slices make 70 rounds: each next
@@ -361,7 +370,7 @@ TEST(GpuForward, RegisterParts) {
     c.affine = true;
     ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
     c.max_groups = w.max_groups;
-    // shared_resident's plan: where it needs 16 CTAs a slice or more (no register part), the
+    // shared_resident's plan: where it needs 16 CTAs a slice or more without register parts, the
     // planner's forward would run split_pipelined (config.h kForwardSplitMinGroup).
     c.options.force_path = Path::kSharedResident;
     c.expect_path = Path::kSharedResident;
