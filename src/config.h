@@ -105,13 +105,16 @@ inline constexpr int shared_register_max_group(int inputs) {
   return kSharedRegisterMaxGroup * inputs < kSharedMaxClusterCtas ? kSharedRegisterMaxGroup * inputs
                                                                  : kSharedMaxClusterCtas;
 }
-// Wider clusters with register parts, up to a full cluster, for the forward of 4- and 8-byte
-// elements without an activation or channel affine (its chunks hold the fewest elements to
-// reduce). Measured on the H200 (dev/VARIANTS.md 61, against split_pipelined, x copy): float32
-// slices of 1.5-2 MiB in clusters of 11-15 ran 1.13-1.20x against 1.25-1.30x; bfloat16 slices of
-// 1.5-2 MiB 1.42-1.43x against 1.31-1.35x (twice the elements a chunk), GroupNorm + SiLU 3.7x
-// against 1.6x.
-inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op) {
+// The widest cluster with register parts: a full cluster for the forward of 4- and 8-byte elements
+// without an activation or channel affine (its chunks hold the fewest elements to reduce), eight
+// CTAs for GroupNorm's backward with weight gradients (sums per channel inside its chunks),
+// shared_register_max_group otherwise. Measured on the H200 (dev/VARIANTS.md 61): the forward of
+// float32 slices of 1.5-2 MiB in clusters of 11-15 ran 1.13-1.20x copy against split_pipelined's
+// 1.25-1.30x, of bfloat16 1.42-1.43x against 1.31-1.35x (twice the elements a chunk), GroupNorm +
+// SiLU 3.7x against 1.6x; GroupNorm's backward on 1 MiB float32 slices ran 2.10-2.51x of 1.5
+// copies with 15 CTAs a slice (16: 1.75-2.15x) against 1.67-1.89x with 32 through L2.
+inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op, bool channel_sums) {
+  if (channel_sums) return kSharedRegisterMaxGroup;
   return inputs == 1 && elem_bytes >= 4 && !general_op ? kSharedMaxClusterCtas : shared_register_max_group(inputs);
 }
 // Plans with register parts over at least this many rounds of slices take each next slice from the

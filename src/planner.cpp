@@ -606,8 +606,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t register_len = 0;
     int64_t smem = 0;
   };
-  const int register_max_group =
-      detail::shared_register_part_max_group(base.inputs, static_cast<int>(elem), detail::runs_general_op(base));
+  const int register_max_group = detail::shared_register_part_max_group(
+      base.inputs, static_cast<int>(elem), detail::runs_general_op(base), detail::sums_channels_in_slices(base));
   auto chunks_for = [&](int64_t group, int ctas_per_sm) {
     Chunks chunks;
     chunks.len = chunk_len_for(base.slice_len, group, elem);
@@ -636,7 +636,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // needs them, if one does. Narrowest, not busiest: the backward's fp32 seed ran 5.204 ms with 15
   // CTAs a slice (210 busy) against 5.297 ms with 16 (224 busy) (dev/VARIANTS.md 36).
   if (steady_group > detail::kSharedRegisterMaxGroup) {
-    for (int64_t group = 2; group <= register_max_group; ++group) {
+    const int widest = std::max(register_max_group, detail::shared_register_max_group(base.inputs));
+    for (int64_t group = 2; group <= widest; ++group) {
       const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm);
       const bool narrow = group <= detail::shared_register_max_group(base.inputs);
       if ((narrow || chunks.register_len > 0) && fits(chunks, detail::kSharedRegisterCtasPerSm)) {

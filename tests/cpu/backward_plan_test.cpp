@@ -222,6 +222,35 @@ TEST(PlanBackward, SeedUsesTheNarrowestClusterWithRegisterParts) {
   EXPECT_EQ(plan.describe().rfind("backward shared_resident ctas_per_slice=15", 0), 0u) << plan.describe();
 }
 
+// GroupNorm's weight gradients sum each channel inside a chunk: register parts only in clusters of
+// up to eight (config.h shared_register_part_max_group). 1 MiB fp32 slices of 16 channels take 32
+// CTAs through L2 at three per SM, where InstanceNorm's take the seed's cluster of 15.
+TEST(PlanBackward, GroupNormWeightGradientsTakeNarrowRegisterClusters) {
+  BackwardParams p = problem(DType::kFloat32, {32, 256, 128, 128});
+  p.groups = 16;
+  p.weight = fake_pointer(kAligned * 200);
+  p.dweight = fake_pointer(kAligned * 201);
+  Plan plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.register_len, 0) << plan.describe();
+  EXPECT_EQ(plan.ctas_per_slice, 32);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_EQ(plan.exchange, Exchange::kGlobal);
+  // Without weight gradients nothing is summed per channel: the cluster of 15.
+  p.dweight = nullptr;
+  plan = plan_of(p);
+  EXPECT_EQ(plan.ctas_per_slice, 15) << plan.describe();
+  EXPECT_GT(plan.register_len, 0);
+  // 512 KiB slices of 32 channels keep their cluster of eight with register parts (gn-only-fp32).
+  p = problem(DType::kFloat32, {16, 256, 128, 128});
+  p.groups = 32;
+  p.weight = fake_pointer(kAligned * 200);
+  p.dweight = fake_pointer(kAligned * 201);
+  plan = plan_of(p);
+  EXPECT_EQ(plan.ctas_per_slice, 8) << plan.describe();
+  EXPECT_GT(plan.register_len, 0);
+}
+
 // The half seeds (512 KiB a slice of each): the same register plan as the forward's fp32 seed.
 TEST(PlanBackward, HalfSeedsUseClustersOfEightWithRegisterParts) {
   for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
