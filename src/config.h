@@ -69,8 +69,9 @@ inline constexpr int shared_max_group(bool cluster) { return cluster ? kSharedMa
 // (bench/results/2026-12-01-h200-362ce7d/, mid-forward.md, slices of 0.5-3.5 MiB): split_pipelined
 // ran 1-13% faster on 8 of the 9 shapes with 16-56 CTAs a slice (4x64x768x768 bf16: 1.42x copy ->
 // 1.35x, 16x64x768x768 bf16: 1.50x -> 1.32x) and 3% slower on the ninth (8x32x768x512 fp32, 1.27x
-// -> 1.31x); it ran 10-24% slower than the plans of 5-8 CTAs with register parts. The backward keeps shared_resident: split_pipelined ran 3-16%
-// slower there at 36-48 CTAs a slice (mid-backward.md).
+// -> 1.31x); it ran 10-24% slower than the plans of 5-8 CTAs with register parts. The backward
+// keeps shared_resident: split_pipelined ran 3-16% slower there at 36-48 CTAs a slice
+// (mid-backward.md).
 inline constexpr int kForwardSplitMinGroup = 16;
 inline constexpr int64_t kSharedSteadyChunkBytes = 64 * 1024;
 inline constexpr int64_t kSharedSteadyBytesPerSm = 192 * 1024;
@@ -111,8 +112,8 @@ inline constexpr int shared_register_max_group(int inputs) {
 // shared_register_max_group otherwise. Measured on the H200 (dev/VARIANTS.md 61): the forward of
 // float32 slices of 1.5-2 MiB in clusters of 11-15 ran 1.13-1.20x copy against split_pipelined's
 // 1.25-1.30x, of bfloat16 1.42-1.43x against 1.31-1.35x (twice the elements a chunk), GroupNorm +
-// SiLU 3.7x against 1.6x; GroupNorm's backward on 1 MiB float32 slices ran 2.10-2.51x of 1.5
-// copies with 15 CTAs a slice (16: 1.75-2.15x) against 1.67-1.89x with 32 through L2.
+// SiLU 3.7x against 1.6x; GroupNorm's backward on 1 MiB float32 slices ran 2.07-2.55x of 1.5
+// copies with 15 CTAs a slice (16: 1.75-2.15x) against 1.67-1.93x with 32 through L2.
 inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op, bool channel_sums) {
   if (channel_sums) return kSharedRegisterMaxGroup;
   return inputs == 1 && elem_bytes >= 4 && !general_op ? kSharedMaxClusterCtas : shared_register_max_group(inputs);

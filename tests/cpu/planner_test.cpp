@@ -66,7 +66,7 @@ TEST(Planner, SeedFloat32UsesEightCtasPerSliceTwoPerSmWithRegisterParts) {
 // SM, each CTA holding 32 KiB of its chunk in registers where its shared memory is too small; only
 // with 16-byte access (the part moves in whole vectors) and the cluster exchange. Clusters of up to
 // eight CTAs, and of up to 16 for the plain forward of 4- and 8-byte elements
-// (config.h shared_register_max_group).
+// (config.h shared_register_part_max_group).
 TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
   const DeviceLimits limits = hopper_h200_limits();
   // The longest chunk: a buffer of the SM's half share (beside the 16 bytes that mirror x's
@@ -293,7 +293,8 @@ TEST(Planner, ExchangeFollowsCtasPerSm) {
   EXPECT_NE(big.describe().find("exchange=global"), std::string::npos) << big.describe();
   PlanOptions through_l2;
   through_l2.force_exchange = Exchange::kGlobal;
-  const Plan fp64 = shared_plan_of(problem(DType::kFloat64, {8, 16, 512, 512}), through_l2);  // 32-byte chunk statistics
+  // 32-byte chunk statistics
+  const Plan fp64 = shared_plan_of(problem(DType::kFloat64, {8, 16, 512, 512}), through_l2);
   EXPECT_EQ(fp64.exchange, Exchange::kGlobal);
   EXPECT_EQ(fp64.workspace_bytes, 128u * fp64.ctas_per_slice * 32 + 512);
 

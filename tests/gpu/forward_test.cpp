@@ -321,9 +321,9 @@ TEST(GpuForward, SteadyPlans) {
 }
 
 // Register parts (planner.cpp plan_shared): slices wider than eight 64 KiB chunks held by at most
-// eight CTAs at two per SM (16 for float32 and float64), the end of each chunk in registers, and the
-// slices one step past either end, which have none. Offset data, affine, each case also in place and three times with the same
-// bits.
+// eight CTAs at two per SM (16 for float32 and float64), the end of each chunk in registers, and
+// the slices one step past either end, which have none. Offset data, affine, each case also in
+// place and three times with the same bits.
 TEST(GpuForward, RegisterParts) {
   INORM_REQUIRE_GPU();
   DeviceLimits limits;
@@ -350,7 +350,7 @@ TEST(GpuForward, RegisterParts) {
       // Wider clusters, for the plain forward of 4- and 8-byte elements only (config.h
       // shared_register_part_max_group): nine chunks, the last register part partly empty.
       {"16 B more: nine CTAs a slice", {61, 1, 8 * longest / 4 + 4}, DType::kFloat32, 0, false},
-      // The largest: 16 of the longest chunks. Two rounds and a slice of the clusters of 16.
+      // The largest: 16 of the longest chunks; 2.4 rounds of the 14 clusters of 16 an H200 holds.
       {"the largest register-part slice", {33, 1, 16 * longest / 4}, DType::kFloat32, 0, false},
       {"16 B more: no register part", {33, 1, 16 * longest / 4 + 4}, DType::kFloat32, 0, false, false},
       {"2 MiB float64 slices", {33, 1, 262144}, DType::kFloat64, 0, false},
