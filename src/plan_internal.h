@@ -75,18 +75,27 @@ inline int64_t batch_of(const Plan& plan) {
 }
 // Whether the plan ends with the channel reduction (kernels/channel_reduce.cu).
 inline bool reduces_channels(const Plan& plan) { return plan.update_running_stats || plan.weight_grads; }
+// A channel's elements in a slice (S): slice_len / slice_channels (0 for a plan without channels).
+inline int64_t channel_len_of(const Plan& plan) {
+  return plan.slice_channels > 0 ? plan.slice_len / plan.slice_channels : 0;
+}
+// Whether every chunk of a forward plan lies inside one channel (a CTA's chunk on kSharedResident,
+// a part on kSplitPipelined, whose length divides the channel's): GroupNorm's affine is then one
+// channel's a chunk, which the plain op applies at no cost (kernels/forward_op.cuh finish).
+inline bool chunks_lie_in_channels(const Plan& plan) {
+  return plan.pass == Pass::kForward && (plan.path == Path::kSharedResident || plan.path == Path::kSplitPipelined) &&
+         plan.chunk_len > 0 && channel_len_of(plan) > 0 && channel_len_of(plan) % plan.chunk_len == 0;
+}
 // Whether the plan runs an op's general form (kernels/launchers.h dispatch_op): an activation, or
-// an affine by channel inside the slices.
-inline bool runs_general_op(const Plan& plan) { return plan.activation != Activation::kNone || plan.channel_affine; }
+// an affine by channel inside chunks of the slices.
+inline bool runs_general_op(const Plan& plan) {
+  return plan.activation != Activation::kNone || (plan.channel_affine && !chunks_lie_in_channels(plan));
+}
 // Whether the backward's weight gradients come from per-channel sums inside slices (GroupNorm):
 // each chunk of a slice leaves, per channel it overlaps, sum(dz) and sum(dz * (x - center)) in the
 // workspace (kernels/backward_op.cuh), which the channel reduction combines per channel.
 inline bool sums_channels_in_slices(const Plan& plan) {
   return plan.pass == Pass::kBackward && plan.weight_grads && plan.slice_channels > 1;
-}
-// A channel's elements in a slice (S): slice_len / slice_channels (0 for a plan without channels).
-inline int64_t channel_len_of(const Plan& plan) {
-  return plan.slice_channels > 0 ? plan.slice_len / plan.slice_channels : 0;
 }
 // The elements of a slice one such partial's chunk covers: a CTA's chunk (kSharedResident), a
 // part (kSplitPipelined), a tile of one channel (kChannelsLast), or the whole slice.

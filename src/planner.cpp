@@ -135,7 +135,10 @@ std::string Plan::describe() const {
     default:
       break;
   }
-  if (slice_channels > 1) out << " groups=" << channels / slice_channels << (channel_affine ? " channel-affine" : "");
+  if (slice_channels > 1) {
+    out << " groups=" << channels / slice_channels;
+    if (channel_affine) out << (detail::chunks_lie_in_channels(*this) ? " chunk-channel-affine" : " channel-affine");
+  }
   if (activation != Activation::kNone) out << " +" << activation_name(activation);
   if (update_running_stats) out << " +running_stats";
   if (weight_grads) out << " +weight_grads";
@@ -565,7 +568,10 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // that run at least kSharedSteadyMinRounds rounds of slices: the fewest CTAs per slice whose chunks
 // hold at most kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows;
 // where that is more than kSharedRegisterMaxGroup CTAs, the narrowest group that holds the slice at
-// two per SM with register parts (config.h kSharedRegister*; seed fp32 1.09x → 1.04x copy).
+// two per SM with register parts (config.h kSharedRegister*; seed fp32 1.09x → 1.04x copy), unless
+// the steady chunks lie in channels and so run GroupNorm's affine in the plain op (a register
+// group's chunks across channels would run the general op: 1 MiB slices of 64 KiB channels, float32
+// 1.28x -> 1.16x, float16 2.6x -> 1.24x; nor does split_pipelined take them, 1.28-1.33x).
 // Measured on the H200 (bench/results/2026-11-30-h200-f6cbc97/planner.md): one CTA per SM ran
 // 1.21-2.2x copy and never beat the best plan with two or more; the steady plan took the seed
 // fp32 from 1.21x to 1.15x, seed bf16 from 1.29x to 1.18x, 8x64x384x384 fp32 from 2.2x to 1.15x
@@ -606,6 +612,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t register_len = 0;
     int64_t smem = 0;
   };
+  // (base has no chunks yet: GroupNorm's affine counts as the general op's, whatever chunks follow.)
   const int register_max_group = detail::shared_register_part_max_group(
       base.inputs, static_cast<int>(elem), detail::runs_general_op(base), detail::sums_channels_in_slices(base));
   auto chunks_for = [&](int64_t group, int ctas_per_sm) {
@@ -627,15 +634,21 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
            fit_on_sm(chunks.smem, ctas_per_sm);
   };
   int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
-  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem * base.inputs;
+  Plan steady = base;
+  steady.path = Path::kSharedResident;
+  steady.chunk_len = chunk_len_for(base.slice_len, steady_group, elem);
+  const int64_t steady_chunk_bytes = steady.chunk_len * elem * base.inputs;
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
+  // Steady chunks inside channels run the plain op where GroupNorm's affine would otherwise make
+  // it general (plan_internal.h chunks_lie_in_channels); they stay the steady plan.
+  const bool steady_takes_plain_op = detail::runs_general_op(base) && !detail::runs_general_op(steady);
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
   // shared_register_max_group, or wider with register parts up to shared_register_part_max_group)
   // that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it
   // needs them, if one does. Narrowest, not busiest: the backward's fp32 seed ran 5.204 ms with 15
   // CTAs a slice (210 busy) against 5.297 ms with 16 (224 busy) (dev/VARIANTS.md 36).
-  if (steady_group > detail::kSharedRegisterMaxGroup) {
+  if (steady_group > detail::kSharedRegisterMaxGroup && !steady_takes_plain_op) {
     const int widest = std::max(register_max_group, detail::shared_register_max_group(base.inputs));
     for (int64_t group = 2; group <= widest; ++group) {
       const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm);
@@ -747,7 +760,7 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
                    std::to_string(options.force_resident_parts));
   }
   const int64_t sms_per_resident_part =
-      detail::runs_general_op(base) ? detail::kSplitSmsPerResidentPartGeneral : detail::kSplitSmsPerResidentPart;
+      detail::runs_general_op(*plan) ? detail::kSplitSmsPerResidentPartGeneral : detail::kSplitSmsPerResidentPart;
   plan->resident_parts = static_cast<int>(
       options.force_resident_parts >= 0 ? options.force_resident_parts
       : base.writes_output ? std::min({parts / detail::kSplitResidentShareDivisor,
@@ -896,7 +909,9 @@ bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
   const bool shared_forced = options.force_path != Path::kAuto || options.force_ctas_per_slice != 0 ||
                              options.force_ctas_per_sm != 0 || options.max_ctas_per_sm != 0 ||
                              options.force_exchange != Exchange::kAuto;
-  return shared.pass == Pass::kForward && !shared_forced && shared.register_len == 0 &&
+  const bool plain_by_channel = shared.channel_affine && !detail::runs_general_op(shared) &&
+                                shared.ctas_per_slice <= detail::kSharedMaxClusterCtas;
+  return shared.pass == Pass::kForward && !shared_forced && shared.register_len == 0 && !plain_by_channel &&
          shared.ctas_per_slice >= detail::kForwardSplitMinGroup;
 }
 

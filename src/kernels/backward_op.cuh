@@ -164,8 +164,8 @@ struct BackwardOp {
     return totals;
   }
 
-  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, const Context& ctx,
-                                                        const Totals& totals, bool writer) {
+  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, int64_t /*first*/,
+                                                        const Context& ctx, const Totals& totals, bool writer) {
     const Acc n = static_cast<Acc>(args.slice_len);
     const Acc resid = args.use_input_stats ? totals.d / n : Acc(0);
     const Acc dy_xhat = ctx.rstd * (totals.dy_d - resid * totals.dy);

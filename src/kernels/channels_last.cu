@@ -352,7 +352,7 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
         partial, static_cast<int>(parts), threadIdx.x, kChannelsLastFinishThreads, combine_sum);
     if (threadIdx.x == 0) {
       *reinterpret_cast<Coefficients*>(slice_coefficients) =
-          Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), true);
+          Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), true);
     }
     __syncthreads();
     for (int64_t local = threadIdx.x; local < args.slice_channels; local += blockDim.x) {
@@ -573,7 +573,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
           Op::template combine_split<kCombineInFlight>(partial, parts, lane, kCombineLanes, lane_sum);
       if (!owner) return;
       const Coefficients c =
-          Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), rank == 0 && lane == 0);
+          Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), rank == 0 && lane == 0);
       for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) {
         *reinterpret_cast<Coefficients*>(coefficients + (s * args.slice_channels + local) * kSliceCoefficientBytes) =
             channel_coefficients<Op>(args, slice, c, local);

@@ -22,8 +22,9 @@
 //   from_split(split)                      the same in float64 through global memory (split_pipelined,
 //                                          channels_last), combined by a CTA or a group of lanes, each
 //                                          lane kInFlight partials at a time (config.h kCombineInFlight)
-//   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise coefficients
-//                                          (of the slice's first channel)
+//   Coefficients finish(args, slice, first, ctx, totals, writer)   per-slice outputs, elementwise
+//                                          coefficients (of the slice's first channel, or of the
+//                                          channel of element `first`, the caller's first)
 //   Acc apply(coefficients, activation, v) the output element from the inputs' element v, with the
 //                                          coefficients' activation fixed by coefficients.visit
 //                                          around the loop (common.cuh ActivationEpilogue), or
@@ -85,10 +86,10 @@ __device__ __forceinline__ void combine_chunks(const ChunkStats<Acc>* chunks, in
 }
 
 // Turns a slice's statistics (mean = mean_hi + mean_lo, m2 = sum of squared deviations over
-// `count` = S elements) into the affine coefficients of its first channel (and *rstd_out, when
-// given, its rstd); the caller picked one thread per slice as `writer` of the optional outputs.
+// `count` = S elements) into the affine coefficients of `channel` (and *rstd_out, when given, the
+// slice's rstd); the caller picked one thread per slice as `writer` of the optional outputs.
 template <typename Acc>
-__device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice,
+__device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice, int64_t channel,
                                                          Acc mean_hi, Acc mean_lo, Acc m2,
                                                          bool writer, Acc* rstd_out = nullptr) {
   const Acc count = static_cast<Acc>(args.slice_len);
@@ -96,7 +97,6 @@ __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args,
   const Acc var = m2 / count;
   const Acc rstd = reciprocal_sqrt(var + static_cast<Acc>(args.eps));
   if (rstd_out != nullptr) *rstd_out = rstd;
-  const int64_t channel = first_channel(args, slice);
   const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
   const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
   if (writer) {
@@ -218,10 +218,18 @@ struct ForwardOp {
     return totals;
   }
 
-  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, const Context&,
-                                                        const Totals& totals, bool writer) {
+  // `first`: the caller's first element of the slice. The general op starts at the slice's first
+  // channel (ChannelWindow moves on from there); the plain op takes the channel of `first`, the
+  // only one of its chunk where the plan's chunks lie in channels (plan_internal.h
+  // chunks_lie_in_channels), and the slice's only one otherwise. (A CTA whose chunk is empty
+  // starts at the slice's end: it takes the last channel, and writes nothing.)
+  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, int64_t first,
+                                                        const Context&, const Totals& totals, bool writer) {
     Coefficients c{Epilogue::of(args)};
-    c.affine = finish_slice<Acc>(args, slice, totals.mean_hi, totals.mean_lo, totals.m2, writer, &c.rstd);
+    const int64_t channel =
+        first_channel(args, slice) +
+        (!kGeneral && args.slice_channels > 1 ? min(first / args.channel_len, args.slice_channels - 1) : 0);
+    c.affine = finish_slice<Acc>(args, slice, channel, totals.mean_hi, totals.mean_lo, totals.m2, writer, &c.rstd);
     return c;
   }
 

@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
       exchange_through_l2(args, slice, rank, group_size, mine, stats);
     }
     typename Op::Coefficients coefficients =
-        Op::finish(args, slice, ctx, Op::combine(stats, group_size), rank == 0 && threadIdx.x == 0);
+        Op::finish(args, slice, begin, ctx, Op::combine(stats, group_size), rank == 0 && threadIdx.x == 0);
     ChannelWindow<Op> window(args, slice, coefficients);
     // Taken early, the counter's latency hides under the stores; it is sent to the peers after them
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).

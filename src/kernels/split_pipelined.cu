@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       __syncthreads();
       const SplitSums stats = load_l2<SplitSums>(&slice_stats[work.slice]);
       typename Op::Coefficients coefficients =
-          Op::finish(args, work.slice, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
+          Op::finish(args, work.slice, begin, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
       ChannelWindow<Op> window(args, work.slice, coefficients);
       if (work.elementwise) loaded.wait(std::move(token));
       if (args.out != nullptr) {

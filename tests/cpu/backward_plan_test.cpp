@@ -372,6 +372,15 @@ TEST(PlanBackward, GroupNormSumsChannelsInsideSlices) {
   EXPECT_TRUE(grads.channel_affine);
   EXPECT_TRUE(detail::sums_channels_in_slices(grads));
   ASSERT_EQ(grads.path, Path::kSharedResident);
+  // Ten CTAs, a chunk a channel (the forward would take the plain op): the sums per channel still
+  // need the general one.
+  PlanOptions ten;
+  ten.force_path = Path::kSharedResident;
+  ten.force_ctas_per_slice = 10;
+  const Plan channel_chunks = plan_of(p, ten);
+  EXPECT_EQ(channel_chunks.chunk_len, 64 * 64);
+  EXPECT_FALSE(detail::chunks_lie_in_channels(channel_chunks));
+  EXPECT_TRUE(detail::runs_general_op(channel_chunks));
   const int64_t chunks = (grads.slice_len + grads.chunk_len - 1) / grads.chunk_len;
   EXPECT_EQ(detail::channel_partials_per_slice(grads), 10 + chunks - 1);
   const detail::WorkspaceLayout layout = detail::workspace_layout(grads);

@@ -401,6 +401,7 @@ TEST(Planner, GroupNormSlicesSpanTheGroupsChannels) {
   EXPECT_TRUE(plan.channel_affine);
   EXPECT_EQ(plan.path, Path::kSharedResident);
   EXPECT_NE(plan.describe().find("groups=32 channel-affine"), std::string::npos) << plan.describe();
+  EXPECT_TRUE(detail::runs_general_op(plan));  // chunks of 8192 in channels of 4096
   p.weight = nullptr;
   plan = plan_of(p);
   EXPECT_FALSE(plan.channel_affine);
@@ -430,6 +431,94 @@ TEST(Planner, GroupNormSlicesSpanTheGroupsChannels) {
   in.groups = 0;
   EXPECT_FALSE(detail::same_problem(detail::plan_signature(a), detail::plan_signature(b)));
   EXPECT_FALSE(detail::same_problem(detail::plan_signature(a), detail::plan_signature(in)));
+}
+
+// Chunks that each lie in one channel (their length divides the channel's) take the plain op with
+// the affine of their channel: GroupNorm(32) of 16x256x128x128 float32 (gn-only-fp32) is eight
+// CTAs a slice of eight 16384-element channels; forced onto split_pipelined its parts are channels
+// too. Chunks across channels and an activation keep the general op (the backward too:
+// PlanBackward.GroupNormSumsChannelsInsideSlices).
+TEST(Planner, ChunksInsideChannelsTakeThePlainOp) {
+  ForwardParams p = problem(DType::kFloat32, {16, 256, 128, 128});
+  p.groups = 32;
+  p.weight = reinterpret_cast<void*>(kAligned * 2);
+  Plan plan = plan_of(p);
+  ASSERT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.ctas_per_slice, 8);
+  EXPECT_EQ(plan.chunk_len, 128 * 128);
+  EXPECT_TRUE(plan.channel_affine);
+  EXPECT_TRUE(detail::chunks_lie_in_channels(plan));
+  EXPECT_FALSE(detail::runs_general_op(plan));
+  EXPECT_NE(plan.describe().find("groups=32 chunk-channel-affine"), std::string::npos) << plan.describe();
+  // Half a channel a CTA: still inside one.
+  PlanOptions sixteen;
+  sixteen.force_path = Path::kSharedResident;
+  sixteen.force_ctas_per_slice = 16;
+  EXPECT_FALSE(detail::runs_general_op(plan_of(p, sixteen)));
+  // Six CTAs: chunks of 21856 cross channels.
+  PlanOptions six = sixteen;
+  six.force_ctas_per_slice = 6;
+  plan = plan_of(p, six);
+  EXPECT_FALSE(detail::chunks_lie_in_channels(plan));
+  EXPECT_TRUE(detail::runs_general_op(plan));
+  EXPECT_NE(plan.describe().find("groups=32 channel-affine"), std::string::npos) << plan.describe();
+  PlanOptions split;
+  split.force_path = Path::kSplitPipelined;
+  plan = plan_of(p, split);
+  ASSERT_EQ(plan.path, Path::kSplitPipelined);
+  EXPECT_EQ(128 * 128 % plan.chunk_len, 0) << plan.describe();
+  EXPECT_FALSE(detail::runs_general_op(plan));
+  p.activation = Activation::kSilu;
+  EXPECT_TRUE(detail::runs_general_op(plan_of(p)));
+}
+
+// GroupNorm's affine where the steady plan's 64 KiB chunks lie in channels: the steady plan stays,
+// in the plain op, rather than a register group of eight whose chunks cross channels (the general
+// op) or split_pipelined at 16 CTAs. Measured on the H200 (dev/VARIANTS.md 62): GroupNorm(16) of
+// 32x256x128x128 float32 1.28x -> 1.16x, of 16x256x256x128 float16 2.6x -> 1.24x.
+TEST(Planner, SteadyChunksInsideChannelsStay) {
+  ForwardParams p = problem(DType::kFloat32, {32, 256, 128, 128});
+  p.groups = 16;
+  p.weight = reinterpret_cast<void*>(kAligned * 2);
+  Plan plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_EQ(plan.register_len, 0);
+  EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
+  // 16-bit: chunks of 32768 in channels of 32768; twelve channels a slice: twelve CTAs.
+  ForwardParams half = problem(DType::kFloat16, {16, 256, 256, 128});
+  half.groups = 16;
+  half.weight = p.weight;
+  plan = plan_of(half);
+  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
+  ForwardParams twelve = problem(DType::kFloat32, {16, 192, 128, 128});
+  twelve.groups = 16;
+  twelve.weight = p.weight;
+  plan = plan_of(twelve);
+  EXPECT_EQ(plan.ctas_per_slice, 12);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
+  // Without the affine the plain op runs anyway: register parts in groups of eight.
+  p.weight = nullptr;
+  plan = plan_of(p);
+  EXPECT_EQ(plan.ctas_per_slice, 8);
+  EXPECT_GT(plan.register_len, 0);
+  // With an activation the op is general whatever the chunks: as before.
+  p.weight = half.weight;
+  p.activation = Activation::kSilu;
+  plan = plan_of(p);
+  EXPECT_EQ(plan.ctas_per_slice, 8);
+  EXPECT_GT(plan.register_len, 0);
+  // Steady chunks inside channels but wider than a cluster (32 of 64 KiB a 2 MiB bfloat16 slice):
+  // split_pipelined, as any forward group of 16 or more without register parts.
+  ForwardParams wide = problem(DType::kBFloat16, {1, 512, 256, 256});
+  wide.groups = 32;
+  wide.weight = half.weight;
+  plan = plan_of(wide);
+  EXPECT_EQ(plan.path, Path::kSplitPipelined);
+  EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
 }
 
 TEST(Planner, OddHalfSlicesUseOneCtaEach) {

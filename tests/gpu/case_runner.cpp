@@ -104,6 +104,9 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
     failures.push_back(chose + (*c.expect_early ? ", expected slices taken early"
                                                 : ", expected slices taken after the stores"));
   }
+  if (c.expect_general_op.has_value() && detail::runs_general_op(*plan) != *c.expect_general_op) {
+    failures.push_back(chose + (*c.expect_general_op ? ", expected the general op" : ", expected the plain op"));
+  }
 }
 
 // Random affine parameters and running statistics of the case, uploaded in its param dtype; the

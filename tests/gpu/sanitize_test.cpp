@@ -164,6 +164,12 @@ TEST(GpuSanitize, GroupNormPlans) {
                     DType::kFloat32, Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1};
     registers.groups = 1;
     expect_plan_passes(pass, registers, true, Activation::kSilu);
+    // Chunks of 8 inside channels of 48 (the forward's plain op, a chunk's channel's affine), the
+    // last four of 16 CTAs without a chunk.
+    Reach channel_chunks{"16 CTAs on slices of two 48-element channels", {2, 4, 48}, DType::kFloat32,
+                         Path::kSharedResident, 16, 0, Exchange::kCluster};
+    channel_chunks.groups = 2;
+    expect_plan_passes(pass, channel_chunks);
   }
 }
 
