@@ -137,7 +137,8 @@ std::string Plan::describe() const {
   }
   if (slice_channels > 1) {
     out << " groups=" << channels / slice_channels;
-    if (channel_affine) out << (detail::chunks_lie_in_channels(*this) ? " chunk-channel-affine" : " channel-affine");
+    // chunk-channel-affine: a chunk's channel's affine in the plain op (plan_internal.h chunks_lie_in_channels).
+    if (channel_affine) out << (detail::runs_general_op(*this) ? " channel-affine" : " chunk-channel-affine");
   }
   if (activation != Activation::kNone) out << " +" << activation_name(activation);
   if (update_running_stats) out << " +running_stats";
@@ -568,10 +569,12 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // that run at least kSharedSteadyMinRounds rounds of slices: the fewest CTAs per slice whose chunks
 // hold at most kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows;
 // where that is more than kSharedRegisterMaxGroup CTAs, the narrowest group that holds the slice at
-// two per SM with register parts (config.h kSharedRegister*; seed fp32 1.09x → 1.04x copy), unless
-// the steady chunks lie in channels and so run GroupNorm's affine in the plain op (a register
-// group's chunks across channels would run the general op: 1 MiB slices of 64 KiB channels, float32
-// 1.28x -> 1.16x, float16 2.6x -> 1.24x; nor does split_pipelined take them, 1.28-1.33x).
+// two per SM with register parts (config.h kSharedRegister*; seed fp32 1.09x → 1.04x copy), except
+// for the forward's general op (a channel affine or an activation), which takes no register parts.
+// Where steady chunks lie in channels that op is plain again (GroupNorm's affine, a chunk's
+// channel's; 1 MiB slices of 64 KiB channels: float32 1.28x -> 1.16x, float16 2.6x -> 1.24x against
+// a register group of eight whose chunks cross channels), and split_pipelined does not take them
+// (1.28-1.33x).
 // Measured on the H200 (bench/results/2026-11-30-h200-f6cbc97/planner.md): one CTA per SM ran
 // 1.21-2.2x copy and never beat the best plan with two or more; the steady plan took the seed
 // fp32 from 1.21x to 1.15x, seed bf16 from 1.29x to 1.18x, 8x64x384x384 fp32 from 2.2x to 1.15x
@@ -634,21 +637,19 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
            fit_on_sm(chunks.smem, ctas_per_sm);
   };
   int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
-  Plan steady = base;
-  steady.path = Path::kSharedResident;
-  steady.chunk_len = chunk_len_for(base.slice_len, steady_group, elem);
-  const int64_t steady_chunk_bytes = steady.chunk_len * elem * base.inputs;
+  const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem * base.inputs;
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
-  // Steady chunks inside channels run the plain op where GroupNorm's affine would otherwise make
-  // it general (plan_internal.h chunks_lie_in_channels); they stay the steady plan.
-  const bool steady_takes_plain_op = detail::runs_general_op(base) && !detail::runs_general_op(steady);
+  // The forward's general op takes no register parts (config.h shared_register_part_max_group) and
+  // keeps the steady plan; so do steady chunks inside channels, which run GroupNorm's affine in the
+  // plain op (plan_internal.h chunks_lie_in_channels).
+  const bool steady_stays = base.pass == Pass::kForward && detail::runs_general_op(base);
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
   // shared_register_max_group, or wider with register parts up to shared_register_part_max_group)
   // that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it
   // needs them, if one does. Narrowest, not busiest: the backward's fp32 seed ran 5.204 ms with 15
   // CTAs a slice (210 busy) against 5.297 ms with 16 (224 busy) (dev/VARIANTS.md 36).
-  if (steady_group > detail::kSharedRegisterMaxGroup && !steady_takes_plain_op) {
+  if (steady_group > detail::kSharedRegisterMaxGroup && !steady_stays) {
     const int widest = std::max(register_max_group, detail::shared_register_max_group(base.inputs));
     for (int64_t group = 2; group <= widest; ++group) {
       const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm);

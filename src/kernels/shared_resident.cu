@@ -249,10 +249,17 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 
 using KernelFn = void (*)(KernelArgs);
 
+// Whether an op runs with register parts: not the forward's general op (config.h
+// shared_register_part_max_group), which is not compiled with them.
+template <typename Op>
+inline constexpr bool kTakesRegisterParts = true;
+template <typename T>
+inline constexpr bool kTakesRegisterParts<ForwardOp<T, true>> = false;
+
 template <typename Op, bool kCluster>
 KernelFn shared_kernel_for(int threads, bool register_part) {
   if (register_part) {  // planned only for clusters (planner.cpp plan_shared)
-    if constexpr (kCluster) {
+    if constexpr (kCluster && kTakesRegisterParts<Op>) {
       if (threads == kSharedRegisterThreads) {
         return &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedRegisterVecs / Op::kInputs>;
       }
@@ -287,8 +294,10 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
   if (!status.ok()) return status;
   if (*kernel == nullptr) {
     return Status(StatusCode::kInvalidArgument,
-                  register_part ? "inorm: a shared_resident plan with a register part needs the cluster exchange and " +
-                                      std::to_string(kSharedRegisterThreads) + " threads"
+                  register_part ? "inorm: a shared_resident plan with a register part needs the cluster exchange, " +
+                                      std::to_string(kSharedRegisterThreads) +
+                                      " threads, and an op other than the forward's with an activation or a "
+                                      "channel affine"
                                 : std::string("inorm: the plan names a shared_resident thread count that is not compiled in"));
   }
   // Clusters of up to kSharedMaxClusterCtas CTAs; above 8 they are "non-portable" on sm_90.

@@ -130,6 +130,38 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
   EXPECT_EQ(shared_plan_of(grouped).register_len, 0) << shared_plan_of(grouped).describe();
 }
 
+// The forward's general op (an activation, or GroupNorm's affine across a chunk's channels) takes no
+// register parts: the steady plan stays, or split_pipelined where that is 16 CTAs or more (config.h
+// shared_register_part_max_group). The backward keeps them.
+TEST(Planner, GeneralForwardTakesNoRegisterParts) {
+  // InstanceNorm + LeakyReLU on 1 MiB float32 and float16 slices: 16 steady CTAs, so split_pipelined.
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    ForwardParams p = problem(dtype, {8, 64, 512, dtype == DType::kFloat32 ? 512 : 1024});
+    p.activation = Activation::kLeakyRelu;
+    const Plan plan = plan_of(p);
+    EXPECT_EQ(plan.path, Path::kSplitPipelined) << plan.describe();
+    // Eight CTAs at two per SM hold the slice only with register parts: refused.
+    PlanOptions eight;
+    eight.force_path = Path::kSharedResident;
+    eight.force_ctas_per_slice = 8;
+    eight.force_ctas_per_sm = 2;
+    Plan refused;
+    EXPECT_EQ(plan_forward(p, hopper_h200_limits(), &refused, eight).code(), StatusCode::kInvalidArgument);
+    p.activation = Activation::kNone;  // the plain op: a register group of eight
+    EXPECT_GT(plan_of(p).register_len, 0) << plan_of(p).describe();
+  }
+  // GroupNorm(16) of 96x96 channels (576 KiB slices, chunks across channels): nine steady CTAs at
+  // three per SM.
+  ForwardParams g = problem(DType::kFloat32, {16, 256, 96, 96});
+  g.groups = 16;
+  g.weight = reinterpret_cast<void*>(kAligned * 2);
+  const Plan plan = plan_of(g);
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.ctas_per_slice, 9);
+  EXPECT_EQ(plan.ctas_per_sm, 3);
+  EXPECT_EQ(plan.register_len, 0);
+}
+
 // Register-part plans take each next slice before normalizing from 64 rounds of slices up.
 TEST(Planner, EarlyDispatchFromSixtyFourRounds) {
   // 1 MiB fp32 slices, 30 clusters of 8 at two per SM.
@@ -505,12 +537,11 @@ TEST(Planner, SteadyChunksInsideChannelsStay) {
   plan = plan_of(p);
   EXPECT_EQ(plan.ctas_per_slice, 8);
   EXPECT_GT(plan.register_len, 0);
-  // With an activation the op is general whatever the chunks: as before.
+  // With an activation the op is general whatever the chunks, and 16 CTAs without register parts
+  // give way to split_pipelined.
   p.weight = half.weight;
   p.activation = Activation::kSilu;
-  plan = plan_of(p);
-  EXPECT_EQ(plan.ctas_per_slice, 8);
-  EXPECT_GT(plan.register_len, 0);
+  EXPECT_EQ(plan_of(p).path, Path::kSplitPipelined);
   // Steady chunks inside channels but wider than a cluster (32 of 64 KiB a 2 MiB bfloat16 slice):
   // split_pipelined, as any forward group of 16 or more without register parts.
   ForwardParams wide = problem(DType::kBFloat16, {1, 512, 256, 256});
