@@ -113,7 +113,7 @@ inline constexpr int shared_register_max_group(int inputs) {
 // (dev/VARIANTS.md 61-62): the forward of float32 slices of 1.5-2 MiB in clusters of 11-15 ran
 // 1.13-1.20x copy against split_pipelined's 1.25-1.30x, of bfloat16 1.42-1.43x against 1.31-1.35x
 // (twice the elements a chunk); the general forward with register parts ran 1.24-3.7x on 0.6-1 MiB
-// slices against 1.25-1.55x without (float16 GroupNorm + SiLU 3.0x against split_pipelined's
+// slices against 1.22-1.55x without (float16 GroupNorm + SiLU 3.0x against split_pipelined's
 // 1.53x); GroupNorm's backward on 1 MiB float32 slices ran 2.07-2.55x of 1.5 copies with 15 CTAs
 // a slice (16: 1.75-2.15x) against 1.67-1.93x with 32 through L2.
 inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op, bool channel_sums) {
