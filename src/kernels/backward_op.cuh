@@ -42,12 +42,14 @@ struct GradSplitSums {
 };
 static_assert(sizeof(GradSplitSums) == sizeof(SplitPartial), "split_pipelined's workspace holds either");
 
-// kSpansChannels (GroupNorm's general op, launchers.h dispatch_op): slices of several channels. An
-// op of its own, not a branch of the general one: its loop over channels, compiled into the same
-// kernels, made InstanceNorm's with an activation spill 100-400 bytes (dev/VARIANTS.md 44).
+// kGeneral: the runtime activation's epilogue. kSpansChannels (GroupNorm's affine, launchers.h
+// dispatch_op): slices of several channels, each element with its channel's weight; kGeneral only
+// where there is an activation, so that GroupNorm without one runs no activation's branch per
+// element. An op of its own, not a branch of the general one: its loop over channels, compiled
+// into the same kernels, made InstanceNorm's with an activation spill 100-400 bytes
+// (dev/VARIANTS.md 44).
 template <typename T, bool kGeneral, bool kSpansChannels = false>
 struct BackwardOp {
-  static_assert(kGeneral || !kSpansChannels, "slices of several channels take the general op");
   using Elem = T;
   using Acc = AccOf<T>;
   using Epilogue = EpilogueOf<Acc, kGeneral>;
@@ -138,7 +140,7 @@ struct BackwardOp {
       const int64_t begin = max(c * len, place.first) - place.first;
       const int64_t end = min((c + 1) * len, place.first + count) - place.first;
       const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, slice_channel + c) : Acc(1);
-      const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : Acc(0);
+      const Acc bias = kGeneral && args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : Acc(0);
       const TripleSum<Acc> sums = all_sum.last(
           channel_sums(ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
       if (place.writer && args.channel_partials != nullptr) {

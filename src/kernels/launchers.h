@@ -106,8 +106,8 @@ Status dispatch_dtype(DType dtype, F&& f) {
 
 // Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type: the general
 // op (kGeneral) where the plan has an activation or an affine by channel inside its slices, and in
-// the backward with that affine GroupNorm's own (kSpansChannels), which a family compiles only
-// where kGroupNorm says it runs GroupNorm.
+// the backward with that affine GroupNorm's own (kSpansChannels; kGeneral only with an activation),
+// which a family compiles only where kGroupNorm says it runs GroupNorm.
 template <bool kGroupNorm = true, typename F>
 Status dispatch_op(const Plan& plan, F&& f) {
   return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
@@ -117,6 +117,7 @@ Status dispatch_op(const Plan& plan, F&& f) {
     if (!general) return f(BackwardOp<T, false>{});
     if (!plan.channel_affine) return f(BackwardOp<T, true>{});
     if constexpr (kGroupNorm) {
+      if (plan.activation == Activation::kNone) return f(BackwardOp<T, false, true>{});
       return f(BackwardOp<T, true, true>{});
     } else {
       return Status(StatusCode::kUnsupported, std::string("inorm: GroupNorm's backward does not run on path ") +

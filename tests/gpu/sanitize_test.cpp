@@ -131,9 +131,9 @@ TEST(GpuSanitize, ActivatedPlans) {
   }
 }
 
-// GroupNorm in every family it runs, both passes, silu fused, the weight and bias following the
-// channel of each element; the backward's per-channel sums of each chunk in the workspace. Slices
-// of two channels.
+// GroupNorm in every family it runs, both passes, with silu fused and without, the weight and bias
+// following the channel of each element; the backward's per-channel sums of each chunk in the
+// workspace. Slices of two channels.
 TEST(GpuSanitize, GroupNormPlans) {
   INORM_REQUIRE_GPU();
   std::vector<Reach> reaches = {
@@ -157,7 +157,9 @@ TEST(GpuSanitize, GroupNormPlans) {
   for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
     for (Reach& r : reaches) {
       r.groups = r.shape[1] / 2;  // slices of two channels
+      // With SiLU, and without an activation (the backward's GroupNorm op without its epilogue).
       expect_plan_passes(pass, r, std::nullopt, Activation::kSilu);
+      expect_plan_passes(pass, r, std::nullopt, Activation::kNone);
     }
     // The backward's slices of two channels as long as RegisterParts' slices of one (the forward's
     // general op takes no register parts: config.h shared_register_part_max_group).
