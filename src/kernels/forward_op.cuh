@@ -5,8 +5,9 @@
 // y = activation(((x - mean) * rstd) * weight + bias). kGeneral: the runtime activation of
 // common.cuh ActivationEpilogue, and the weight and bias of each element's channel where a slice
 // spans several (GroupNorm; common.cuh ChannelWindow); otherwise no activation and one channel's
-// affine a slice, at no cost. The mean is carried as a high and a low part, so data far from zero
-// (1e4 + randn) keeps its digits.
+// affine a chunk (the slice's, or where every chunk lies in one channel that channel's:
+// plan_internal.h chunks_lie_in_channels), at no cost. The mean is carried as a high and a low
+// part, so data far from zero (1e4 + randn) keeps its digits.
 //
 // An op of the engine answers, as static members:
 //   Context context(args, slice)          what the slice needs before its reductions
