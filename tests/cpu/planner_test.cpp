@@ -28,6 +28,14 @@ ForwardParams problem(DType dtype, std::initializer_list<int64_t> shape) {
   return p;
 }
 
+// GroupNorm with `groups` groups and a weight: an affine by channel inside each slice.
+ForwardParams affine_groups(DType dtype, std::initializer_list<int64_t> shape, int64_t groups) {
+  ForwardParams p = problem(dtype, shape);
+  p.groups = groups;
+  p.weight = reinterpret_cast<void*>(kAligned * 2);
+  return p;
+}
+
 Plan plan_of(const ForwardParams& p, const PlanOptions& options = {}) {
   Plan plan;
   const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
@@ -124,9 +132,7 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
   ForwardParams activated = problem(DType::kFloat32, {1, 64, eight + 4});
   activated.activation = Activation::kSilu;
   EXPECT_EQ(shared_plan_of(activated).register_len, 0) << shared_plan_of(activated).describe();
-  ForwardParams grouped = problem(DType::kFloat32, {1, 64, (eight + 4) / 2});
-  grouped.groups = 32;  // two channels a slice, each with its own weight
-  grouped.weight = reinterpret_cast<void*>(kAligned * 2);
+  const ForwardParams grouped = affine_groups(DType::kFloat32, {1, 64, (eight + 4) / 2}, 32);  // two channels a slice
   EXPECT_EQ(shared_plan_of(grouped).register_len, 0) << shared_plan_of(grouped).describe();
 }
 
@@ -152,10 +158,7 @@ TEST(Planner, GeneralForwardTakesNoRegisterParts) {
   }
   // GroupNorm(16) of 96x96 channels (576 KiB slices, chunks across channels): nine steady CTAs at
   // three per SM.
-  ForwardParams g = problem(DType::kFloat32, {16, 256, 96, 96});
-  g.groups = 16;
-  g.weight = reinterpret_cast<void*>(kAligned * 2);
-  const Plan plan = plan_of(g);
+  const Plan plan = plan_of(affine_groups(DType::kFloat32, {16, 256, 96, 96}, 16));
   EXPECT_EQ(plan.path, Path::kSharedResident);
   EXPECT_EQ(plan.ctas_per_slice, 9);
   EXPECT_EQ(plan.ctas_per_sm, 3);
@@ -422,9 +425,7 @@ TEST(Planner, ForcedGroupLanes) {
 // GroupNorm: a slice is C / groups channels x S, planned as one slice of that length; the affine
 // changes inside it only with weight or bias (the general op then follows each element's channel).
 TEST(Planner, GroupNormSlicesSpanTheGroupsChannels) {
-  ForwardParams p = problem(DType::kFloat16, {2, 320, 64, 64});
-  p.groups = 32;
-  p.weight = reinterpret_cast<void*>(kAligned * 2);
+  ForwardParams p = affine_groups(DType::kFloat16, {2, 320, 64, 64}, 32);
   Plan plan = plan_of(p);
   EXPECT_EQ(plan.num_slices, 2 * 32);
   EXPECT_EQ(plan.slice_len, 10 * 64 * 64);
@@ -471,9 +472,7 @@ TEST(Planner, GroupNormSlicesSpanTheGroupsChannels) {
 // too. Chunks across channels and an activation keep the general op (the backward too:
 // PlanBackward.GroupNormSumsChannelsInsideSlices).
 TEST(Planner, ChunksInsideChannelsTakeThePlainOp) {
-  ForwardParams p = problem(DType::kFloat32, {16, 256, 128, 128});
-  p.groups = 32;
-  p.weight = reinterpret_cast<void*>(kAligned * 2);
+  ForwardParams p = affine_groups(DType::kFloat32, {16, 256, 128, 128}, 32);
   Plan plan = plan_of(p);
   ASSERT_EQ(plan.path, Path::kSharedResident);
   EXPECT_EQ(plan.ctas_per_slice, 8);
@@ -509,9 +508,7 @@ TEST(Planner, ChunksInsideChannelsTakeThePlainOp) {
 // op) or split_pipelined at 16 CTAs. Measured on the H200 (dev/VARIANTS.md 62): GroupNorm(16) of
 // 32x256x128x128 float32 1.28x -> 1.16x, of 16x256x256x128 float16 2.6x -> 1.24x.
 TEST(Planner, SteadyChunksInsideChannelsStay) {
-  ForwardParams p = problem(DType::kFloat32, {32, 256, 128, 128});
-  p.groups = 16;
-  p.weight = reinterpret_cast<void*>(kAligned * 2);
+  ForwardParams p = affine_groups(DType::kFloat32, {32, 256, 128, 128}, 16);
   Plan plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kSharedResident);
   EXPECT_EQ(plan.ctas_per_slice, 16);
@@ -519,16 +516,10 @@ TEST(Planner, SteadyChunksInsideChannelsStay) {
   EXPECT_EQ(plan.register_len, 0);
   EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
   // 16-bit: chunks of 32768 in channels of 32768; twelve channels a slice: twelve CTAs.
-  ForwardParams half = problem(DType::kFloat16, {16, 256, 256, 128});
-  half.groups = 16;
-  half.weight = p.weight;
-  plan = plan_of(half);
+  plan = plan_of(affine_groups(DType::kFloat16, {16, 256, 256, 128}, 16));
   EXPECT_EQ(plan.ctas_per_slice, 16);
   EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
-  ForwardParams twelve = problem(DType::kFloat32, {16, 192, 128, 128});
-  twelve.groups = 16;
-  twelve.weight = p.weight;
-  plan = plan_of(twelve);
+  plan = plan_of(affine_groups(DType::kFloat32, {16, 192, 128, 128}, 16));
   EXPECT_EQ(plan.ctas_per_slice, 12);
   EXPECT_EQ(plan.ctas_per_sm, 3);
   EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
@@ -539,15 +530,12 @@ TEST(Planner, SteadyChunksInsideChannelsStay) {
   EXPECT_GT(plan.register_len, 0);
   // With an activation the op is general whatever the chunks, and 16 CTAs without register parts
   // give way to split_pipelined.
-  p.weight = half.weight;
+  p = affine_groups(DType::kFloat32, {32, 256, 128, 128}, 16);
   p.activation = Activation::kSilu;
   EXPECT_EQ(plan_of(p).path, Path::kSplitPipelined);
   // Steady chunks inside channels but wider than a cluster (32 of 64 KiB a 2 MiB bfloat16 slice):
   // split_pipelined, as any forward group of 16 or more without register parts.
-  ForwardParams wide = problem(DType::kBFloat16, {1, 512, 256, 256});
-  wide.groups = 32;
-  wide.weight = half.weight;
-  plan = plan_of(wide);
+  plan = plan_of(affine_groups(DType::kBFloat16, {1, 512, 256, 256}, 32));
   EXPECT_EQ(plan.path, Path::kSplitPipelined);
   EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
 }
