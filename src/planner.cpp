@@ -640,10 +640,10 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem * base.inputs;
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
-  // The forward's general op takes no register parts (config.h shared_register_part_max_group) and
+  // An op without register parts (the forward's general op: config.h shared_register_part_max_group)
   // keeps the steady plan; so do steady chunks inside channels, which run GroupNorm's affine in the
   // plain op (plan_internal.h chunks_lie_in_channels).
-  const bool steady_stays = base.pass == Pass::kForward && detail::runs_general_op(base);
+  const bool steady_stays = register_max_group == 0;
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
   // shared_register_max_group, or wider with register parts up to shared_register_part_max_group)
   // that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it
