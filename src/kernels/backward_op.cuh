@@ -95,20 +95,32 @@ struct BackwardOp {
     return ctx;
   }
 
-  // The sums of dz, dz * d and d over `elements` for one channel's weight and bias.
-  template <typename Visit>
+  // This thread's sums of dz, dz * d and d over the elements `visit` walks, for one channel's
+  // weight and bias. kFixActivation: the activation fixed around the loop (ctx.visit), where the
+  // elements lie in shared memory; the branch per element (a load of the kind and a
+  // compare-and-branch chain) doubled the instructions of SiLU's reduction loop in the SASS. Where
+  // elements are held in registers, the branch per element: a copy of the loop for each activation
+  // spilled there or took up to twice the registers (ptxas -v).
+  template <bool kFixActivation, typename Visit>
   static __device__ __forceinline__ TripleSum<Acc> channel_sums(const Context& ctx, Acc weight, Acc bias,
                                                                 Visit&& visit) {
-    TripleSum<Acc> sums{Acc(0), Acc(0), Acc(0)};
     const Acc z_scale = ctx.rstd * weight;
-    visit([&](const Acc(&v)[2]) {
-      const Acc d = v[0] - ctx.center;
-      const Acc dz = ctx.gradient(fma(d, z_scale, bias), v[1]);
-      sums.first += dz;
-      sums.second += dz * d;
-      sums.third += d;
-    });
-    return sums;
+    const auto sums_with = [&](const auto& activation) {
+      TripleSum<Acc> sums{Acc(0), Acc(0), Acc(0)};
+      visit([&](const Acc(&v)[2]) {
+        const Acc d = v[0] - ctx.center;
+        const Acc dz = activation.gradient(fma(d, z_scale, bias), v[1]);
+        sums.first += dz;
+        sums.second += dz * d;
+        sums.third += d;
+      });
+      return sums;
+    };
+    if constexpr (kFixActivation) {
+      return ctx.visit(sums_with);
+    } else {
+      return sums_with(ctx);
+    }
   }
 
   template <typename Elements, typename AllSum>
@@ -117,7 +129,8 @@ struct BackwardOp {
                                                    AllSum& all_sum) {
     if constexpr (!kSpansChannels) {  // one affine a slice, or none: the whole chunk at once
       const TripleSum<Acc> sums =
-          all_sum.last(channel_sums(ctx, ctx.weight, ctx.bias, [&](auto&& f) { elements.for_each(f); }));
+          all_sum.last(channel_sums<!kAnyElementsInRegisters<Elements>>(ctx, ctx.weight, ctx.bias,
+                                                                        [&](auto&& f) { elements.for_each(f); }));
       return Partial{sums.first, sums.second, sums.third, Acc(0)};
     } else {
       return reduce_by_channel(args, ctx, elements, place, count, all_sum);
@@ -141,8 +154,8 @@ struct BackwardOp {
       const int64_t end = min((c + 1) * len, place.first + count) - place.first;
       const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, slice_channel + c) : Acc(1);
       const Acc bias = kGeneral && args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : Acc(0);
-      const TripleSum<Acc> sums = all_sum.last(
-          channel_sums(ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
+      const TripleSum<Acc> sums = all_sum.last(channel_sums<!kAnyElementsInRegisters<Elements>>(
+          ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
       if (place.writer && args.channel_partials != nullptr) {
         Acc* pair = static_cast<Acc*>(args.channel_partials) +
                     2 * (place.slice * args.channel_partials_per_slice + c + place.index);

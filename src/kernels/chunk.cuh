@@ -193,15 +193,23 @@ struct Chunk {
   // the vectors that overlap the range, checked element by element only where they cross its ends.
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
+    // Two loops, not a check per element inside one: nvcc kept that check (two 64-bit compares and
+    // a branch an element) in the unchecked vectors too.
     const auto visit_pack = [&](const Pack<T>(&packs)[kInputs], int64_t j) {
-      const bool whole = j >= begin && j + kVec <= end;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        if (!whole && (j + e < begin || j + e >= end)) continue;
+      const auto visit = [&](int e) {
         Acc v[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
         f(v);
+      };
+      if (j >= begin && j + kVec <= end) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) visit(e);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          if (j + e >= begin && j + e < end) visit(e);
+        }
       }
     };
     if constexpr (kVecs > 0) {
@@ -311,6 +319,13 @@ struct Chunk {
     for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(buf[i][j]);
   }
 };
+
+// Whether any of an op's elements are held in registers: group_registers' slices, and chunks with a
+// register part (the backward op fixes its activation around a loop only where none are).
+template <typename Elements>
+inline constexpr bool kAnyElementsInRegisters = kElementsInRegisters<Elements>;
+template <typename T, int kThreads, int kInputs, int kVecs>
+inline constexpr bool kAnyElementsInRegisters<Chunk<T, kThreads, kInputs, kVecs>> = kVecs > 0;
 
 // The sum over a CTA of a value, a PairSum or a TripleSum of Acc, or an Extra (the op's
 // ExtraSum: the forward's float64 PairSum; Acc, nothing more, for the others, whose storage it then

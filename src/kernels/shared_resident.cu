@@ -235,9 +235,18 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
     if (args.out != nullptr) {  // (the offset again: kept live across the exchange, it cost a spill)
-      chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned, window, begin,
-                       // the activation's branch per element: a copy of the loop for each spilled
-                       [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, coefficients, v); });
+      T* const out = static_cast<T*>(args.out) + slice * args.slice_len + begin;
+      const auto store_with = [&](const auto& activation) {
+        chunk.store_each(out, args.coaligned, window, begin,
+                         [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, activation, v); });
+      };
+      // The activation fixed around the loop, but with a register part the branch per element: a
+      // copy of the loop for each activation spilled there.
+      if constexpr (kRegisterVecs == 0) {
+        coefficients.visit(store_with);
+      } else {
+        store_with(coefficients);
+      }
     }
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
                                               &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1), taken);

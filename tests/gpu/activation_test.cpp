@@ -2,15 +2,17 @@
 // in the forward's elementwise pass, dz = dy * activation'(z) in the backward with z recomputed on
 // chip, checked in full against the float64 oracle by run_case (case_runner.h): every dtype x the
 // edge shapes, offset data, a NaN, in place and bitwise repeats, eval mode, channels_last, no
-// affine. Every kernel family with an activation also runs under the sanitizers
+// affine, every activation in every family. Every kernel family with an activation also runs under the sanitizers
 // (sanitize_test.cpp, GpuSanitize.ActivatedPlans). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "case_runner.h"
+#include "config.h"
 #include "expect_case.h"
 
 namespace inorm::testing {
@@ -142,6 +144,52 @@ TEST(GpuActivation, WithoutBias) {
       Case weight_only = activated_case(pass, {4, 8, 63, 65}, DType::kFloat32, activation);
       weight_only.weight_only = true;
       expect_passes(weight_only, with(activation, "weight without bias"));
+    }
+  }
+}
+
+// Every activation in every contiguous family of both passes, InstanceNorm and GroupNorm (slices of
+// two channels), each plan forced: the families fix the activation around their loops (a copy of
+// each loop for each activation, kernels/backward_op.cuh channel_sums), so every pair is code of its
+// own. float32 and bfloat16 in turn.
+TEST(GpuActivation, EveryFamily) {
+  INORM_REQUIRE_GPU();
+  struct Reach {
+    const char* why;
+    std::vector<int64_t> shape;
+    Path path;
+    int ctas_per_slice = 0;
+    int ctas_per_sm = 0;
+    Exchange exchange = Exchange::kAuto;
+    std::optional<bool> registers;
+  };
+  const Reach reaches[] = {
+      {"group_registers", {2, 4, 1024}, Path::kGroupRegisters},
+      {"shared_resident, one CTA a slice", {2, 4, 4097}, Path::kSharedResident, 1, 0, Exchange::kNone, false},
+      {"shared_resident, a cluster of 3", {2, 4, 4097}, Path::kSharedResident, 3, 0, Exchange::kCluster, false},
+      {"shared_resident, 3 CTAs through L2", {2, 4, 4097}, Path::kSharedResident, 3, 0, Exchange::kGlobal, false},
+      // The backward only: the forward's general op takes no register parts.
+      {"shared_resident, register parts", {2, 2, 32770}, Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm,
+       Exchange::kCluster, true},
+      {"split_pipelined, five parts a slice", {1, 4, 40000}, Path::kSplitPipelined},
+  };
+  int turn = 0;
+  for (const Reach& r : reaches) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      if (r.registers.value_or(false) && pass == Pass::kForward) continue;
+      for (Activation activation : kActivations) {
+        for (int64_t groups : {int64_t{0}, r.shape[1] / 2}) {
+          // (Register parts hold what does not fit in shared memory: float32's chunks.)
+          const bool bf16 = turn++ % 2 && !r.registers.value_or(false);
+          Case c = activated_case(pass, r.shape, bf16 ? DType::kBFloat16 : DType::kFloat32, activation);
+          c.param_dtype = DType::kFloat32;
+          c.groups = groups;
+          force_plan(&c, r.path, r.ctas_per_slice, r.ctas_per_sm, r.exchange);
+          c.expect_registers = r.registers;
+          ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+          expect_passes(c, with(activation, std::string(r.why) + (groups > 0 ? ", GroupNorm" : "")));
+        }
+      }
     }
   }
 }

@@ -84,6 +84,17 @@ void set_shape(const Case& c, Params* p) {
   set_params_shape(c.shape, c.dtype, c.layout, p);
 }
 
+// Forces c's plan (0 and Exchange::kAuto leave that choice to the planner) and requires the path and
+// exchange forced.
+inline void force_plan(Case* c, Path path, int ctas_per_slice, int ctas_per_sm, Exchange exchange) {
+  c->options.force_path = path;
+  c->options.force_ctas_per_slice = ctas_per_slice;
+  c->options.force_ctas_per_sm = ctas_per_sm;
+  c->options.force_exchange = exchange;
+  c->expect_path = path;
+  c->expect_exchange = exchange;
+}
+
 // Runs c.pass.
 Outcome run_case(const Case& c);
 

@@ -46,13 +46,8 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   c.running = r.running;
   c.layout = r.layout;
   c.x_offset = c.y_offset = r.offset;
-  c.options.force_path = r.path;
-  c.options.force_ctas_per_slice = r.ctas_per_slice;
-  c.options.force_ctas_per_sm = r.ctas_per_sm;
-  c.options.force_exchange = r.exchange;
+  force_plan(&c, r.path, r.ctas_per_slice, r.ctas_per_sm, r.exchange);
   c.max_groups = r.max_groups;
-  c.expect_path = r.path;
-  c.expect_exchange = r.exchange;
   c.expect_registers = registers;
   c.activation = activation;
   c.negative_slope = 0.2;
