@@ -106,19 +106,23 @@ inline constexpr int shared_register_max_group(int inputs) {
   return kSharedRegisterMaxGroup * inputs < kSharedMaxClusterCtas ? kSharedRegisterMaxGroup * inputs
                                                                  : kSharedMaxClusterCtas;
 }
-// The widest cluster with register parts: none for the forward's general op (an activation or a
-// channel affine), a full cluster for its plain op on 4- and 8-byte elements (its chunks hold the
-// fewest elements to reduce), eight CTAs for GroupNorm's backward with weight gradients (sums per
-// channel inside its chunks), shared_register_max_group otherwise. Measured on the H200
-// (dev/VARIANTS.md 61-62): the forward of float32 slices of 1.5-2 MiB in clusters of 11-15 ran
-// 1.13-1.20x copy against split_pipelined's 1.25-1.30x, of bfloat16 1.42-1.43x against 1.31-1.35x
-// (twice the elements a chunk); the general forward with register parts ran 1.24-3.7x on 0.6-1 MiB
-// slices against 1.22-1.55x without (float16 GroupNorm + SiLU 3.0x against split_pipelined's
-// 1.53x); GroupNorm's backward on 1 MiB float32 slices ran 2.07-2.55x of 1.5 copies with 15 CTAs
-// a slice (16: 1.75-2.15x) against 1.67-1.93x with 32 through L2.
-inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op, bool channel_sums) {
+// The widest cluster with register parts: none for an op with an activation or the forward's
+// general op (a channel affine), a full cluster for the forward's plain op on 4- and 8-byte
+// elements (its chunks hold the fewest elements to reduce), eight CTAs for GroupNorm's backward
+// with weight gradients (sums per channel inside its chunks), shared_register_max_group otherwise.
+// Measured on the H200 (dev/VARIANTS.md 61-63): the forward of float32 slices of 1.5-2 MiB in
+// clusters of 11-15 ran 1.13-1.20x copy against split_pipelined's 1.25-1.30x, of bfloat16
+// 1.42-1.43x against 1.31-1.35x (twice the elements a chunk); the general forward with register
+// parts ran 1.24-3.7x on 0.6-1 MiB slices against 1.22-1.55x without (float16 GroupNorm + SiLU
+// 3.0x against split_pipelined's 1.53x); the backward with an activation, whose register parts
+// take the activation's branch per element (kernels/backward_op.cuh channel_sums), ran 0.5-1 MiB
+// 16-bit slices 1.92-3.37x of 1.5 copies against 1.36-2.30x at three CTAs an SM without (float32:
+// 1.34x against 1.26-1.33x); GroupNorm's backward on 1 MiB float32 slices ran 2.07-2.55x with 15
+// CTAs a slice (16: 1.75-2.15x) against 1.67-1.93x with 32 through L2.
+inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op, bool activation,
+                                                    bool channel_sums) {
+  if (activation || (inputs == 1 && general_op)) return 0;
   if (channel_sums) return kSharedRegisterMaxGroup;
-  if (inputs == 1 && general_op) return 0;
   return inputs == 1 && elem_bytes >= 4 ? kSharedMaxClusterCtas : shared_register_max_group(inputs);
 }
 // Plans with register parts over at least this many rounds of slices take each next slice from the

@@ -96,11 +96,11 @@ struct BackwardOp {
   }
 
   // This thread's sums of dz, dz * d and d over the elements `visit` walks, for one channel's
-  // weight and bias. kFixActivation: the activation fixed around the loop (ctx.visit), where the
-  // elements lie in shared memory; the branch per element (a load of the kind and a
-  // compare-and-branch chain) doubled the instructions of SiLU's reduction loop in the SASS. Where
-  // elements are held in registers, the branch per element: a copy of the loop for each activation
-  // spilled there or took up to twice the registers (ptxas -v).
+  // weight and bias. kFixActivation: the activation fixed around the loop (ctx.visit); the branch
+  // per element (a load of the kind and a compare-and-branch chain) doubled the instructions of
+  // SiLU's reduction loop in the SASS. group_registers' elements, held in registers, take the
+  // branch per element: a copy of the loop for each activation took up to twice the registers
+  // there (ptxas -v). (No op with an activation takes shared_resident's register parts.)
   template <bool kFixActivation, typename Visit>
   static __device__ __forceinline__ TripleSum<Acc> channel_sums(const Context& ctx, Acc weight, Acc bias,
                                                                 Visit&& visit) {
@@ -129,8 +129,8 @@ struct BackwardOp {
                                                    AllSum& all_sum) {
     if constexpr (!kSpansChannels) {  // one affine a slice, or none: the whole chunk at once
       const TripleSum<Acc> sums =
-          all_sum.last(channel_sums<!kAnyElementsInRegisters<Elements>>(ctx, ctx.weight, ctx.bias,
-                                                                        [&](auto&& f) { elements.for_each(f); }));
+          all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(ctx, ctx.weight, ctx.bias,
+                                                                     [&](auto&& f) { elements.for_each(f); }));
       return Partial{sums.first, sums.second, sums.third, Acc(0)};
     } else {
       return reduce_by_channel(args, ctx, elements, place, count, all_sum);
@@ -154,7 +154,7 @@ struct BackwardOp {
       const int64_t end = min((c + 1) * len, place.first + count) - place.first;
       const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, slice_channel + c) : Acc(1);
       const Acc bias = kGeneral && args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : Acc(0);
-      const TripleSum<Acc> sums = all_sum.last(channel_sums<!kAnyElementsInRegisters<Elements>>(
+      const TripleSum<Acc> sums = all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(
           ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
       if (place.writer && args.channel_partials != nullptr) {
         Acc* pair = static_cast<Acc*>(args.channel_partials) +

@@ -105,6 +105,7 @@ __device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& load
 // Whether an op's elements (a chunk, a channels_last column, a group's slice) are held in
 // registers, so that a second pass over them loads nothing: group_registers' are
 // (group_registers.cu specializes it); the others' each pass loads again (ForwardOp::kOnePass).
+// Over them the backward takes the activation's branch per element (BackwardOp::channel_sums).
 template <typename Elements>
 inline constexpr bool kElementsInRegisters = false;
 
@@ -319,13 +320,6 @@ struct Chunk {
     for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(buf[i][j]);
   }
 };
-
-// Whether any of an op's elements are held in registers: group_registers' slices, and chunks with a
-// register part (the backward op fixes its activation around a loop only where none are).
-template <typename Elements>
-inline constexpr bool kAnyElementsInRegisters = kElementsInRegisters<Elements>;
-template <typename T, int kThreads, int kInputs, int kVecs>
-inline constexpr bool kAnyElementsInRegisters<Chunk<T, kThreads, kInputs, kVecs>> = kVecs > 0;
 
 // The sum over a CTA of a value, a PairSum or a TripleSum of Acc, or an Extra (the op's
 // ExtraSum: the forward's float64 PairSum; Acc, nothing more, for the others, whose storage it then

@@ -282,8 +282,8 @@ struct ActivationEpilogue {
     return {args.activation, static_cast<Acc>(args.negative_slope)};
   }
   // The activation and dy * its derivative at z with the branch taken per element, where a copy of
-  // the loop for each activation costs registers (ptxas -v): over elements held in registers
-  // (group_registers' slices, shared_resident's chunks with a register part).
+  // the loop for each activation costs registers (ptxas -v): over group_registers' slices, held in
+  // registers.
   __device__ __forceinline__ Acc activate(Acc z) const {
     return visit([&](const auto& activation) { return activation.activate(z); });
   }

@@ -235,18 +235,11 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
     if (args.out != nullptr) {  // (the offset again: kept live across the exchange, it cost a spill)
-      T* const out = static_cast<T*>(args.out) + slice * args.slice_len + begin;
-      const auto store_with = [&](const auto& activation) {
-        chunk.store_each(out, args.coaligned, window, begin,
+      // The activation fixed around the loop (no op with one takes a register part).
+      coefficients.visit([&](const auto& activation) {
+        chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned, window, begin,
                          [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, activation, v); });
-      };
-      // The activation fixed around the loop, but with a register part the branch per element: a
-      // copy of the loop for each activation spilled there.
-      if constexpr (kRegisterVecs == 0) {
-        coefficients.visit(store_with);
-      } else {
-        store_with(coefficients);
-      }
+      });
     }
     const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
                                               &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1), taken);
@@ -258,12 +251,14 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 
 using KernelFn = void (*)(KernelArgs);
 
-// Whether an op runs with register parts: not the forward's general op (config.h
-// shared_register_part_max_group), which is not compiled with them.
+// Whether an op runs with register parts: not one with an activation, nor the forward's general op
+// (config.h shared_register_part_max_group), which are not compiled with them.
 template <typename Op>
 inline constexpr bool kTakesRegisterParts = true;
 template <typename T>
 inline constexpr bool kTakesRegisterParts<ForwardOp<T, true>> = false;
+template <typename T, bool kSpansChannels>
+inline constexpr bool kTakesRegisterParts<BackwardOp<T, true, kSpansChannels>> = false;
 
 template <typename Op, bool kCluster>
 KernelFn shared_kernel_for(int threads, bool register_part) {
@@ -305,8 +300,8 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
     return Status(StatusCode::kInvalidArgument,
                   register_part ? "inorm: a shared_resident plan with a register part needs the cluster exchange, " +
                                       std::to_string(kSharedRegisterThreads) +
-                                      " threads, and an op other than the forward's with an activation or a "
-                                      "channel affine"
+                                      " threads, and an op without an activation (nor the forward's with a "
+                                      "channel affine)"
                                 : std::string("inorm: the plan names a shared_resident thread count that is not compiled in"));
   }
   // Clusters of up to kSharedMaxClusterCtas CTAs; above 8 they are "non-portable" on sm_90.

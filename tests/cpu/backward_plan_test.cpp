@@ -251,6 +251,47 @@ TEST(PlanBackward, GroupNormWeightGradientsTakeNarrowRegisterClusters) {
   EXPECT_GT(plan.register_len, 0);
 }
 
+// No op with an activation takes register parts (config.h shared_register_part_max_group): its
+// register parts would take the activation's branch per element. Without them the steady plan.
+TEST(PlanBackward, ActivationTakesNoRegisterParts) {
+  struct Expected {
+    BackwardParams params;
+    Activation activation;
+    int ctas_per_slice;
+    Exchange exchange;
+    int ctas_per_slice_without;  // with register parts, at two CTAs an SM, without the activation
+  };
+  const Expected cases[] = {
+      {problem(DType::kFloat16, {4, 64, 512, 1024}), Activation::kLeakyRelu, 32, Exchange::kGlobal, 15},  // 1 MiB
+      {problem(DType::kBFloat16, {8, 64, 512, 512}), Activation::kSilu, 16, Exchange::kCluster, 8},       // 512 KiB
+      {problem(DType::kFloat32, {8, 64, 512, 512}), Activation::kRelu, 32, Exchange::kGlobal, 15},        // 1 MiB
+  };
+  for (const Expected& e : cases) {
+    BackwardParams p = e.params;
+    p.weight = fake_pointer(kAligned * 200);
+    p.bias = fake_pointer(kAligned * 202);
+    p.activation = e.activation;
+    Plan plan = plan_of(p);
+    EXPECT_EQ(plan.path, Path::kSharedResident) << plan.describe();
+    EXPECT_EQ(plan.register_len, 0) << plan.describe();
+    EXPECT_EQ(plan.ctas_per_slice, e.ctas_per_slice) << plan.describe();
+    EXPECT_EQ(plan.ctas_per_sm, 3) << plan.describe();
+    EXPECT_EQ(plan.exchange, e.exchange) << plan.describe();
+    // The register plan, forced, is refused.
+    PlanOptions registers;
+    registers.force_path = Path::kSharedResident;
+    registers.force_ctas_per_slice = e.ctas_per_slice_without;
+    registers.force_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
+    Plan refused;
+    EXPECT_EQ(plan_backward(p, hopper_h200_limits(), &refused, registers).code(), StatusCode::kInvalidArgument)
+        << refused.describe();
+    p.activation = Activation::kNone;
+    plan = plan_of(p);
+    EXPECT_EQ(plan.ctas_per_slice, e.ctas_per_slice_without) << plan.describe();
+    EXPECT_GT(plan.register_len, 0) << plan.describe();
+  }
+}
+
 // The half seeds (512 KiB a slice of each): the same register plan as the forward's fp32 seed.
 TEST(PlanBackward, HalfSeedsUseClustersOfEightWithRegisterParts) {
   for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {

@@ -151,7 +151,8 @@ TEST(GpuActivation, WithoutBias) {
 // Every activation in every contiguous family of both passes, InstanceNorm and GroupNorm (slices of
 // two channels), each plan forced: the families fix the activation around their loops (a copy of
 // each loop for each activation, kernels/backward_op.cuh channel_sums), so every pair is code of its
-// own. float32 and bfloat16 in turn.
+// own. float32 and bfloat16 in turn. (No op with an activation takes shared_resident's register
+// parts: config.h shared_register_part_max_group; PlanBackward.ActivationTakesNoRegisterParts.)
 TEST(GpuActivation, EveryFamily) {
   INORM_REQUIRE_GPU();
   struct Reach {
@@ -168,23 +169,17 @@ TEST(GpuActivation, EveryFamily) {
       {"shared_resident, one CTA a slice", {2, 4, 4097}, Path::kSharedResident, 1, 0, Exchange::kNone, false},
       {"shared_resident, a cluster of 3", {2, 4, 4097}, Path::kSharedResident, 3, 0, Exchange::kCluster, false},
       {"shared_resident, 3 CTAs through L2", {2, 4, 4097}, Path::kSharedResident, 3, 0, Exchange::kGlobal, false},
-      // The backward only: the forward's general op takes no register parts.
-      {"shared_resident, register parts", {2, 2, 32770}, Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm,
-       Exchange::kCluster, true},
       {"split_pipelined, several parts a slice", {1, 4, 40000}, Path::kSplitPipelined},
   };
   int turn = 0;
   for (const Reach& r : reaches) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-      if (r.registers.value_or(false) && pass == Pass::kForward) continue;
       for (Activation activation : kActivations) {
         for (int64_t groups : {int64_t{0}, r.shape[1] / 2}) {
           // GroupNorm's slices of two channels, InstanceNorm's as long: the plan holds either alike.
           std::vector<int64_t> shape = r.shape;
           if (groups == 0) shape.back() *= 2;
-          // (Register parts hold what does not fit in shared memory: float32's chunks.)
-          const bool bf16 = turn++ % 2 && !r.registers.value_or(false);
-          Case c = activated_case(pass, shape, bf16 ? DType::kBFloat16 : DType::kFloat32, activation);
+          Case c = activated_case(pass, shape, turn++ % 2 ? DType::kBFloat16 : DType::kFloat32, activation);
           c.param_dtype = DType::kFloat32;
           c.groups = groups;
           force_plan(&c, r.path, r.ctas_per_slice, r.ctas_per_sm, r.exchange);
