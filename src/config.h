@@ -152,7 +152,8 @@ inline constexpr int kChunkAlignMinBytes = 16 * 1024;
 // kSplitPipelined
 inline constexpr int kSplitThreads = 256;
 // The kernel is compiled for this many resident CTAs per SM, the most its stage buffer allows (80
-// registers a thread; at four, 64 registers, GroupNorm's backward spilled 76-420 bytes).
+// registers a thread; at four, 64 registers, GroupNorm's backward with the activation fixed around
+// its loops spilled 76-420 bytes).
 inline constexpr int kSplitCtasPerSm = 3;
 // A part is one stage of this many bytes, brought into shared memory by one bulk async copy (many
 // bytes in flight), three CTAs per SM. Measured on the H200 with split_slice's statistics kernel

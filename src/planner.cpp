@@ -616,9 +616,9 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t smem = 0;
   };
   // (base has no chunks yet: GroupNorm's affine counts as the general op's, whatever chunks follow.)
-  const int register_max_group =
-      detail::shared_register_part_max_group(base.inputs, static_cast<int>(elem), detail::runs_general_op(base),
-                                             base.activation != Activation::kNone, detail::sums_channels_in_slices(base));
+  const int register_max_group = detail::shared_register_part_max_group(
+      base.inputs, static_cast<int>(elem), detail::runs_general_op(base), base.activation != Activation::kNone,
+      detail::sums_channels_in_slices(base));
   auto chunks_for = [&](int64_t group, int ctas_per_sm) {
     Chunks chunks;
     chunks.len = chunk_len_for(base.slice_len, group, elem);
@@ -642,8 +642,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // An op without register parts (one with an activation, the forward's general op: config.h
-  // shared_register_part_max_group) keeps the steady plan; so do steady chunks inside channels, which run GroupNorm's affine in the
-  // plain op (plan_internal.h chunks_lie_in_channels).
+  // shared_register_part_max_group) keeps the steady plan; so do steady chunks inside channels,
+  // which run GroupNorm's affine in the plain op (plan_internal.h chunks_lie_in_channels).
   const bool steady_stays = register_max_group == 0;
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
   // shared_register_max_group, or wider with register parts up to shared_register_part_max_group)

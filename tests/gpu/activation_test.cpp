@@ -2,17 +2,15 @@
 // in the forward's elementwise pass, dz = dy * activation'(z) in the backward with z recomputed on
 // chip, checked in full against the float64 oracle by run_case (case_runner.h): every dtype x the
 // edge shapes, offset data, a NaN, in place and bitwise repeats, eval mode, channels_last, no
-// affine, every activation in every family. Every kernel family with an activation also runs under the sanitizers
-// (sanitize_test.cpp, GpuSanitize.ActivatedPlans). Skips without a GPU.
+// affine, every activation in every family. Every kernel family with an activation also runs under
+// the sanitizers (sanitize_test.cpp, GpuSanitize.ActivatedPlans). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "case_runner.h"
-#include "config.h"
 #include "expect_case.h"
 
 namespace inorm::testing {
@@ -160,15 +158,13 @@ TEST(GpuActivation, EveryFamily) {
     std::vector<int64_t> shape;
     Path path;
     int ctas_per_slice = 0;
-    int ctas_per_sm = 0;
     Exchange exchange = Exchange::kAuto;
-    std::optional<bool> registers;
   };
   const Reach reaches[] = {
       {"group_registers", {2, 4, 512}, Path::kGroupRegisters},
-      {"shared_resident, one CTA a slice", {2, 4, 4097}, Path::kSharedResident, 1, 0, Exchange::kNone, false},
-      {"shared_resident, a cluster of 3", {2, 4, 4097}, Path::kSharedResident, 3, 0, Exchange::kCluster, false},
-      {"shared_resident, 3 CTAs through L2", {2, 4, 4097}, Path::kSharedResident, 3, 0, Exchange::kGlobal, false},
+      {"shared_resident, one CTA a slice", {2, 4, 4097}, Path::kSharedResident, 1, Exchange::kNone},
+      {"shared_resident, a cluster of 3", {2, 4, 4097}, Path::kSharedResident, 3, Exchange::kCluster},
+      {"shared_resident, 3 CTAs through L2", {2, 4, 4097}, Path::kSharedResident, 3, Exchange::kGlobal},
       {"split_pipelined, several parts a slice", {1, 4, 40000}, Path::kSplitPipelined},
   };
   int turn = 0;
@@ -182,8 +178,8 @@ TEST(GpuActivation, EveryFamily) {
           Case c = activated_case(pass, shape, turn++ % 2 ? DType::kBFloat16 : DType::kFloat32, activation);
           c.param_dtype = DType::kFloat32;
           c.groups = groups;
-          force_plan(&c, r.path, r.ctas_per_slice, r.ctas_per_sm, r.exchange);
-          c.expect_registers = r.registers;
+          force_plan(&c, r.path, r.ctas_per_slice, 0, r.exchange);
+          c.expect_registers = false;
           ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
           expect_passes(c, with(activation, std::string(r.why) + (groups > 0 ? ", GroupNorm" : "")));
         }
