@@ -570,7 +570,8 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // hold at most kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows;
 // where that is more than kSharedRegisterMaxGroup CTAs, the narrowest group that holds the slice at
 // two per SM with register parts (config.h kSharedRegister*; seed fp32 1.09x → 1.04x copy), except
-// for the forward's general op (a channel affine or an activation), which takes no register parts.
+// for an op with an activation and the forward's general op (a channel affine), which take no
+// register parts.
 // Where steady chunks lie in channels that op is plain again (GroupNorm's affine, a chunk's
 // channel's; 1 MiB slices of 64 KiB channels: float32 1.28x -> 1.16x, float16 2.6x -> 1.24x against
 // a register group of eight whose chunks cross channels), and split_pipelined does not take them

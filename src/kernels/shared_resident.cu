@@ -30,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "config.h"
 #include "kernels/chunk.cuh"
@@ -251,14 +252,11 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 
 using KernelFn = void (*)(KernelArgs);
 
-// Whether an op runs with register parts: not one with an activation, nor the forward's general op
-// (config.h shared_register_part_max_group), which are not compiled with them.
+// Whether an op runs with register parts: only one without the runtime epilogue, that is without an
+// activation nor, in the forward, a channel affine (config.h shared_register_part_max_group); the
+// others are not compiled with them.
 template <typename Op>
-inline constexpr bool kTakesRegisterParts = true;
-template <typename T>
-inline constexpr bool kTakesRegisterParts<ForwardOp<T, true>> = false;
-template <typename T, bool kSpansChannels>
-inline constexpr bool kTakesRegisterParts<BackwardOp<T, true, kSpansChannels>> = false;
+inline constexpr bool kTakesRegisterParts = std::is_same_v<typename Op::Epilogue, IdentityEpilogue<typename Op::Acc>>;
 
 template <typename Op, bool kCluster>
 KernelFn shared_kernel_for(int threads, bool register_part) {
