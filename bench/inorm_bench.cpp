@@ -10,11 +10,11 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
-//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-grid396 (also time forced plans:
-//            CTAs per slice, CTAs per SM and exchange of shared_resident, split_pipelined, its lead's
-//            slack per CTA and its resident parts a slice, group_registers' lanes a slice; channels_last's
-//            three kernels, its resident form (at K CTAs an SM), and the three kernels' grid edited;
-//            see dev/VARIANTS.md)
+//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-grid396,alone8 (also time forced
+//            plans: CTAs per slice, CTAs per SM and exchange of shared_resident, split_pipelined, its
+//            lead's slack per CTA and its resident parts a slice, group_registers' lanes a slice;
+//            channels_last's three kernels, its resident form (at K CTAs an SM), the three kernels' grid
+//            edited, and shared_resident's one CTA a slice at K CTAs an SM; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -53,15 +53,21 @@ struct Variant {
   PlanOptions options;
   double split_slack_per_cta = -1;  // >= 0: split_pipelined's lead edited to parts + grid * this
   int64_t channels_last_grid = 0;   // > 0: a channels_last plan's grid edited to this (at most its items)
+  int alone_ctas_per_sm = 0;        // > 0: a shared_resident plan of one CTA a slice edited to this many an SM
+                                    // (its grid with it; past the planner's cap where the threads allow)
 };
 
-// The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead or of
-// the channels_last kernels' grid.
+// The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead, of
+// the channels_last kernels' grid, or of shared_resident's CTAs an SM where a CTA takes a slice.
 void edit_plan(const Variant& variant, Plan* plan) {
   if (variant.channels_last_grid > 0 && plan->path == Path::kChannelsLast) {
     const int64_t samples = plan->num_slices * plan->slice_channels / plan->channels;
     const int64_t blocks = (plan->channels + plan->channel_block - 1) / plan->channel_block;
     plan->grid = std::min(variant.channels_last_grid, samples * blocks * plan->parts_per_slice);
+  }
+  if (variant.alone_ctas_per_sm > 0 && plan->path == Path::kSharedResident && plan->exchange == Exchange::kNone) {
+    plan->grid = std::min(plan->num_slices, plan->grid / plan->ctas_per_sm * variant.alone_ctas_per_sm);
+    plan->ctas_per_sm = variant.alone_ctas_per_sm;
   }
   if (variant.split_slack_per_cta < 0 || plan->path != Path::kSplitPipelined) return;
   plan->pipeline_lead = std::min(plan->num_slices * plan->parts_per_slice,
@@ -518,6 +524,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       }
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
+    } else if (std::sscanf(item.c_str(), "alone%d", &v.alone_ctas_per_sm) == 1 && v.alone_ctas_per_sm > 0) {
+      // shared_resident's one CTA a slice at this many CTAs an SM, e.g. alone8
     } else if (std::sscanf(item.c_str(), "lanes%d", &v.options.force_group_lanes) == 1) {
       v.options.force_path = Path::kGroupRegisters;  // lanes a slice of group_registers, e.g. lanes16
     } else {
