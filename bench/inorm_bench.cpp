@@ -54,7 +54,8 @@ struct Variant {
   double split_slack_per_cta = -1;  // >= 0: split_pipelined's lead edited to parts + grid * this
   int64_t channels_last_grid = 0;   // > 0: a channels_last plan's grid edited to this (at most its items)
   int alone_ctas_per_sm = 0;        // > 0: a shared_resident plan of one CTA a slice edited to this many an SM
-                                    // (its grid with it; past the planner's cap where the threads allow)
+                                    // and its grid with it (past the planner's cap; CTAs beyond what fits run
+                                    // in waves)
 };
 
 // The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead, of
