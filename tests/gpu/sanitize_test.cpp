@@ -80,7 +80,8 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
       {"split_pipelined, float64", {1, 2, 9000}, DType::kFloat64, Path::kSplitPipelined},
       {"channels_last's three kernels, 3 channels (the CTA's last thread idle), two tiles (misaligned)", {2, 3, 5600},
        DType::kFloat32, Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 1, Layout::kChannelsLast},
-      {"channels_last's three kernels, aligned whole rows of 16 bytes (16-byte stores), a ragged last tile",
+      {"channels_last's three kernels, bfloat16 whole rows of 16 bytes, every tensor aligned (no ragged head), "
+       "a last tile ending mid-pass",
        {2, 8, 5601}, DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 0,
        Layout::kChannelsLast},
       {"channels_last resident, 3 channels, a group of CTAs a sample, one group for both (misaligned)", {2, 3, 40000},
