@@ -10,11 +10,12 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
-//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-grid396,alone8 (also time forced
-//            plans: CTAs per slice, CTAs per SM and exchange of shared_resident, split_pipelined, its
-//            lead's slack per CTA and its resident parts a slice, group_registers' lanes a slice;
-//            channels_last's three kernels, its resident form (at K CTAs an SM), the three kernels' grid
-//            edited, and shared_resident's one CTA a slice at K CTAs an SM; see dev/VARIANTS.md)
+//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-tiles128x32,cl-grid396,alone8
+//            (also time forced plans: CTAs per slice, CTAs per SM and exchange of shared_resident,
+//            split_pipelined, its lead's slack per CTA and its resident parts a slice, group_registers'
+//            lanes a slice; channels_last's three kernels, its resident form (at K CTAs an SM), the
+//            three kernels' tiles (channels x rows, 0 the planner's) and their grid edited, and
+//            shared_resident's one CTA a slice at K CTAs an SM; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -523,6 +524,10 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
                                    v.options.force_ctas_per_sm < 1)) {
         return false;
       }
+    } else if (std::sscanf(item.c_str(), "cl-tiles%dx%" SCNd64, &v.options.force_channel_block,
+                           &v.options.force_tile_rows) == 2) {
+      // the three kernels' tiles: channels x rows (0: the planner's), e.g. cl-tiles128x32
+      v.options.force_exchange = Exchange::kNone;
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
     } else if (std::sscanf(item.c_str(), "alone%d", &v.alone_ctas_per_sm) == 1 && v.alone_ctas_per_sm > 0) {

@@ -778,7 +778,7 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
 // memory holds of every input (the kernels stage a tile there: both passes where a tile holds every
 // channel, the reduction alone on channel blocks). The tiles of a channel (parts_per_slice of them)
 // cover its S spatial positions; a GroupNorm slice is its channels' tiles together.
-Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* plan) {
+Status plan_channels_last(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   *plan = base;
   plan->path = Path::kChannelsLast;
   const auto elem = static_cast<int64_t>(dtype_size(base.dtype));
@@ -786,13 +786,28 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   // (signature_of: C * elem is a multiple of 16), so every block must be a multiple of a vector.
   const int64_t vector = base.vector_io ? 16 / elem : 1;
   const int64_t blocks = ceil_div(base.channels, detail::kChannelsLastThreads);
-  const int64_t channel_block = ceil_div(ceil_div(base.channels, blocks), vector) * vector;
+  int64_t channel_block = ceil_div(ceil_div(base.channels, blocks), vector) * vector;
+  if (options.force_channel_block != 0) {
+    if (options.force_channel_block < 1 || options.force_channel_block > detail::kChannelsLastThreads ||
+        options.force_channel_block > base.channels || options.force_channel_block % vector != 0) {
+      return invalid("forced channels_last channel block must be 1 to min(C, " +
+                     std::to_string(detail::kChannelsLastThreads) + ") channels in whole " + std::to_string(vector) +
+                     "-channel vectors, got " + std::to_string(options.force_channel_block));
+    }
+    channel_block = options.force_channel_block;
+  }
   const int64_t rows_a_pass = detail::kChannelsLastThreads / channel_block;
   const int64_t row_bytes = channel_block * elem * base.inputs;
   const int64_t spatial = detail::channel_len_of(base);
+  if (options.force_tile_rows < 0) {
+    return invalid("forced channels_last tile rows must be 0 (the planner's) or more, got " +
+                   std::to_string(options.force_tile_rows));
+  }
   // The most whole passes whose inputs fit the tile's shared memory, at least one, and no more
-  // than the slice needs.
-  int64_t tile_rows = std::max<int64_t>(detail::kChannelsLastTileBytes / row_bytes / rows_a_pass, 1) * rows_a_pass;
+  // than the slice needs; or the forced rows in whole passes.
+  const int64_t fitting_passes = std::max<int64_t>(detail::kChannelsLastTileBytes / row_bytes / rows_a_pass, 1);
+  int64_t tile_rows = options.force_tile_rows > 0 ? ceil_div(options.force_tile_rows, rows_a_pass) * rows_a_pass
+                                                  : fitting_passes * rows_a_pass;
   tile_rows = std::min(tile_rows, ceil_div(spatial, rows_a_pass) * rows_a_pass);
   const int64_t tiles = ceil_div(spatial, tile_rows);
   const int64_t batch = detail::batch_of(base);
@@ -806,6 +821,11 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   plan->threads = static_cast<int>(rows_a_pass * channel_block);
   plan->tile_rows = tile_rows;
   plan->parts_per_slice = static_cast<int>(tiles);
+  if (detail::channels_last_smem_bytes(*plan) >
+      limits.max_smem_per_block_optin - detail::channels_last_static_reserve(detail::kChannelsLastThreads)) {
+    return invalid("forced channels_last tiles of " + std::to_string(tile_rows) + " rows of " +
+                   std::to_string(channel_block) + " channels do not fit a CTA's shared memory");
+  }
   plan->smem_bytes = static_cast<int>(detail::channels_last_smem_bytes(*plan));
   // The kernels stride over the (sample, channel block, tile) items: a grid of what fits at once,
   // a few times over, caps the launch for any tensor size.
@@ -817,21 +837,23 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, Plan* pl
   return Status::Ok();
 }
 
-// The resident form of a kChannelsLast plan of whole rows (`tiles`), at `ctas_per_sm` CTAs an SM,
-// where a sample's tiles fit the chip at once, a tile a CTA: kChannelsLastThreads a CTA, or
-// kChannelsLastResidentWideThreads where it is alone on its SM; each CTA's buffer an equal share of
-// its SM less the channels' coefficient cells, a region per input of whole passes of the threads.
-// Where the whole batch fits at once (*one_round), each sample takes an equal part of the grid's
-// slots (every SM works); else the fewest CTAs that hold it, as many groups as fit, one sample
-// each at a time. The rows spread evenly over a sample's CTAs. False where a sample does not fit.
+// The resident form of a kChannelsLast plan (`tiles`), at `ctas_per_sm` CTAs an SM, where a
+// sample's tiles of whole rows fit the chip at once, a tile a CTA: kChannelsLastThreads a CTA, or
+// kChannelsLastResidentWideThreads where it is alone on its SM, whole rows a pass (C at most the
+// threads: wider rows, one a pass with the channels in rounds of the threads, ran 1.3-1.8x slower
+// than the three kernels, dev/VARIANTS.md 65); each CTA's buffer an equal share of its SM less the
+// channels' coefficient cells, a region per input of whole passes of the threads. Where the whole
+// batch fits at once (*one_round), each sample takes an equal part of the grid's slots (every SM
+// works); else the fewest CTAs that hold it, as many groups as fit, one sample each at a time. The
+// rows spread evenly over a sample's CTAs. False where a sample does not fit.
 bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, int ctas_per_sm, Plan* plan,
                                  bool* one_round) {
   // A CTA alone on its SM takes more threads (more rows a pass).
   const int64_t rows_a_pass =
       (ctas_per_sm == 1 ? detail::kChannelsLastResidentWideThreads : detail::kChannelsLastThreads) / tiles.channels;
   const int64_t threads = rows_a_pass * tiles.channels;
-  if (!detail::channels_last_whole_rows(tiles) || ctas_per_sm < 1 ||
-      ctas_per_sm > detail::kChannelsLastResidentCtasPerSm || ctas_per_sm * threads > limits.max_threads_per_sm) {
+  if (rows_a_pass < 1 || ctas_per_sm < 1 || ctas_per_sm > detail::kChannelsLastResidentCtasPerSm ||
+      ctas_per_sm * threads > limits.max_threads_per_sm) {
     return false;
   }
   const auto row_bytes = tiles.channels * static_cast<int64_t>(dtype_size(tiles.dtype));
@@ -853,6 +875,7 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
   const int64_t group = ceil_div(spatial, tile_rows);
   *plan = tiles;
   plan->exchange = Exchange::kGlobal;
+  plan->channel_block = static_cast<int>(tiles.channels);  // whole rows
   plan->threads = static_cast<int>(threads);
   plan->tile_rows = tile_rows;
   plan->parts_per_slice = static_cast<int>(group);
@@ -864,11 +887,12 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
 }
 
 // A kChannelsLast plan: the resident form at one CTA an SM where the whole batch fits the chip at
-// once and a slice is one channel, else the three kernels over tiles (dev/VARIANTS.md 55: where
-// samples took rounds the resident form ran no faster than the three kernels, or slower; and
-// GroupNorm's slices, whose combine reads every channel's partials of a slice in every CTA of the
-// group, lost on 8x256x32x32). options.force_exchange kGlobal asks for the resident form (at the
-// most CTAs an SM that hold a sample, or force_ctas_per_sm), kNone for the three kernels.
+// once, InstanceNorm or GroupNorm (a group's channels combined in the CTA before the group's
+// exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64, dev/VARIANTS.md
+// 65), else the three kernels over tiles (55: where samples took rounds the resident form ran no
+// faster than the three kernels, or slower). options.force_exchange kGlobal
+// asks for the resident form (at the most CTAs an SM that hold a sample, or force_ctas_per_sm),
+// kNone for the three kernels.
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
@@ -882,15 +906,18 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
                    std::to_string(detail::kChannelsLastResidentCtasPerSm) + " CTAs an SM (its three kernels take no " +
                    "CTAs an SM); forced " + std::to_string(options.force_ctas_per_sm));
   }
+  const bool forced_tiles = options.force_channel_block != 0 || options.force_tile_rows != 0;
+  if (forced_tiles && (options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0)) {
+    return invalid("forced channels_last tiles are the three kernels'; the resident form sizes its own");
+  }
   Plan tiles;
-  const Status status = plan_channels_last(base, limits, &tiles);
+  const Status status = plan_channels_last(base, limits, options, &tiles);
   if (!status.ok()) return status;
   *plan = tiles;
-  if (options.force_exchange == Exchange::kNone) return Status::Ok();
+  if (options.force_exchange == Exchange::kNone || forced_tiles) return Status::Ok();
   bool one_round = false;
   const bool forced = options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0;
   if (!forced) {
-    if (base.slice_channels > 1) return Status::Ok();
     Plan resident;
     if (plan_channels_last_resident(tiles, limits, 1, &resident, &one_round) && one_round) *plan = resident;
     return Status::Ok();

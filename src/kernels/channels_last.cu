@@ -266,14 +266,13 @@ struct ColumnSum {
 };
 
 // The reduction of a staged tile: each column's partial (the op's reduce over its rows, summed by
-// ColumnSum), left by the column's first thread at partials[channel * parts_per_slice + tile index]
-// and fenced there for another CTA of the same grid. Every thread of the CTA calls it; it ends with
-// a barrier after its last read of the tile.
-template <typename Op, typename T, int kInputs>
+// ColumnSum), given by the column's first thread to keep(partial, column, channel) (channel: of
+// the batch's N * C). Every thread of the CTA calls it; it ends with a barrier after its last read
+// of the tile.
+template <typename Op, typename T, int kInputs, typename Keep>
 __device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, const Tile& tile,
                                                     const StagedTile<T, kInputs>& staged, const TileThread& t,
-                                                    const ColumnSum& all_sum) {
-  auto* partials = static_cast<typename Op::SplitPartial*>(args.split_partials);
+                                                    const ColumnSum& all_sum, const Keep& keep) {
   const bool active = t.column < tile.width;
   // The thread's channel of the sample, and its slice (a GroupNorm group's channels are consecutive).
   const int64_t channel = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
@@ -292,12 +291,22 @@ __device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, cons
   const ChunkPlace place{slice, local * args.channel_len + tile.begin, local * args.parts_per_slice + tile.index,
                          active && t.row == 0};
   const typename Op::Partial part = Op::reduce(args, ctx, column, place, tile.rows, all_sum);
-  if (active && t.row == 0) {
-    partials[channel * args.parts_per_slice + tile.index] = Op::to_split(part);
-    __threadfence();
-  }
+  if (active && t.row == 0) keep(Op::to_split(part), t.column, channel);
   __syncthreads();  // every thread is past its last read of the staged tile
 }
+
+// Where the three kernels keep a column's partial: partials[channel * parts_per_slice + tile
+// index], fenced there for the finish kernel.
+template <typename Op>
+struct KeepInPartials {
+  typename Op::SplitPartial* partials;
+  int64_t tiles;
+  int64_t index;
+  __device__ void operator()(const typename Op::SplitPartial& partial, int, int64_t channel) const {
+    partials[channel * tiles + index] = partial;
+    __threadfence();
+  }
+};
 
 template <typename Op, TileLoad kLoad>
 __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_kernel(const KernelArgs args) {
@@ -317,7 +326,10 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   const int64_t items = channels_last_items(args, &blocks);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const Tile tile = tile_of(args, item, blocks);
-    reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, all_sum);
+    const KeepInPartials<Op> keep{static_cast<typename Op::SplitPartial*>(args.split_partials), args.parts_per_slice,
+                                  tile.index};
+    reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, all_sum,
+                            keep);
   }
 }
 
@@ -518,12 +530,13 @@ __device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f) {
 // The resident form (plan.exchange == Exchange::kGlobal), where tiles hold whole rows and a
 // sample's tiles fit on chip at once: a group of parts_per_slice CTAs holds a sample, a tile each,
 // in shared memory from its reduction to its elementwise pass, so every input is read once. The
-// group's partials meet in L2: each CTA arrives on the sample's counter, and once the whole group
-// has, every CTA combines every slice of the sample (the op's combine_split, kCombineLanes lanes a
-// slice) into its channels' coefficients in shared memory, then writes its tile. The groups stride
-// over the samples; the cooperative launch keeps every CTA of a group resident. kThreads: at most
-// kChannelsLastThreads at up to kChannelsLastResidentCtasPerSm CTAs an SM, or
-// kChannelsLastResidentWideThreads alone on its SM.
+// group's partials meet in L2, one a slice from each CTA: each CTA arrives on the sample's counter,
+// and once the whole group has, every CTA combines every slice of the sample (the op's
+// combine_split, kCombineLanes lanes a slice) into its channels' coefficients in shared memory,
+// then writes its tile. The groups stride over the samples; the cooperative launch keeps every CTA
+// of a group resident. kThreads: at most kChannelsLastThreads at up to
+// kChannelsLastResidentCtasPerSm CTAs an SM, or kChannelsLastResidentWideThreads alone on its SM,
+// whole rows a pass.
 template <typename Op, int kThreads>
 __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 : kChannelsLastResidentCtasPerSm)
     channels_last_resident_kernel(const KernelArgs args) {
@@ -541,7 +554,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
   const TileThread t(args.channel_block);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
-  const auto* partials = static_cast<const SplitSums*>(args.split_partials);
+  auto* const partials = static_cast<SplitSums*>(args.split_partials);
   // The sample's coefficients, a cell per channel after the tile's regions (plan_internal.h
   // channels_last_smem_bytes).
   unsigned char* const coefficients =
@@ -551,12 +564,33 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
   const int64_t groups = gridDim.x / group;
   const int64_t samples = samples_of(args);
   const int64_t slices = args.channels / args.slice_channels;  // a sample's
-  const int parts = static_cast<int>(args.slice_channels) * group;  // a slice's partials
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
   for (int64_t sample = blockIdx.x / group; sample < samples; sample += groups) {
     const Tile tile = tile_of(args, sample * group + rank, 1);
     const StagedTile<T, kInputs> staged = stage_tile<TileLoad::kBulk, kInputs>(inputs, tile, smem, loaded, args);
-    reduce_tile_columns<Op>(args, tile, staged, t, all_sum);
+    // A slice's partials: one a CTA of the group, at partials[slice * group + rank]. A GroupNorm
+    // slice's channels are combined in the CTA first (their partials kept meanwhile in the
+    // coefficient cells), so that the group's combine reads `group` partials a slice, not
+    // channels x group.
+    if (args.slice_channels == 1) {
+      reduce_tile_columns<Op>(args, tile, staged, t, all_sum, KeepInPartials<Op>{partials, group, rank});
+    } else {
+      auto* const cells = reinterpret_cast<SplitSums*>(coefficients);
+      static_assert(sizeof(SplitSums) <= kSliceCoefficientBytes, "a channel's partial fits its coefficient cell");
+      reduce_tile_columns<Op>(args, tile, staged, t, all_sum,
+                              [&](const SplitSums& partial, int c, int64_t) { cells[c] = partial; });
+      for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
+        GroupAllSum<kCombineLanes, kThreads> lane_sum;
+        const auto partial = [&](int i) { return cells[s * args.slice_channels + i]; };
+        const SplitSums combined = Op::template combine_split<kCombineInFlight>(
+            partial, static_cast<int>(args.slice_channels), lane, kCombineLanes, lane_sum);
+        if (owner && lane == 0) {
+          partials[(sample * slices + s) * group + rank] = combined;
+          __threadfence();
+        }
+      });
+      __syncthreads();  // every slice's partial is fenced; the cells are free for the coefficients
+    }
     if (threadIdx.x == 0) {  // after the barrier that follows every partial's fence
       cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
       arrivals.fetch_add(1u, cuda::memory_order_release);
@@ -566,11 +600,11 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
     __syncthreads();
     for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
       const int64_t slice = sample * slices + s;
-      const SplitSums* slice_partials = partials + slice * parts;
+      const SplitSums* slice_partials = partials + slice * group;
       GroupAllSum<kCombineLanes, kThreads> lane_sum;
       const auto partial = [&](int i) { return load_l2<SplitSums>(slice_partials + i); };
       const SplitSums stats =
-          Op::template combine_split<kCombineInFlight>(partial, parts, lane, kCombineLanes, lane_sum);
+          Op::template combine_split<kCombineInFlight>(partial, group, lane, kCombineLanes, lane_sum);
       if (!owner) return;
       const Coefficients c =
           Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), rank == 0 && lane == 0);
@@ -606,10 +640,10 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
   const int64_t rows = block > 0 ? plan.threads / block : 0;
   const int64_t spatial = channel_len_of(plan);
   const int64_t vector = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
-  const int most_threads = channels_last_resident(plan) && plan.ctas_per_sm == 1 ? kChannelsLastResidentWideThreads
-                                                                                  : kChannelsLastThreads;
-  if (block < 1 || block > kChannelsLastThreads || block > plan.channels || plan.threads > most_threads ||
-      rows < 1 || rows * block != plan.threads || plan.tile_rows < rows || plan.tile_rows % rows != 0 ||
+  const bool resident = channels_last_resident(plan);
+  const int most_threads = resident && plan.ctas_per_sm == 1 ? kChannelsLastResidentWideThreads : kChannelsLastThreads;
+  if (block < 1 || block > most_threads || block > plan.channels || plan.threads > most_threads || rows < 1 ||
+      rows * block != plan.threads || plan.tile_rows < rows || plan.tile_rows % rows != 0 ||
       plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < spatial ||
       static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= spatial ||
       plan.slice_channels * plan.parts_per_slice > std::numeric_limits<int>::max() || plan.grid < 1 ||
@@ -619,7 +653,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
   // The resident form: whole rows, and whole groups of a tile of a sample per CTA.
-  if (channels_last_resident(plan) &&
+  if (resident &&
       (!channels_last_whole_rows(plan) || plan.grid < plan.parts_per_slice || plan.grid % plan.parts_per_slice != 0)) {
     return Status(StatusCode::kInvalidArgument, "inorm: the plan's resident channels_last groups (" + plan.describe() +
                                                     ") are not ones the planner makes");

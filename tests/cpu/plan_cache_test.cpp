@@ -75,6 +75,8 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.options.force_exchange = Exchange::kGlobal; },
       [](PlanKey& k) { k.options.force_resident_parts = 0; },
       [](PlanKey& k) { k.options.force_group_lanes = 16; },
+      [](PlanKey& k) { k.options.force_channel_block = 64; },
+      [](PlanKey& k) { k.options.force_tile_rows = 32; },
   };
   PlanCache cache(64);
   cache.insert(base, Plan{});

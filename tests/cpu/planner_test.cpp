@@ -960,13 +960,76 @@ TEST(Planner, ChannelsLastTiles) {
   EXPECT_EQ(plan_of(p).path, Path::kElementwiseEval);
 }
 
-// channels_last's resident form, the planner's where tiles hold whole rows, a slice is a channel and
-// the whole batch fits the chip at once at one CTA an SM: 512 threads (whole rows a pass) with a
-// share of the H200's 228 KiB less 1 KiB for the driver and 32 bytes a thread and 2 KiB of static
-// memory, less 80 bytes of coefficients a channel, a 128-byte region of whole passes per input (16
-// bytes of slack); each sample then takes an equal part of the 132 SMs, its rows spread evenly.
+// channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's
+// cl-tiles<C>x<rows>): the block as asked, rows rounded up to whole passes and down to the slice's
+// whole passes, the three kernels either way; refused where the block is not whole vectors, wider
+// than C or 256 threads, the rows negative or past a CTA's shared memory, or the resident form is
+// forced beside them.
+TEST(Planner, ChannelsLastForcedTiles) {
+  ForwardParams p = problem(DType::kBFloat16, {8, 640, 32, 32});
+  p.layout = Layout::kChannelsLast;
+  PlanOptions options;
+  options.force_channel_block = 128;
+  options.force_tile_rows = 31;
+  Plan plan = plan_of(p, options);
+  EXPECT_EQ(plan.path, Path::kChannelsLast);
+  EXPECT_EQ(plan.exchange, Exchange::kNone);
+  EXPECT_EQ(plan.channel_block, 128);
+  EXPECT_EQ(plan.threads, 256);
+  EXPECT_EQ(plan.tile_rows, 32) << "31 rows rounded up to whole passes of two";
+  EXPECT_EQ(plan.parts_per_slice, 32);
+  EXPECT_EQ(plan.smem_bytes, 32 * 128 * 2);
+  EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total);
+  ForwardParams small = problem(DType::kBFloat16, {8, 640, 8, 8});  // the planner's blocks, rows past the slice
+  small.layout = Layout::kChannelsLast;
+  options.force_channel_block = 0;
+  options.force_tile_rows = 5000;
+  plan = plan_of(small, options);
+  EXPECT_EQ(plan.channel_block, 216);
+  EXPECT_EQ(plan.tile_rows, 64);
+  EXPECT_EQ(plan.parts_per_slice, 1);
+  // Whole rows where C fits a block: the bulk path's buffer, rows in whole passes of four.
+  ForwardParams narrow = problem(DType::kBFloat16, {64, 64, 128, 128});
+  narrow.layout = Layout::kChannelsLast;
+  options.force_tile_rows = 30;
+  plan = plan_of(narrow, options);
+  EXPECT_EQ(plan.channel_block, 64);
+  EXPECT_EQ(plan.tile_rows, 32);
+  EXPECT_EQ(plan.parts_per_slice, 512);
+  struct Refused {
+    const char* why;
+    int channel_block;
+    int64_t tile_rows;
+    Exchange exchange;
+  };
+  const Refused refused[] = {
+      {"a block of 100: not whole 8-element vectors", 100, 0, Exchange::kAuto},
+      {"a block of 264: past 256 threads", 264, 0, Exchange::kAuto},
+      {"a block of -8", -8, 0, Exchange::kAuto},
+      {"negative rows", 0, -1, Exchange::kAuto},
+      {"a tile of 600 rows of 216 channels: 253 KiB, past a CTA's shared memory", 0, 600, Exchange::kAuto},
+      {"the resident form forced beside them", 0, 32, Exchange::kGlobal},
+  };
+  for (const Refused& r : refused) {
+    PlanOptions bad;
+    bad.force_channel_block = r.channel_block;
+    bad.force_tile_rows = r.tile_rows;
+    bad.force_exchange = r.exchange;
+    EXPECT_EQ(plan_forward(p, hopper_h200_limits(), &plan, bad).code(), StatusCode::kInvalidArgument) << r.why;
+  }
+  options.force_channel_block = 128;  // wider than C
+  options.force_tile_rows = 0;
+  EXPECT_EQ(plan_forward(narrow, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+}
+
+// channels_last's resident form, the planner's where the whole batch fits the chip at once at one
+// CTA an SM (InstanceNorm and GroupNorm): whole rows a pass of up to 512 threads with a share of
+// the H200's 228 KiB less 1 KiB for the driver and 32 bytes a thread and 2 KiB of static memory,
+// less 80 bytes of coefficients a channel, a 128-byte region of whole passes per input (16 bytes
+// of slack); each sample then takes an equal part of the 132 SMs, its rows spread evenly.
 // Elsewhere the three kernels; forced (exchange global, or CTAs an SM), the fewest CTAs that hold a
-// sample at 3, else 2, else 1 CTAs an SM (32 bytes a thread of static memory at 256 threads too).
+// sample at 3, else 2, else 1 CTAs an SM (256 threads at most there; 32 bytes a thread of static
+// memory too).
 TEST(Planner, ChannelsLastResident) {
   struct Expect {
     const char* why;
@@ -984,6 +1047,8 @@ TEST(Planner, ChannelsLastResident) {
       {"8x256x32x32: 2 rows a pass, 16 CTAs of 64 rows a sample", DType::kBFloat16, {8, 256, 32, 32}, 0, 1, 512, 64,
        16, 128},
       {"a sample of 4 rows: one CTA of one pass (8 rows)", DType::kFloat32, {5, 64, 4}, 0, 1, 512, 8, 1, 5},
+      {"480 channels: one row a pass of 480 threads, 91 rows of 1920 bytes fit; 2 samples of 66 CTAs would take 2 "
+       "rows each, so 50 CTAs a sample", DType::kFloat32, {2, 480, 9, 11}, 0, 1, 480, 2, 50, 100},
       {"cl-bf16 at three CTAs an SM: 119 passes of 4 rows; 16384 rows over 35 CTAs, 11 groups", DType::kBFloat16,
        {64, 64, 128, 128}, 3, 3, 256, 472, 35, 385},
       {"cl-bf16 alone on the SM: 203 passes of 8 rows; 11 CTAs of 1496 rows, 12 groups", DType::kBFloat16,
@@ -1018,11 +1083,24 @@ TEST(Planner, ChannelsLastResident) {
     EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
     EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
   }
-  // GroupNorm's slices of several channels run the three kernels, where the batch fits at once too.
-  ForwardParams groups = problem(DType::kBFloat16, {8, 256, 32, 32});
+  // GroupNorm as InstanceNorm: 8x320x32x32 bfloat16 with 32 groups (SD UNet's first stage), 303
+  // rows of 640 bytes fit a CTA of 320 threads, so 4 would hold a sample; 8 samples take 16 CTAs
+  // of 64 rows each. SD UNet's 640 channels, past 512 threads, run the three kernels.
+  ForwardParams groups = problem(DType::kBFloat16, {8, 320, 32, 32});
   groups.layout = Layout::kChannelsLast;
   groups.groups = 32;
-  EXPECT_EQ(plan_of(groups).exchange, Exchange::kNone);
+  const Plan gn = plan_of(groups);
+  EXPECT_EQ(gn.exchange, Exchange::kGlobal);
+  EXPECT_EQ(gn.channel_block, 320);
+  EXPECT_EQ(gn.threads, 320);
+  EXPECT_EQ(gn.tile_rows, 64);
+  EXPECT_EQ(gn.parts_per_slice, 16);
+  EXPECT_EQ(gn.grid, 128);
+  EXPECT_EQ(gn.smem_bytes, (64 * 640 + 16 + 127) / 128 * 128 + 320 * 80);
+  ForwardParams unet = problem(DType::kBFloat16, {8, 640, 32, 32});
+  unet.layout = Layout::kChannelsLast;
+  unet.groups = 32;
+  EXPECT_EQ(plan_of(unet).exchange, Exchange::kNone);
   // Samples that take rounds (cl-bf16: 64 samples of 11 CTAs) run the three kernels.
   ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
   bf16.layout = Layout::kChannelsLast;
@@ -1037,7 +1115,7 @@ TEST(Planner, ChannelsLastResident) {
   Status status = plan_forward(seed, hopper_h200_limits(), &plan, options);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_NE(status.message().find("does not fit the resident form"), std::string::npos) << status.message();
-  // Channel blocks (C > 256) have no resident form; nor has a cluster exchange.
+  // Rows wider than 512 threads have no resident form; nor has a cluster exchange.
   ForwardParams wide = problem(DType::kFloat32, {2, 600, 9, 11});
   wide.layout = Layout::kChannelsLast;
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kUnsupported);

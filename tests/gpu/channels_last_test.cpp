@@ -218,5 +218,66 @@ TEST(GpuChannelsLast, FewCtasTakeEveryTile) {
   }
 }
 
+// The resident form with one row a pass (C of half the CTA's threads or more): 480 and 261
+// channels alone on the SM (480 and 261 threads), 129 at three CTAs an SM (129 threads);
+// InstanceNorm and GroupNorm with SiLU (a group's channels combined in the CTA before the group's
+// exchange); x and y misaligned alike (16-byte stores after a ragged head) and unlike (element by
+// element).
+TEST(GpuChannelsLast, ResidentOneRowAPass) {
+  INORM_REQUIRE_GPU();
+  struct Shape {
+    std::vector<int64_t> shape;
+    int ctas_per_sm;
+  };
+  const Shape shapes[] = {{{2, 480, 9, 11}, 1}, {{2, 261, 5, 7}, 1}, {{2, 129, 17, 19}, 3}};
+  for (DType dtype : kAllDtypes) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (const Shape& s : shapes) {
+        for (int groups : {0, 3}) {
+          for (int64_t y_offset : {1, 2}) {
+            Case c = channels_last_case(pass, s.shape, dtype, Exchange::kGlobal);
+            c.options.force_ctas_per_sm = s.ctas_per_sm;
+            c.groups = groups;
+            if (groups != 0) {
+              c.running = Running::kNone;
+              c.activation = Activation::kSilu;
+            }
+            c.x_offset = 1;
+            c.y_offset = y_offset;
+            expect_passes(c, std::to_string(s.shape[1]) + " channels, " + std::to_string(s.ctas_per_sm) +
+                                 " CTAs an SM, groups " + std::to_string(groups) + ", y offset " +
+                                 std::to_string(y_offset));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Tiles forced smaller than the planner's (PlanOptions force_channel_block, force_tile_rows): many
+// tiles a channel, a channel block that does not divide C, and GroupNorm's groups across blocks
+// with SiLU (600 channels in blocks of 96: 20 channels a group, some groups split between two blocks),
+// two CTAs taking every item in turn.
+TEST(GpuChannelsLast, ForcedTiles) {
+  INORM_REQUIRE_GPU();
+  for (DType dtype : kAllDtypes) {
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (int groups : {0, 30}) {
+        Case c = channels_last_case(pass, {2, 600, 9, 11}, dtype, Exchange::kNone);
+        c.groups = groups;
+        if (groups != 0) {  // GroupNorm keeps no running stats; SiLU as the SD UNet's blocks
+          c.running = Running::kNone;
+          c.activation = Activation::kSilu;
+        }
+        c.options.force_channel_block = 96;
+        c.options.force_tile_rows = 7;  // whole passes of two rows: 8 rows, 13 tiles a channel
+        c.max_groups = 2;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        expect_passes(c, groups ? "GroupNorm(30), blocks of 96 x 8 rows" : "blocks of 96 x 8 rows");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace inorm::testing

@@ -37,7 +37,7 @@ inline void expect_passes_in_place_and_repeated(const Case& c, const std::string
 // PlanOptions.force_exchange: the resident one (kGlobal) where tiles hold whole rows (C <= 256) and
 // there is a batch to hold, and the three kernels (kNone).
 inline std::vector<Exchange> channels_last_forms(const std::vector<int64_t>& shape) {
-  if (shape[0] == 0 || shape[1] > 256) return {Exchange::kNone};
+  if (shape[0] == 0 || shape[1] > 512) return {Exchange::kNone};  // rows past 512 threads: no resident form
   return {Exchange::kGlobal, Exchange::kNone};
 }
 
