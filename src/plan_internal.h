@@ -26,7 +26,8 @@ struct WorkspaceLayout {
   std::size_t slice_arrivals = 0;
   std::size_t slice_counter = 0;   // kSharedResident, shared_slices_in_order: unsigned long long
   // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]; kChannelsLast: one per tile of each
-  // channel, [num_slices * slice_channels * parts_per_slice]
+  // channel, [num_slices * slice_channels * parts_per_slice] (resident: one per CTA of each slice,
+  // [num_slices * parts_per_slice], in the same space)
   std::size_t split_partials = 0;
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
