@@ -890,9 +890,9 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
 // once, InstanceNorm or GroupNorm (a group's channels combined in the CTA before the group's
 // exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64, dev/VARIANTS.md
 // 65), else the three kernels over tiles (55: where samples took rounds the resident form ran no
-// faster than the three kernels, or slower). options.force_exchange kGlobal
-// asks for the resident form (at the most CTAs an SM that hold a sample, or force_ctas_per_sm),
-// kNone for the three kernels.
+// faster than the three kernels, or slower). options.force_exchange kGlobal asks for the resident
+// form (at the most CTAs an SM that hold a sample, or force_ctas_per_sm), kNone for the three
+// kernels; forced tiles (force_channel_block, force_tile_rows) are the three kernels'.
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
