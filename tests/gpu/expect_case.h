@@ -34,10 +34,10 @@ inline void expect_passes_in_place_and_repeated(const Case& c, const std::string
 }
 
 // The channels_last forms a shape (N, C, spatial...) runs in, each forced through
-// PlanOptions.force_exchange: the resident one (kGlobal) where tiles hold whole rows (C <= 256) and
-// there is a batch to hold, and the three kernels (kNone).
+// PlanOptions.force_exchange: the resident one (kGlobal) where a CTA's threads hold whole rows
+// (C <= 512) and there is a batch to hold, and the three kernels (kNone).
 inline std::vector<Exchange> channels_last_forms(const std::vector<int64_t>& shape) {
-  if (shape[0] == 0 || shape[1] > 512) return {Exchange::kNone};  // rows past 512 threads: no resident form
+  if (shape[0] == 0 || shape[1] > 512) return {Exchange::kNone};
   return {Exchange::kGlobal, Exchange::kNone};
 }
 
