@@ -194,8 +194,8 @@ inline constexpr std::size_t kWorkspaceAlign = 256;
 // kChannelsLast: both passes stage a tile of every input in shared memory, at most this many bytes
 // (three CTAs an SM), so each element is read once from HBM for the reduction. Measured on the
 // H200 (dev/VARIANTS.md 40, 65): 8-32 KiB tiles (their partials grow as the data shrinks), and
-// persistent CTAs with two buffers of 32, 48 or 64 KiB, all lost. A CTA's threads are [rows a pass x channels of the tile], at most
-// kChannelsLastThreads.
+// persistent CTAs with two buffers of 32, 48 or 64 KiB, all lost. A CTA's threads are [rows a
+// pass x channels of the tile], at most kChannelsLastThreads.
 inline constexpr int kChannelsLastThreads = 256;
 inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
 // The resident form (a sample's tiles on chip at once, a tile a CTA): CTAs an SM at most (its launch

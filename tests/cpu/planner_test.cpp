@@ -1038,6 +1038,7 @@ TEST(Planner, ChannelsLastResident) {
     int force_ctas_per_sm;  // 0: the planner's own plan; -1: exchange global forced
     int ctas_per_sm, threads;
     int64_t tile_rows, group, grid;
+    int64_t groups = 0;  // GroupNorm's (0: InstanceNorm)
   };
   const Expect cases[] = {
       {"cl-c3: rows of 12 bytes, 104 passes of 170 hold a sample in 4 CTAs; 32 samples of 4 fill one round",
@@ -1049,6 +1050,9 @@ TEST(Planner, ChannelsLastResident) {
       {"a sample of 4 rows: one CTA of one pass (8 rows)", DType::kFloat32, {5, 64, 4}, 0, 1, 512, 8, 1, 5},
       {"480 channels: one row a pass of 480 threads, 91 rows of 1920 bytes fit; 2 samples of 66 CTAs would take 2 "
        "rows each, so 50 CTAs a sample", DType::kFloat32, {2, 480, 9, 11}, 0, 1, 480, 2, 50, 100},
+      {"GroupNorm(32) as InstanceNorm, 8x320x32x32 (SD UNet's first stage): 303 rows of 640 bytes fit a CTA of 320 "
+       "threads, so 4 would hold a sample; 8 samples take 16 CTAs of 64 rows each", DType::kBFloat16,
+       {8, 320, 32, 32}, 0, 1, 320, 64, 16, 128, 32},
       {"cl-bf16 at three CTAs an SM: 119 passes of 4 rows; 16384 rows over 35 CTAs, 11 groups", DType::kBFloat16,
        {64, 64, 128, 128}, 3, 3, 256, 472, 35, 385},
       {"cl-bf16 alone on the SM: 203 passes of 8 rows; 11 CTAs of 1496 rows, 12 groups", DType::kBFloat16,
@@ -1058,6 +1062,7 @@ TEST(Planner, ChannelsLastResident) {
   };
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
+    p.groups = e.groups;
     p.layout = Layout::kChannelsLast;
     PlanOptions options;
     if (e.force_ctas_per_sm > 0) options.force_ctas_per_sm = e.force_ctas_per_sm;
@@ -1074,6 +1079,7 @@ TEST(Planner, ChannelsLastResident) {
     EXPECT_EQ(plan.grid, e.grid) << e.why;
     // The tiles' region, then the coefficients; within the SM's share.
     const int64_t channels = e.shape.begin()[1];
+    EXPECT_EQ(plan.slice_channels, e.groups > 0 ? channels / e.groups : 1) << e.why;
     const int64_t tile_bytes = e.tile_rows * channels * static_cast<int64_t>(dtype_size(e.dtype));
     EXPECT_EQ(plan.smem_bytes, (tile_bytes + 16 + 127) / 128 * 128 + channels * 80) << e.why;
     EXPECT_LE(plan.smem_bytes, 233472 / e.ctas_per_sm - 1024 - (e.threads * 32 + 2048)) << e.why;
@@ -1083,20 +1089,7 @@ TEST(Planner, ChannelsLastResident) {
     EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
     EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
   }
-  // GroupNorm as InstanceNorm: 8x320x32x32 bfloat16 with 32 groups (SD UNet's first stage), 303
-  // rows of 640 bytes fit a CTA of 320 threads, so 4 would hold a sample; 8 samples take 16 CTAs
-  // of 64 rows each. SD UNet's 640 channels, past 512 threads, run the three kernels.
-  ForwardParams groups = problem(DType::kBFloat16, {8, 320, 32, 32});
-  groups.layout = Layout::kChannelsLast;
-  groups.groups = 32;
-  const Plan gn = plan_of(groups);
-  EXPECT_EQ(gn.exchange, Exchange::kGlobal);
-  EXPECT_EQ(gn.channel_block, 320);
-  EXPECT_EQ(gn.threads, 320);
-  EXPECT_EQ(gn.tile_rows, 64);
-  EXPECT_EQ(gn.parts_per_slice, 16);
-  EXPECT_EQ(gn.grid, 128);
-  EXPECT_EQ(gn.smem_bytes, (64 * 640 + 16 + 127) / 128 * 128 + 320 * 80);
+  // SD UNet's 640 channels, past 512 threads, run the three kernels.
   ForwardParams unet = problem(DType::kBFloat16, {8, 640, 32, 32});
   unet.layout = Layout::kChannelsLast;
   unet.groups = 32;
