@@ -13,9 +13,10 @@ namespace inorm::detail {
 #define INORM_HOST_DEVICE
 #endif
 
-// kGroupRegisters: every CTA has this many threads; a slice is held by `group` lanes, each with
-// `items` loads of 16 bytes (vector) or of one element (scalar). The planner takes 32 lanes for
-// vectors; {16, 4, true} runs where forced (PlanOptions::force_group_lanes; dev/VARIANTS.md 48).
+// kGroupRegisters: every CTA has this many threads; a slice is held by `group` lanes (two warps
+// where 64), each with `items` loads of 16 bytes (vector) or of one element (scalar). The planner
+// takes 32 lanes for vectors, 64 where 32 would hold more than kGroupMaxLaneValues; {16, 4, true}
+// runs where forced (PlanOptions::force_group_lanes; dev/VARIANTS.md 48).
 inline constexpr int kGroupCtaThreads = 256;
 struct GroupConfig {
   int group;
@@ -23,19 +24,33 @@ struct GroupConfig {
   bool vector;
 };
 inline constexpr GroupConfig kGroupConfigs[] = {
-    {4, 1, false},  {8, 1, false},  {16, 1, false}, {32, 1, false}, {32, 2, false},
-    {32, 4, false}, {32, 8, false}, {32, 16, false}, {32, 32, false}, {32, 1, true},
-    {32, 2, true},  {32, 4, true},  {32, 8, true},  {16, 4, true},
+    {4, 1, false},  {8, 1, false},  {16, 1, false}, {32, 1, false}, {32, 2, false}, {32, 4, false},
+    {32, 8, false}, {32, 16, false}, {32, 32, false}, {32, 1, true},  {32, 2, true},  {32, 4, true},
+    {32, 8, true},  {32, 16, true},  {64, 8, true},   {16, 4, true},
 };
 inline constexpr int kNumGroupConfigs = sizeof(kGroupConfigs) / sizeof(kGroupConfigs[0]);
 inline constexpr int kGroupMaxScalarItems = 32;
-inline constexpr int kGroupMaxVectorItems = 8;
-// A lane holds each of its elements in the accumulation type, once per input; a configuration is
-// planned only where that takes at most this many bytes a lane (the forward's largest, float16
-// vectors and float64 scalars), so the backward, which holds x and dy, takes half the items.
+// A lane holds its vectors as loaded (16 bytes an item) and its scalars in the accumulation type,
+// once per input: a configuration is planned only where that takes at most kGroupMaxLaneBytes (the
+// forward's largest: 16 vectors, 32 float64 scalars; the backward, which holds x and dy, takes half
+// the items) and at most kGroupMaxLaneValues of each input, which a lane's passes walk one after
+// another. The general op (plan_internal.h runs_general_op: an activation, whose branch it takes
+// per element here, or GroupNorm's channel affine) keeps the bounds it had when lanes held float32
+// values: one warp, at most 8 vectors, its values counted in the accumulation type within
+// kGroupMaxLaneBytes. Measured on the H200 (dev/VARIANTS.md 66): the plain op ran faster than
+// shared_resident at 64 values a lane (16 vectors of float32 or float64, 8 of 16-bit types in one or
+// two warps) and slower at 128 (16 of 16-bit types); the general op slower with two warps, most of
+// all in the backward (1.2-1.7x), and with 16 vectors of float32 level or 1 us either way.
 inline constexpr int kGroupMaxLaneBytes = 256;
-inline constexpr bool group_config_fits(const GroupConfig& config, int elem_bytes, int acc_bytes, int inputs) {
-  return config.items * (config.vector ? 16 / elem_bytes : 1) * acc_bytes * inputs <= kGroupMaxLaneBytes;
+inline constexpr int kGroupMaxLaneValues = 64;
+inline constexpr bool group_config_fits(const GroupConfig& config, int elem_bytes, int acc_bytes, int inputs,
+                                        bool general) {
+  const int values = config.items * (config.vector ? 16 / elem_bytes : 1);
+  if (general) {
+    return config.group <= 32 && (!config.vector || config.items <= 8) && values * acc_bytes * inputs <= kGroupMaxLaneBytes;
+  }
+  return config.items * (config.vector ? 16 : acc_bytes) * inputs <= kGroupMaxLaneBytes &&
+         values <= kGroupMaxLaneValues;
 }
 
 // kSharedResident: CTAs per SM share kSharedThreadsPerSm threads (the kernel is compiled for 64

@@ -504,27 +504,33 @@ Status validate_backward(const BackwardParams& p) {
 namespace {
 
 // The smallest instantiated group configuration that holds a slice of `slice_len` of `base`'s
-// dtype and inputs within kGroupMaxLaneBytes a lane, with `lanes` lanes a slice (0: the planner's,
-// 32, or for slices under 32 scalars the fewest that cover them), or -1.
+// dtype and inputs within a lane's bounds (config.h group_config_fits), with `lanes` lanes a slice
+// (0: the planner's: 32, for vectors 64 where 32 do not hold the slice, for slices under 32 scalars
+// the fewest that cover them), or -1.
 int choose_group_config(const Plan& base, int lanes) {
   const int64_t slice_len = base.slice_len;
   const int64_t vec = 16 / static_cast<int64_t>(dtype_size(base.dtype));
+  const bool general = detail::runs_general_op(base);
   auto find = [&](int64_t group, int64_t items, bool vector) {
     for (int i = 0; i < detail::kNumGroupConfigs; ++i) {
       const detail::GroupConfig& config = kGroupConfigs[i];
       if (config.vector == vector && config.group == group && config.items == items &&
           detail::group_config_fits(config, static_cast<int>(dtype_size(base.dtype)),
-                                    static_cast<int>(dtype_size(stats_dtype(base.dtype))), base.inputs)) {
+                                    static_cast<int>(dtype_size(stats_dtype(base.dtype))), base.inputs, general)) {
         return i;
       }
     }
     return -1;
   };
-  const int64_t vector_group = lanes > 0 ? lanes : 32;
-  if (base.vector_io && slice_len >= vector_group * vec) {
-    const int config = find(vector_group, next_pow2(ceil_div(slice_len, vector_group * vec)), true);
-    if (config >= 0) return config;
+  if (base.vector_io) {
+    const int64_t first = lanes > 0 ? lanes : 32;
+    const int64_t last = lanes > 0 ? lanes : 64;
+    for (int64_t group = first; group <= last && slice_len >= group * vec; group *= 2) {
+      const int config = find(group, next_pow2(ceil_div(slice_len, group * vec)), true);
+      if (config >= 0) return config;
+    }
   }
+  if (lanes > 32) return -1;  // scalars: at most a warp
   const int64_t group = lanes > 0 ? lanes : slice_len <= 32 ? std::max<int64_t>(4, next_pow2(slice_len)) : 32;
   return find(group, next_pow2(ceil_div(slice_len, group)), false);
 }
@@ -997,9 +1003,9 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   }
   if (path == Path::kChannelsLast) return invalid("forced path channels_last needs channels_last input");
   if (options.force_group_lanes != 0 &&
-      (options.force_group_lanes < 4 || options.force_group_lanes > 32 ||
+      (options.force_group_lanes < 4 || options.force_group_lanes > 64 ||
        (options.force_group_lanes & (options.force_group_lanes - 1)) != 0)) {
-    return invalid("forced group lanes must be 4, 8, 16 or 32, got " + std::to_string(options.force_group_lanes));
+    return invalid("forced group lanes must be 4, 8, 16, 32 or 64, got " + std::to_string(options.force_group_lanes));
   }
   const int group_config = choose_group_config(base, options.force_group_lanes);
   const bool fits_shared = base.slice_len <= largest_resident_slice(base.dtype, base.inputs, limits);
@@ -1014,8 +1020,8 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   switch (path) {
     case Path::kGroupRegisters:
       if (group_config < 0) {
-        return invalid("slice of " + std::to_string(base.slice_len) +
-                       " elements is too large for the group_registers path" +
+        return invalid("no group_registers configuration holds a slice of " + std::to_string(base.slice_len) +
+                       " elements" +
                        (options.force_group_lanes > 0
                             ? " with " + std::to_string(options.force_group_lanes) + " lanes a slice"
                             : std::string()));

@@ -55,6 +55,7 @@ struct BackwardOp {
   using Epilogue = EpilogueOf<Acc, kGeneral>;
   static constexpr int kInputs = 2;  // x, dy
   static constexpr bool kChannelCoefficients = kSpansChannels;
+  static constexpr bool kGeneralForm = kGeneral || kSpansChannels;  // plan_internal.h runs_general_op
   using Partial = GradSums<Acc>;  // InstanceNorm: sums of dz; GroupNorm: of g = dz * w
   using ExtraSum = Acc;           // nothing beyond Acc's sums
   struct Totals {

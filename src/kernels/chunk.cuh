@@ -380,10 +380,10 @@ struct BlockAllSum {
   }
 };
 
-// The sum over each group of kGroup consecutive lanes, returned to every lane of the group (a CUB
-// warp reduction, then a shuffle from the group's first lane), by operator() and last() alike (the
-// group family finishes its slice in every lane). Every lane of the warp takes part; the CTA has at
-// most kCtaThreads.
+// The sum over each group of kGroup (at most 32) consecutive lanes, returned to every lane of the
+// group (a CUB warp reduction, then a shuffle from the group's first lane), by operator() and last()
+// alike (the group family finishes its slice in every lane). Every lane of the warp takes part; the
+// CTA has at most kCtaThreads.
 template <int kGroup, int kCtaThreads = kGroupCtaThreads>
 struct GroupAllSum {
   template <typename V>
@@ -398,6 +398,34 @@ struct GroupAllSum {
   template <typename V>
   __device__ __forceinline__ V last(V value) const {
     return (*this)(value);
+  }
+};
+
+// Groups of two warps (64 lanes): each warp's sum (CUB) meets the other's in shared memory under a
+// named barrier of the pair's 64 threads (ids 1 to 8; 0 is __syncthreads'), added in warp order so
+// that both warps hold the same bits. No library wraps a named barrier (cuda::ptx has none).
+template <int kCtaThreads>
+struct GroupAllSum<64, kCtaThreads> {
+  static_assert(kCtaThreads / 64 <= 8, "a named barrier a pair of warps, ids 1 to 8");
+  template <typename V>
+  __device__ __forceinline__ V operator()(V value) const {
+    using Reduce = cub::WarpReduce<V>;
+    __shared__ typename Reduce::TempStorage storage[kCtaThreads / 32];
+    __shared__ cub::Uninitialized<V> warp_sums[kCtaThreads / 64][2];
+    const int warp = threadIdx.x / 32;
+    value = Reduce(storage[warp]).Reduce(value, SumOp{});
+    if (threadIdx.x % 32 == 0) warp_sums[warp / 2][warp % 2].Alias() = value;
+    pair_barrier(warp / 2);
+    const V sum = SumOp{}(warp_sums[warp / 2][0].Alias(), warp_sums[warp / 2][1].Alias());
+    pair_barrier(warp / 2);  // the cells may be written again
+    return sum;
+  }
+  template <typename V>
+  __device__ __forceinline__ V last(V value) const {
+    return (*this)(value);
+  }
+  static __device__ __forceinline__ void pair_barrier(int pair) {
+    asm volatile("bar.sync %0, 64;" : : "r"(pair + 1) : "memory");
   }
 };
 

@@ -119,6 +119,7 @@ struct ForwardOp {
   using Epilogue = EpilogueOf<Acc, kGeneral>;
   static constexpr int kInputs = 1;
   static constexpr bool kChannelCoefficients = kGeneral;
+  static constexpr bool kGeneralForm = kGeneral;  // plan_internal.h runs_general_op
   using Partial = ChunkStats<Acc>;
   using ExtraSum = PairSum<double>;  // reduce's one pass sums it (chunk.cuh BlockAllSum)
   struct Totals {

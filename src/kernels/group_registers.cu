@@ -1,9 +1,11 @@
-// kGroupRegisters: small slices (up to 1024 elements, 2048 for aligned half types in the forward;
-// planner.cpp choose_group_config bounds the registers a lane holds per input). A group of 4 to 32
+// kGroupRegisters: small slices (up to 4096 elements of aligned 16-bit types, 2048 of float32, 1024
+// of float64 or of misaligned views; planner.cpp choose_group_config, config.h group_config_fits).
+// A group of 4 to 64
 // lanes loads its slice of every input into registers once; the op's reductions run over those
 // registers (kernels/forward_op.cuh, kernels/backward_op.cuh), so each input is read once and the
 // output written once.
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #include "config.h"
@@ -17,18 +19,43 @@ namespace inorm::detail {
 namespace {
 
 // A group's slice in registers: item j of a lane starts at element (j * kGroup + lane) * kVec; with
-// kVector the slice is a whole number of vectors, so an item is either whole or absent.
+// kVector the slice is a whole number of vectors, so an item is either whole or absent. Vectors
+// stay as loaded, four 32-bit words, and are converted at each use, so a 16-bit element takes half
+// the registers of its float32 value (as Pack<T> a bfloat16 took a register of its own: 166
+// registers a lane at 16 items, against 108 for float16); scalars are held in the accumulation type.
 template <typename T, int kGroup, int kItems, bool kVector, int kInputs>
 struct GroupSlice {
   using Acc = AccOf<T>;
   static constexpr int kVec = kVector ? kVecOf<T> : 1;
-  Acc values[kInputs][kItems][kVec];
+  using Item = std::conditional_t<kVector, uint4, Acc>;
+  Item items[kInputs][kItems];
   bool active;
   int lane;
   int64_t len;
 
   __device__ __forceinline__ int64_t first(int j) const { return (static_cast<int64_t>(j) * kGroup + lane) * kVec; }
   __device__ __forceinline__ bool valid(int j) const { return active && first(j) < len; }
+  // Element k of an item.
+  static __device__ __forceinline__ Acc element(const Item& item, int k) {
+    if constexpr (kVector) {
+      const auto word = [&](int w) { return w == 0 ? item.x : w == 1 ? item.y : w == 2 ? item.z : item.w; };
+      if constexpr (sizeof(T) == 2) {
+        const uint32_t pair = word(k / 2);
+        if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+          return __uint_as_float(k % 2 ? pair & 0xffff0000u : pair << 16);
+        } else {
+          return __half2float(__ushort_as_half(static_cast<unsigned short>(k % 2 ? pair >> 16 : pair)));
+        }
+      } else if constexpr (sizeof(T) == 4) {
+        return __uint_as_float(word(k));
+      } else {
+        return __hiloint2double(static_cast<int>(word(2 * k + 1)), static_cast<int>(word(2 * k)));
+      }
+    } else {
+      return item;
+    }
+  }
+  __device__ __forceinline__ Acc value(int i, int j, int k) const { return element(items[i][j], k); }
 
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
@@ -40,12 +67,25 @@ struct GroupSlice {
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       if (!valid(j)) continue;
+      // 16-bit types: each walk converts its own copy of the words. Otherwise the compiler keeps
+      // the float32 values (or what a pass derives from them) live from one walk to the next, or
+      // hoists them out of GroupNorm's loop over channels: 254 registers a lane in the general
+      // backward at 8 items, 124 so. float32 and float64 values are the words themselves; copied
+      // so, the tiny-slices backward (float32, 2 items) ran 4% slower (dev/VARIANTS.md 66).
+      Item held[kInputs];
+#pragma unroll
+      for (int i = 0; i < kInputs; ++i) {
+        held[i] = items[i][j];
+        if constexpr (kVector && sizeof(T) == 2) {
+          asm volatile("" : "+r"(held[i].x), "+r"(held[i].y), "+r"(held[i].z), "+r"(held[i].w));
+        }
+      }
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         if (first(j) + k < begin || first(j) + k >= end) continue;
         Acc v[kInputs];
 #pragma unroll
-        for (int i = 0; i < kInputs; ++i) v[i] = values[i][j][k];
+        for (int i = 0; i < kInputs; ++i) v[i] = element(held[i], k);
         f(v);
       }
     }
@@ -82,17 +122,11 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   for (int i = 0; i < kInputs; ++i) {
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
-      if (slice_data.valid(j)) {
-        if constexpr (kVector) {
-          const Pack<T> pack = load_pack(inputs[i] + slice_data.first(j));
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) slice_data.values[i][j][k] = Traits<T>::to_acc(pack.v[k]);
-        } else {
-          slice_data.values[i][j][0] = Traits<T>::to_acc(inputs[i][slice_data.first(j)]);
-        }
+      if constexpr (kVector) {
+        slice_data.items[i][j] =
+            slice_data.valid(j) ? *reinterpret_cast<const uint4*>(inputs[i] + slice_data.first(j)) : uint4{};
       } else {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) slice_data.values[i][j][k] = Acc(0);
+        slice_data.items[i][j] = slice_data.valid(j) ? Traits<T>::to_acc(inputs[i][slice_data.first(j)]) : Acc(0);
       }
     }
   }
@@ -115,7 +149,7 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
     const auto output = [&](int k) {
       Acc v[kInputs];
 #pragma unroll
-      for (int i = 0; i < kInputs; ++i) v[i] = slice_data.values[i][j][k];
+      for (int i = 0; i < kInputs; ++i) v[i] = slice_data.value(i, j, k);
       return Op::apply(coefficients, coefficients, v);  // the activation's branch per element
     };
     Acc outputs[kVec];
@@ -146,8 +180,8 @@ using KernelFn = void (*)(KernelArgs);
 // (the planner never picks it there).
 template <typename Op, std::size_t I>
 constexpr KernelFn group_kernel() {
-  using T = typename Op::Elem;
-  if constexpr (group_config_fits(kGroupConfigs[I], sizeof(T), sizeof(typename Op::Acc), Op::kInputs)) {
+  if constexpr (group_config_fits(kGroupConfigs[I], sizeof(typename Op::Elem), sizeof(typename Op::Acc),
+                                  Op::kInputs, Op::kGeneralForm)) {
     return &group_registers_kernel<Op, kGroupConfigs[I].group, kGroupConfigs[I].items, kGroupConfigs[I].vector>;
   } else {
     return nullptr;

@@ -303,21 +303,31 @@ TEST(PlanBackward, HalfSeedsUseClustersOfEightWithRegisterParts) {
   }
 }
 
-// Group registers: the backward holds x and dy in a lane's registers, so its largest group slice is
-// half the forward's where the forward's largest already fills kGroupMaxLaneBytes.
-TEST(PlanBackward, GroupRegistersHoldHalfAsMuchForHalfTypes) {
-  // float16, aligned: the forward holds 2048 values in vectors, the backward 1024.
-  BackwardParams p = problem(DType::kFloat16, {4, 4, 1024});
+// Group registers: the backward holds x and dy in a lane's registers, so a lane holds half the
+// forward's items where the forward's fill kGroupMaxLaneBytes.
+TEST(PlanBackward, GroupRegistersHoldHalfTheForwardsItems) {
+  // float16, aligned: 8 vectors of x and 8 of dy a lane, as the forward's 8 of x; 4096 values in two
+  // warps.
+  BackwardParams p = problem(DType::kFloat16, {4, 4, 4096});
   Plan plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kGroupRegisters);
-  EXPECT_EQ(plan.items_per_lane, 4);
-  p.spatial[0] = 1032;
+  EXPECT_EQ(plan.group_size, 64);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  p.spatial[0] = 4104;
   EXPECT_EQ(plan_of(p).path, Path::kSharedResident);
-  // float32: vectors of 8 items fit for both (32 x 2 values a lane).
+  // float32: the forward holds 2048 values in a warp (16 vectors a lane), the backward 1024 there
+  // and 2048 in two warps.
   p = problem(DType::kFloat32, {4, 4, 1024});
   plan = plan_of(p);
-  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.group_size, 32);
   EXPECT_EQ(plan.items_per_lane, 8);
+  p.spatial[0] = 2048;
+  plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.group_size, 64);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  p.spatial[0] = 2052;
+  EXPECT_EQ(plan_of(p).path, Path::kSharedResident);
   // float64 scalars (a misaligned view): 16 items a lane (512 values), not 32.
   p = problem(DType::kFloat64, {4, 4, 512});
   p.x = fake_pointer(kAligned + 8);

@@ -414,7 +414,17 @@ TEST(Planner, ForcedGroupLanes) {
   Status status = plan_forward(p, hopper_h200_limits(), &refused, options);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("with 16 lanes a slice"), std::string::npos) << status.message();
-  for (int lanes : {-1, 2, 12, 64}) {
+  // 64 lanes (two warps) take vectors only, in the one configuration of 8 items a lane.
+  options.force_group_lanes = 64;
+  plan = plan_of(problem(DType::kFloat32, {2, 3, 2048}), options);
+  EXPECT_EQ(plan.group_size, 64);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  EXPECT_EQ(plan.grid, 2);  // four slices a CTA
+  for (const int64_t len : {int64_t{256}, int64_t{2047}}) {  // one vector a lane; scalars
+    status = plan_forward(problem(DType::kFloat32, {2, 3, len}), hopper_h200_limits(), &refused, options);
+    EXPECT_NE(status.message().find("with 64 lanes a slice"), std::string::npos) << status.message();
+  }
+  for (int lanes : {-1, 2, 12, 128}) {
     options.force_group_lanes = lanes;
     status = plan_forward(problem(DType::kFloat32, {256, 256, 16, 16}), hopper_h200_limits(), &refused, options);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << lanes;
@@ -709,15 +719,47 @@ TEST(Planner, TinySlicesUseSubWarpGroups) {
 }
 
 TEST(Planner, GroupBoundaries) {
-  // Aligned float32: 32 lanes x 8 vectors x 4 = 1024 values; the next aligned size is shared.
-  Plan plan = plan_of(problem(DType::kFloat32, {2, 3, 1024}));
+  // Aligned float32: 32 lanes x 16 vectors x 4 = 2048 values; the next aligned size is shared.
+  Plan plan = plan_of(problem(DType::kFloat32, {2, 3, 2048}));
   EXPECT_EQ(plan.path, Path::kGroupRegisters);
-  EXPECT_EQ(plan.items_per_lane, 8);
+  EXPECT_EQ(plan.items_per_lane, 16);
   EXPECT_TRUE(plan.vector_io);
-  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 1028})).path, Path::kSharedResident);
-  // Aligned half: 2048 values.
-  EXPECT_EQ(plan_of(problem(DType::kFloat16, {2, 3, 2048})).path, Path::kGroupRegisters);
-  EXPECT_EQ(plan_of(problem(DType::kFloat16, {2, 3, 2056})).path, Path::kSharedResident);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {2, 3, 2052})).path, Path::kSharedResident);
+  // Aligned half: 32 lanes x 8 vectors x 8 = 2048 values (16 vectors would be 128 values a lane);
+  // past that two warps, 64 lanes x 8 vectors, 4096 values (CycleGAN's 64x64 channels).
+  plan = plan_of(problem(DType::kFloat16, {2, 3, 2048}));
+  EXPECT_EQ(plan.group_size, 32);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  plan = plan_of(problem(DType::kFloat16, {2, 3, 2056}));
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_EQ(plan.group_size, 64);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  EXPECT_EQ(plan_of(problem(DType::kFloat16, {2, 3, 4096})).group_size, 64);
+  EXPECT_EQ(plan_of(problem(DType::kFloat16, {2, 3, 4104})).path, Path::kSharedResident);
+  // float64: 16 vectors of two, as many as its scalars hold.
+  EXPECT_EQ(plan_of(problem(DType::kFloat64, {2, 3, 1024})).path, Path::kGroupRegisters);
+  EXPECT_EQ(plan_of(problem(DType::kFloat64, {2, 3, 1026})).path, Path::kSharedResident);
+  // The general op keeps to a warp, 8 vectors and 256 bytes of float32 values a lane: with an
+  // activation 2048 half values, not 4096; 1024 float32, not 2048; and no forced two warps.
+  ForwardParams activated = problem(DType::kFloat16, {2, 3, 2048});
+  activated.activation = Activation::kRelu;
+  EXPECT_EQ(plan_of(activated).group_size, 32);
+  activated.spatial[0] = 2056;
+  EXPECT_EQ(plan_of(activated).path, Path::kSharedResident);
+  ForwardParams activated_float = problem(DType::kFloat32, {2, 3, 1024});
+  activated_float.activation = Activation::kSilu;
+  EXPECT_EQ(plan_of(activated_float).items_per_lane, 8);
+  activated_float.spatial[0] = 1028;
+  EXPECT_EQ(plan_of(activated_float).path, Path::kSharedResident);
+  PlanOptions two_warps;
+  two_warps.force_path = Path::kGroupRegisters;
+  two_warps.force_group_lanes = 64;
+  activated.spatial[0] = 4096;
+  Plan refused;
+  const Status status = plan_forward(activated, hopper_h200_limits(), &refused, two_warps);
+  EXPECT_NE(status.message().find("no group_registers configuration holds a slice of 4096 elements with 64 lanes"),
+            std::string::npos)
+      << status.message();
   // Scalar (slices not 16-byte aligned): 32 lanes x 32 values.
   plan = plan_of(problem(DType::kFloat32, {2, 3, 1023}));
   EXPECT_EQ(plan.path, Path::kGroupRegisters);
@@ -1172,7 +1214,9 @@ TEST(Planner, ForcedPathsThatCannotWork) {
   options = PlanOptions{};
   options.force_path = Path::kGroupRegisters;
   status = plan_forward(problem(DType::kFloat32, {2, 3, 5000}), hopper_h200_limits(), &plan, options);
-  EXPECT_NE(status.message().find("too large for the group_registers path"), std::string::npos);
+  EXPECT_NE(status.message().find("no group_registers configuration holds a slice of 5000 elements"),
+            std::string::npos)
+      << status.message();
 
   options.force_path = Path::kElementwiseEval;
   status = plan_forward(problem(DType::kFloat32, {2, 3, 50}), hopper_h200_limits(), &plan, options);

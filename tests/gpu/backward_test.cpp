@@ -216,10 +216,10 @@ TEST(GpuBackward, RegisterParts) {
   }
 }
 
-// group_registers' configuration of 16 lanes a slice, forced (expect_case.h).
-TEST(GpuBackward, SixteenLaneGroups) {
+// group_registers with 16 and 64 lanes a slice, forced (expect_case.h).
+TEST(GpuBackward, ForcedLaneGroups) {
   INORM_REQUIRE_GPU();
-  expect_sixteen_lane_groups_pass(Pass::kBackward);
+  expect_forced_lane_groups_pass(Pass::kBackward);
 }
 
 // split_pipelined's order and resident parts (expect_case.h).
@@ -239,7 +239,7 @@ TEST(GpuBackward, PlannerBoundaries) {
     // The largest vector configuration that fits a lane with x and dy.
     int64_t group_vector_max = 0;
     for (const detail::GroupConfig& config : detail::kGroupConfigs) {
-      if (config.vector && detail::group_config_fits(config, elem, acc, 2)) {
+      if (config.vector && detail::group_config_fits(config, elem, acc, 2, false)) {
         group_vector_max = std::max<int64_t>(group_vector_max, int64_t{config.group} * config.items * (16 / elem));
       }
     }

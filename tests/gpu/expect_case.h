@@ -92,24 +92,41 @@ inline void expect_split_pipelined_orders_pass(Pass pass) {
   }
 }
 
-// group_registers with 16 lanes a slice (inorm-bench's lanes16 variant; the planner takes 32): the
-// configuration of four vectors a lane, on slices of exactly 16 x 4 vectors in every dtype, with
-// offset data and a weight and bias per channel; float32 also in place and repeated.
-inline void expect_sixteen_lane_groups_pass(Pass pass) {
-  for (DType dtype : kAllDtypes) {
-    const int64_t slice_len = 16 * 4 * (16 / static_cast<int64_t>(dtype_size(dtype)));
-    Case c;
-    c.pass = pass;
-    c.shape = {3, 5, slice_len};
-    c.dtype = dtype;
-    c.affine = true;
-    c.options.force_path = Path::kGroupRegisters;
-    c.options.force_group_lanes = 16;
-    c.expect_path = Path::kGroupRegisters;
-    ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-    const std::string why = "16 lanes a slice of " + std::to_string(slice_len);
-    expect_passes(c, why + ", " + dtype_name(dtype));
-    if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
+// group_registers with a forced number of lanes a slice: 16 (inorm-bench's lanes16 variant; the
+// planner takes 32) on slices of exactly 16 x 4 vectors, and 64 (two warps, the planner's past a
+// warp's 8 vectors a lane for the plain op) on slices of 64 x 8 vectors and one vector less (the
+// last lane's last item absent), 15 slices (the last CTA's last pair of warps idle); every dtype,
+// offset data, float32 also in place and repeated. InstanceNorm with a weight and bias per channel;
+// and GroupNorm over two channels a slice without them (with them it runs the general op, which
+// keeps to one warp), as the two warps' exchange serves every reduction of the op.
+inline void expect_forced_lane_groups_pass(Pass pass) {
+  struct Forced {
+    int lanes;
+    int items;
+    int64_t vectors_short;
+    int64_t groups;  // of 10 channels (0: InstanceNorm of 5)
+  };
+  const Forced forced[] = {{16, 4, 0, 0}, {64, 8, 0, 0}, {64, 8, 1, 0}, {64, 8, 0, 5}};
+  for (const Forced& f : forced) {
+    for (DType dtype : kAllDtypes) {
+      const int64_t vec = 16 / static_cast<int64_t>(dtype_size(dtype));
+      const int64_t slice_len = (int64_t{f.lanes} * f.items - f.vectors_short) * vec;
+      Case c;
+      c.pass = pass;
+      c.shape = f.groups > 0 ? std::vector<int64_t>{3, 10, slice_len / 2} : std::vector<int64_t>{3, 5, slice_len};
+      c.dtype = dtype;
+      c.affine = f.groups == 0;
+      c.groups = f.groups;
+      if (f.groups > 0) c.running = Running::kNone;  // GroupNorm has none
+      c.options.force_path = Path::kGroupRegisters;
+      c.options.force_group_lanes = f.lanes;
+      c.expect_path = Path::kGroupRegisters;
+      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+      const std::string why =
+          std::to_string(f.lanes) + " lanes a slice of " + std::to_string(slice_len) + (f.groups > 0 ? ", GroupNorm" : "");
+      expect_passes(c, why + ", " + dtype_name(dtype));
+      if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
+    }
   }
 }
 

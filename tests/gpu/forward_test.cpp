@@ -385,10 +385,10 @@ TEST(GpuForward, RegisterParts) {
   }
 }
 
-// group_registers' configuration of 16 lanes a slice, forced (expect_case.h).
-TEST(GpuForward, SixteenLaneGroups) {
+// group_registers with 16 and 64 lanes a slice, forced (expect_case.h).
+TEST(GpuForward, ForcedLaneGroups) {
   INORM_REQUIRE_GPU();
-  expect_sixteen_lane_groups_pass(Pass::kForward);
+  expect_forced_lane_groups_pass(Pass::kForward);
 }
 
 // split_pipelined's order and resident parts (expect_case.h).
@@ -445,8 +445,16 @@ TEST(GpuForward, PlannerBoundaries) {
   DeviceLimits limits;
   ASSERT_TRUE(query_device_limits(0, &limits).ok());
   for (DType dtype : kAllDtypes) {
-    const int64_t vec = 16 / static_cast<int64_t>(dtype_size(dtype));
-    const int64_t group_vector_max = 32 * detail::kGroupMaxVectorItems * vec;
+    const int elem = static_cast<int>(dtype_size(dtype));
+    const int64_t vec = 16 / elem;
+    // The largest vector configuration that fits a lane with x (the plain op: no activation).
+    int64_t group_vector_max = 0;
+    for (const detail::GroupConfig& config : detail::kGroupConfigs) {
+      if (config.vector &&
+          detail::group_config_fits(config, elem, static_cast<int>(dtype_size(stats_dtype(dtype))), 1, false)) {
+        group_vector_max = std::max<int64_t>(group_vector_max, int64_t{config.group} * config.items * vec);
+      }
+    }
     const int64_t group_scalar_max = 32 * detail::kGroupMaxScalarItems;
     const int64_t shared_max = detail::largest_resident_slice(dtype, 1, limits);
     const int64_t parts_1024 = 1024 * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype), 1));
@@ -493,12 +501,6 @@ TEST(GpuForward, PlannerBoundaries) {
         c.options.force_exchange = b.exchange;
         c.options.force_ctas_per_slice = b.ctas_per_slice;
         c.expect_exchange = b.exchange;
-      }
-      if (dtype == DType::kFloat64 && b.slice_len == group_vector_max + vec) {
-        // float64's vector limit (512) is below the scalar one (1024): 514 values stay in
-        // registers as scalars; the misaligned rows cover the scalar limit.
-        c.expect_path = Path::kGroupRegisters;
-        c.expect_ctas_per_slice = 0;
       }
       expect_passes(c, std::string(dtype_name(dtype)) + ": " + b.why + " (S=" + std::to_string(b.slice_len) + ")");
     }

@@ -64,6 +64,10 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
        Exchange::kAuto, 0, Running::kNone, 1},
       {"group_registers, vectors", {2, 3, 1024}, DType::kFloat32, Path::kGroupRegisters},
       {"group_registers, float64", {2, 3, 64}, DType::kFloat64, Path::kGroupRegisters},
+      // The general op's fullest lanes (256 bytes of float32 values): 8 vectors of x in the forward,
+      // 4 of x and 4 of dy in the backward.
+      {"group_registers, bfloat16, the fullest lanes of every op", {2, 3, pass == Pass::kForward ? 2048 : 1024},
+       DType::kBFloat16, Path::kGroupRegisters},
       {"eval mode with running stats", {2, 3, 100}, DType::kFloat16, Path::kAuto, 0, 0, Exchange::kAuto, 0,
        Running::kEval},
       {"shared_resident, one CTA a slice, no exchange", {2, 3, 4097}, DType::kFloat32, Path::kSharedResident, 1, 0,
@@ -98,6 +102,16 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
   return reaches;
 }
 
+// The plain op's fullest group_registers lanes, not among the plans of every family (the general op
+// does not take them, config.h group_config_fits): 16 vectors of float32 a lane in the forward, and
+// two warps a slice, their sums through shared memory.
+void expect_plain_group_lanes_pass(Pass pass) {
+  expect_plan_passes(pass, {"group_registers, 16 vectors a lane", {2, 3, pass == Pass::kForward ? 2048 : 1024},
+                            DType::kFloat32, Path::kGroupRegisters});
+  expect_plan_passes(pass, {"group_registers, two warps a slice", {2, 3, 4096}, DType::kBFloat16,
+                            Path::kGroupRegisters});
+}
+
 // Clusters of every size the planner may pick, on small chunks.
 void expect_every_cluster_size_passes(Pass pass) {
   for (int ctas = 2; ctas <= detail::kSharedMaxClusterCtas; ++ctas) {
@@ -109,12 +123,14 @@ void expect_every_cluster_size_passes(Pass pass) {
 TEST(GpuSanitize, ForwardPlans) {
   INORM_REQUIRE_GPU();
   for (const Reach& r : plans_of_every_family(Pass::kForward)) expect_plan_passes(Pass::kForward, r);
+  expect_plain_group_lanes_pass(Pass::kForward);
   expect_every_cluster_size_passes(Pass::kForward);
 }
 
 TEST(GpuSanitize, BackwardPlans) {
   INORM_REQUIRE_GPU();
   for (const Reach& r : plans_of_every_family(Pass::kBackward)) expect_plan_passes(Pass::kBackward, r);
+  expect_plain_group_lanes_pass(Pass::kBackward);
   expect_every_cluster_size_passes(Pass::kBackward);
 }
 
