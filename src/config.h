@@ -47,7 +47,8 @@ inline constexpr bool group_config_fits(const GroupConfig& config, int elem_byte
                                         bool general) {
   const int values = config.items * (config.vector ? 16 / elem_bytes : 1);
   if (general) {
-    return config.group <= 32 && (!config.vector || config.items <= 8) && values * acc_bytes * inputs <= kGroupMaxLaneBytes;
+    return config.group <= 32 && (!config.vector || config.items <= 8) &&
+           values * acc_bytes * inputs <= kGroupMaxLaneBytes;
   }
   return config.items * (config.vector ? 16 : acc_bytes) * inputs <= kGroupMaxLaneBytes &&
          values <= kGroupMaxLaneValues;

@@ -1,9 +1,8 @@
 // kGroupRegisters: small slices (up to 4096 elements of aligned 16-bit types, 2048 of float32, 1024
 // of float64 or of misaligned views; planner.cpp choose_group_config, config.h group_config_fits).
-// A group of 4 to 64
-// lanes loads its slice of every input into registers once; the op's reductions run over those
-// registers (kernels/forward_op.cuh, kernels/backward_op.cuh), so each input is read once and the
-// output written once.
+// A group of 4 to 64 lanes loads its slice of every input into registers once; the op's reductions
+// run over those registers (kernels/forward_op.cuh, kernels/backward_op.cuh), so each input is read
+// once and the output written once.
 #include <array>
 #include <type_traits>
 #include <utility>
@@ -69,9 +68,10 @@ struct GroupSlice {
       if (!valid(j)) continue;
       // 16-bit types: each walk converts its own copy of the words. Otherwise the compiler keeps
       // the float32 values (or what a pass derives from them) live from one walk to the next, or
-      // hoists them out of GroupNorm's loop over channels: 254 registers a lane in the general
-      // backward at 8 items, 124 so. float32 and float64 values are the words themselves; copied
-      // so, the tiny-slices backward (float32, 2 items) ran 4% slower (dev/VARIANTS.md 66).
+      // hoists them out of GroupNorm's loop over channels (ptxas: the general backward at 8 items
+      // 254 registers a lane without the copy, 124 with it). float32 and float64 values are the
+      // words themselves; copied so, the tiny-slices backward (float32, 2 items) ran 4% slower
+      // (dev/VARIANTS.md 66).
       Item held[kInputs];
 #pragma unroll
       for (int i = 0; i < kInputs; ++i) {
