@@ -235,14 +235,7 @@ TEST(GpuBackward, PlannerBoundaries) {
   ASSERT_TRUE(query_device_limits(0, &limits).ok());
   for (DType dtype : kAllDtypes) {
     const int elem = static_cast<int>(dtype_size(dtype));
-    const int acc = static_cast<int>(dtype_size(stats_dtype(dtype)));
-    // The largest vector configuration that fits a lane with x and dy.
-    int64_t group_vector_max = 0;
-    for (const detail::GroupConfig& config : detail::kGroupConfigs) {
-      if (config.vector && detail::group_config_fits(config, elem, acc, 2, false)) {
-        group_vector_max = std::max<int64_t>(group_vector_max, int64_t{config.group} * config.items * (16 / elem));
-      }
-    }
+    const int64_t group_vector_max = largest_group_vector_slice(dtype, 2);  // x and dy
     const int64_t shared_max = detail::largest_resident_slice(dtype, 2, limits);
     struct Boundary {
       const char* why;

@@ -3,12 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "case_runner.h"
+#include "config.h"
 
 namespace inorm::testing {
 
@@ -90,6 +92,20 @@ inline void expect_split_pipelined_orders_pass(Pass pass) {
       }
     }
   }
+}
+
+// The largest slice the plain op holds in group_registers' vector configurations, with `inputs`
+// inputs a lane (x; x and dy): the planner-boundary tests' edge.
+inline int64_t largest_group_vector_slice(DType dtype, int inputs) {
+  const int elem = static_cast<int>(dtype_size(dtype));
+  const int acc = static_cast<int>(dtype_size(stats_dtype(dtype)));
+  int64_t largest = 0;
+  for (const detail::GroupConfig& config : detail::kGroupConfigs) {
+    if (config.vector && detail::group_config_fits(config, elem, acc, inputs, false)) {
+      largest = std::max<int64_t>(largest, int64_t{config.group} * config.items * (16 / elem));
+    }
+  }
+  return largest;
 }
 
 // group_registers with a forced number of lanes a slice: 16 (inorm-bench's lanes16 variant; the

@@ -445,16 +445,8 @@ TEST(GpuForward, PlannerBoundaries) {
   DeviceLimits limits;
   ASSERT_TRUE(query_device_limits(0, &limits).ok());
   for (DType dtype : kAllDtypes) {
-    const int elem = static_cast<int>(dtype_size(dtype));
-    const int64_t vec = 16 / elem;
-    // The largest vector configuration that fits a lane with x (the plain op: no activation).
-    int64_t group_vector_max = 0;
-    for (const detail::GroupConfig& config : detail::kGroupConfigs) {
-      if (config.vector &&
-          detail::group_config_fits(config, elem, static_cast<int>(dtype_size(stats_dtype(dtype))), 1, false)) {
-        group_vector_max = std::max<int64_t>(group_vector_max, int64_t{config.group} * config.items * vec);
-      }
-    }
+    const int64_t vec = 16 / static_cast<int64_t>(dtype_size(dtype));
+    const int64_t group_vector_max = largest_group_vector_slice(dtype, 1);
     const int64_t group_scalar_max = 32 * detail::kGroupMaxScalarItems;
     const int64_t shared_max = detail::largest_resident_slice(dtype, 1, limits);
     const int64_t parts_1024 = 1024 * static_cast<int64_t>(detail::split_stage_len(dtype_size(dtype), 1));

@@ -103,8 +103,8 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
 }
 
 // The plain op's fullest group_registers lanes, not among the plans of every family (the general op
-// does not take them, config.h group_config_fits): 16 vectors of float32 a lane in the forward, and
-// two warps a slice, their sums through shared memory.
+// does not take them, config.h group_config_fits): 16 vectors of float32 a lane (the forward's 16 of
+// x, the backward's 8 of x and 8 of dy), and two warps a slice, their sums through shared memory.
 void expect_plain_group_lanes_pass(Pass pass) {
   expect_plan_passes(pass, {"group_registers, 16 vectors a lane", {2, 3, pass == Pass::kForward ? 2048 : 1024},
                             DType::kFloat32, Path::kGroupRegisters});
