@@ -10,12 +10,13 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
-//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-tiles128x32,cl-grid396,alone8
-//            (also time forced plans: CTAs per slice, CTAs per SM and exchange of shared_resident,
+//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,
+//            alone8 (also time forced plans: CTAs per slice, CTAs per SM and exchange of shared_resident,
 //            split_pipelined, its lead's slack per CTA and its resident parts a slice, group_registers'
-//            lanes a slice; channels_last's three kernels, its resident form (at K CTAs an SM), the
-//            three kernels' tiles (channels x rows, 0 the planner's) and their grid edited, and
-//            shared_resident's one CTA a slice at K CTAs an SM; see dev/VARIANTS.md)
+//            lanes a slice; channels_last's three kernels, its resident form (at K CTAs an SM; over
+//            channel blocks of K channels), the three kernels' tiles (channels x rows, 0 the
+//            planner's) and their grid edited, and shared_resident's one CTA a slice at K CTAs an
+//            SM; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -517,6 +518,10 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       v.options.force_path = Path::kSplitPipelined;
     } else if (item == "cl-kernels") {
       v.options.force_exchange = Exchange::kNone;  // channels_last's three kernels
+    } else if (std::sscanf(item.c_str(), "cl-blocks%d", &v.options.force_channel_block) == 1 &&
+               v.options.force_channel_block > 0) {
+      // its resident form over channel blocks of whole slices, e.g. cl-blocks40
+      v.options.force_exchange = Exchange::kGlobal;
     } else if (item.rfind("cl-resident", 0) == 0) {  // its resident form, cl-resident2: at two CTAs an SM
       v.options.force_exchange = Exchange::kGlobal;
       const std::string per_sm_text = item.substr(std::strlen("cl-resident"));

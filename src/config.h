@@ -219,6 +219,15 @@ inline constexpr int64_t kChannelsLastTileBytes = 64 * 1024;
 // buffer (a column sum's cell a thread, a barrier and the lanes' sums).
 inline constexpr int kChannelsLastResidentCtasPerSm = 3;
 inline constexpr int kChannelsLastResidentWideThreads = 512;
+// Its channel blocks (a CTA holds every row of whole slices' channels): CTAs an SM at most (its
+// launch bound), two, as the three kernels' elementwise pass straight from global memory, whose
+// threads too hold a coefficient set per channel of their 16-byte run.
+inline constexpr int kChannelsLastBlockCtasPerSm = 2;
+// The planner's cost of a block (planner.cpp plan_channels_last_blocks): the bytes the busiest SM
+// stages, plus this many for each round of its CTAs (a block's barriers, reduction and launch),
+// fitted to the H200 (dev/VARIANTS.md 67: blocks of 40, 80 and 256 channels on 16-bit InstanceNorm
+// of 8x8 positions ran 1.94 : 1.52 : 1, the model 1.94 : 1.50 : 1).
+inline constexpr int64_t kChannelsLastBlockRoundBytes = 13 * 1024;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
 // Partials a lane of an op's combine_split loads before it adds any (kernels/forward_op.cuh). Where
 // lanes take many each (channels_last: a slice's up to thousands of tile partials over the finish

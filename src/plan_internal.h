@@ -139,19 +139,27 @@ int64_t ctas_fitting_on_sm(const DeviceLimits& limits, int64_t smem_bytes);
 
 // kChannelsLast: whether the tiles hold every channel (one contiguous run of each tensor, staged by
 // bulk copies in both passes); whether the plan runs the resident form (kernels/channels_last.cu:
-// a group of CTAs holds a sample's tiles, the partials exchanged through L2); and the dynamic
-// shared memory of a tile of every input (a region per input where tiles hold whole rows, whose
-// buffers mirror their sources' alignment; else the rows packed), and in the resident form a cell
-// of coefficients per channel after it.
+// a group of CTAs holds an item's tiles, a sample's or a channel block's), and whether its groups
+// are of more than one CTA (the partials exchanged through L2, an arrival counter an item); its
+// items (samples x channel blocks); and the dynamic shared memory of a tile of every input (a
+// region per input where tiles hold whole rows, whose buffers mirror their sources' alignment;
+// else the rows packed), and in the resident form a cell of coefficients per channel of the tile
+// after it.
 inline bool channels_last_whole_rows(const Plan& plan) { return plan.channel_block == plan.channels; }
 inline bool channels_last_resident(const Plan& plan) {
   return plan.path == Path::kChannelsLast && plan.exchange == Exchange::kGlobal;
+}
+inline bool channels_last_exchanges(const Plan& plan) {
+  return channels_last_resident(plan) && plan.parts_per_slice > 1;
+}
+inline int64_t channels_last_resident_items(const Plan& plan) {
+  return batch_of(plan) * ((plan.channels + plan.channel_block - 1) / plan.channel_block);
 }
 inline int64_t channels_last_smem_bytes(const Plan& plan) {
   const int64_t tile_bytes = plan.tile_rows * plan.channel_block * static_cast<int64_t>(dtype_size(plan.dtype));
   const int64_t tiles =
       channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
-  const int64_t coefficients = plan.channels * static_cast<int64_t>(kSliceCoefficientBytes);
+  const int64_t coefficients = plan.channel_block * static_cast<int64_t>(kSliceCoefficientBytes);
   return tiles + (channels_last_resident(plan) ? coefficients : 0);
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -129,7 +130,7 @@ std::string Plan::describe() const {
           << " tiles=" << parts_per_slice << " grid=" << grid
           << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
       if (exchange == Exchange::kGlobal) {
-        out << " resident ctas_per_sample=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
+        out << " resident ctas_per_item=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
       }
       break;
     default:
@@ -213,14 +214,16 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.slice_arrivals = reserve(slices * sizeof(unsigned));
   }
   if (shared_slices_in_order(plan)) layout.slice_counter = reserve(sizeof(unsigned long long));
-  // kChannelsLast works by channel (a slice's channels are its columns): a partial per tile of each.
+  // kChannelsLast works by channel (a slice's channels are its columns): a partial per tile of each
+  // (the resident form's CTAs alone keep theirs on chip).
   const std::size_t channels = plan.path == Path::kChannelsLast ? slices * plan.slice_channels : slices;
-  if (plan.path == Path::kSplitPipelined || plan.path == Path::kChannelsLast) {  // a partial per part or tile
+  if (plan.path == Path::kSplitPipelined ||
+      (plan.path == Path::kChannelsLast && (!channels_last_resident(plan) || channels_last_exchanges(plan)))) {
     layout.split_partials = reserve(channels * plan.parts_per_slice * sizeof(SplitPartial));
   }
-  if (channels_last_resident(plan)) {
-    layout.slice_arrivals = reserve(static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned));
-  } else if (plan.path == Path::kChannelsLast) {
+  if (channels_last_exchanges(plan)) {
+    layout.slice_arrivals = reserve(static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned));
+  } else if (plan.path == Path::kChannelsLast && !channels_last_resident(plan)) {
     layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
   }
   if (plan.path == Path::kSplitPipelined) {
@@ -892,13 +895,73 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
   return true;
 }
 
-// A kChannelsLast plan: the resident form at one CTA an SM where the whole batch fits the chip at
-// once, InstanceNorm or GroupNorm (a group's channels combined in the CTA before the group's
-// exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64, dev/VARIANTS.md
-// 65), else the three kernels over tiles (55: where samples took rounds the resident form ran no
-// faster than the three kernels, or slower). options.force_exchange kGlobal asks for the resident
-// form (at the most CTAs an SM that hold a sample, or force_ctas_per_sm), kNone for the three
-// kernels; forced tiles (force_channel_block, force_tile_rows) are the three kernels'.
+// The resident form over channel blocks (`tiles`): a CTA holds every spatial row of a block of
+// whole slices' channels (a multiple of C / groups and of a 16-byte vector: the rows move in
+// 16-byte runs, so only where they are aligned), with no exchange between CTAs, so the inputs are
+// read once whatever the batch; kChannelsLastThreads a CTA at most, whole rows a pass, and up to
+// kChannelsLastBlockCtasPerSm CTAs an SM (or exactly `forced_ctas_per_sm`), each an equal share of
+// its SM less its channels' coefficient cells. The block: `forced_block`, else the cheapest: the
+// busiest SM's items (ceil(items / SMs)) x a tile's bytes, plus kChannelsLastBlockRoundBytes a
+// round of its CTAs (wide blocks take fewer rounds; narrow ones spread over every SM and leave
+// fewer items to a last round), and of equal costs the one with more CTAs an SM, then the
+// narrower (dev/VARIANTS.md 67). False where no such block fits a CTA.
+bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, int forced_block, int forced_ctas_per_sm,
+                               Plan* plan) {
+  if (!tiles.vector_io) return false;
+  const auto elem = static_cast<int64_t>(dtype_size(tiles.dtype));
+  const int64_t unit = std::lcm(tiles.slice_channels, 16 / elem);
+  const int64_t widest = std::min<int64_t>(tiles.channels, detail::kChannelsLastThreads);
+  const int64_t spatial = detail::channel_len_of(tiles);
+  const int64_t samples = detail::batch_of(tiles);
+  const int most = forced_ctas_per_sm != 0 ? forced_ctas_per_sm : detail::kChannelsLastBlockCtasPerSm;
+  const int fewest = forced_ctas_per_sm != 0 ? forced_ctas_per_sm : 1;
+  bool found = false;
+  int64_t best_cost = 0;
+  for (int64_t block = unit; block <= widest; block += unit) {
+    if (forced_block != 0 && block != forced_block) continue;
+    const int64_t rows_a_pass = detail::kChannelsLastThreads / block;
+    Plan candidate = tiles;
+    candidate.exchange = Exchange::kGlobal;
+    candidate.channel_block = static_cast<int>(block);
+    candidate.threads = static_cast<int>(rows_a_pass * block);
+    candidate.tile_rows = ceil_div(spatial, rows_a_pass) * rows_a_pass;
+    candidate.parts_per_slice = 1;
+    candidate.ctas_per_slice = 1;
+    const int64_t smem = detail::channels_last_smem_bytes(candidate);
+    int ctas_per_sm = 0;
+    for (int k = std::min(most, detail::kChannelsLastBlockCtasPerSm); k >= fewest && ctas_per_sm == 0; --k) {
+      const int64_t share = std::min<int64_t>(limits.smem_per_sm / k - limits.reserved_smem_per_block,
+                                              limits.max_smem_per_block_optin) -
+                            detail::channels_last_static_reserve(candidate.threads);
+      if (smem <= share && k * candidate.threads <= limits.max_threads_per_sm) ctas_per_sm = k;
+    }
+    if (ctas_per_sm == 0) continue;
+    const int64_t items = samples * ceil_div(tiles.channels, block);
+    const int64_t sm_items = ceil_div(items, static_cast<int64_t>(limits.sm_count));
+    const int64_t tile_bytes = spatial * block * elem * tiles.inputs;
+    const int64_t cost =
+        sm_items * tile_bytes + ceil_div(sm_items, static_cast<int64_t>(ctas_per_sm)) * detail::kChannelsLastBlockRoundBytes;
+    candidate.ctas_per_sm = ctas_per_sm;
+    candidate.grid = std::min(items, static_cast<int64_t>(limits.sm_count) * ctas_per_sm);
+    candidate.smem_bytes = static_cast<int>(smem);
+    if (!found || cost < best_cost || (cost == best_cost && ctas_per_sm > plan->ctas_per_sm)) {
+      *plan = candidate;
+      best_cost = cost;
+    }
+    found = true;
+  }
+  return found;
+}
+
+// A kChannelsLast plan: the resident form of whole rows at one CTA an SM where the whole batch fits
+// the chip at once, InstanceNorm or GroupNorm (a group's channels combined in the CTA before the
+// group's exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64,
+// dev/VARIANTS.md 65); else its channel blocks where a CTA holds every row of whole slices; else
+// the three kernels over tiles (55: where samples took rounds the resident form of whole rows ran
+// no faster than the three kernels, or slower). options.force_exchange kGlobal asks for the
+// resident form (whole rows at the most CTAs an SM that hold a sample, or force_ctas_per_sm, else
+// channel blocks; force_channel_block: blocks of that many channels), kNone for the three kernels;
+// forced tiles without kGlobal are the three kernels'.
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
@@ -912,31 +975,50 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
                    std::to_string(detail::kChannelsLastResidentCtasPerSm) + " CTAs an SM (its three kernels take no " +
                    "CTAs an SM); forced " + std::to_string(options.force_ctas_per_sm));
   }
-  const bool forced_tiles = options.force_channel_block != 0 || options.force_tile_rows != 0;
-  if (forced_tiles && (options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0)) {
-    return invalid("forced channels_last tiles are the three kernels'; the resident form sizes its own");
+  const bool forced_resident = options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0;
+  if (forced_resident && options.force_tile_rows != 0) {
+    return invalid("forced channels_last tile rows are the three kernels'; the resident form sizes its own");
+  }
+  const bool forced_block = options.force_channel_block != 0 && options.force_channel_block != base.channels;
+  if (forced_resident && forced_block && options.force_channel_block % base.slice_channels != 0) {
+    return invalid("forced channels_last resident channel blocks hold whole slices: a multiple of " +
+                   std::to_string(base.slice_channels) + " channels, got " +
+                   std::to_string(options.force_channel_block));
   }
   Plan tiles;
   const Status status = plan_channels_last(base, limits, options, &tiles);
   if (!status.ok()) return status;
   *plan = tiles;
-  if (options.force_exchange == Exchange::kNone || forced_tiles) return Status::Ok();
+  const bool forced_tiles = options.force_channel_block != 0 || options.force_tile_rows != 0;
+  if (options.force_exchange == Exchange::kNone || (forced_tiles && !forced_resident)) return Status::Ok();
   bool one_round = false;
-  const bool forced = options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0;
-  if (!forced) {
+  if (!forced_resident) {
     Plan resident;
-    if (plan_channels_last_resident(tiles, limits, 1, &resident, &one_round) && one_round) *plan = resident;
+    if ((plan_channels_last_resident(tiles, limits, 1, &resident, &one_round) && one_round) ||
+        plan_channels_last_blocks(tiles, limits, 0, 0, &resident)) {
+      *plan = resident;
+    }
     return Status::Ok();
   }
-  const int most = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : detail::kChannelsLastResidentCtasPerSm;
-  const int fewest = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : 1;
-  for (int ctas_per_sm = most; ctas_per_sm >= fewest; --ctas_per_sm) {
-    if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan, &one_round)) return Status::Ok();
+  if (!forced_block) {
+    const int most =
+        options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : detail::kChannelsLastResidentCtasPerSm;
+    const int fewest = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : 1;
+    for (int ctas_per_sm = most; ctas_per_sm >= fewest; --ctas_per_sm) {
+      if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan, &one_round)) return Status::Ok();
+    }
+  }
+  if (plan_channels_last_blocks(tiles, limits, forced_block ? options.force_channel_block : 0,
+                                options.force_ctas_per_sm, plan)) {
+    return Status::Ok();
   }
   return unsupported("channels_last: a sample of " + std::to_string(detail::channel_len_of(base)) + " rows of " +
                      std::to_string(base.channels) + " channels does not fit the resident form" +
                      (options.force_ctas_per_sm != 0 ? " at " + std::to_string(options.force_ctas_per_sm) + " CTAs an SM"
-                                                     : std::string()));
+                                                     : std::string()) +
+                     " (nor do channel blocks of whole slices" +
+                     (forced_block ? " of " + std::to_string(options.force_channel_block) + " channels" : std::string()) +
+                     ", whose rows move in 16-byte runs)");
 }
 
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h

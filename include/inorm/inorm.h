@@ -180,8 +180,9 @@ enum class Path : int {
                       // fixed lead ahead of their normalization, which reads x again
   kChannelsLast,      // channels_last: tiles of [spatial rows x channels], each tile's statistics per
                       // channel, combined per slice (a group's channels together), then the
-                      // elementwise pass: where a sample fits the chip, from the tiles a group of
-                      // CTAs holds (exchange global); else in kernels of their own, reading x again
+                      // elementwise pass: where a sample fits the chip, or a CTA every row of a
+                      // block of whole slices, from the tiles a group of CTAs (or that CTA) holds
+                      // (exchange global); else in kernels of their own, reading x again
 };
 const char* path_name(Path path);
 
@@ -206,7 +207,8 @@ struct PlanOptions {
   int force_group_lanes = 0;      // kGroupRegisters: lanes a slice, 4 to 64 (0: the planner's)
   // kChannelsLast's three kernels: channels a tile (a multiple of a 16-byte vector where the plan
   // moves vectors, at most 256) and spatial positions a tile (rounded up to whole passes of the
-  // CTA's threads); 0: the planner's
+  // CTA's threads); 0: the planner's. With force_exchange kGlobal, the channels of the resident
+  // form's blocks (whole slices, every row in one CTA; C: whole rows); its rows are its own.
   int force_channel_block = 0;
   int64_t force_tile_rows = 0;
 };
@@ -239,7 +241,8 @@ struct Plan {
   int group_size = 0;        // kGroupRegisters: lanes per slice
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
   int inputs = 1;            // tensors held on chip per element: x (forward), x and dy (backward)
-  int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group); kChannelsLast resident: a sample
+  int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group); kChannelsLast resident: an item
+                             // (a sample in tiles of whole rows; a channel block of whole slices: one)
   int ctas_per_sm = 0;       // kSharedResident, kChannelsLast resident: resident CTAs per SM the grid is sized for
   Exchange exchange = Exchange::kNone;  // kSharedResident; kChannelsLast: kGlobal in its resident form
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part

@@ -127,6 +127,30 @@ template <typename T>
 __device__ __forceinline__ T& element_of(T& unit, int) {
   return unit;
 }
+template <typename T>
+__device__ __forceinline__ const T& element_of(const Pack<T>& unit, int e) {
+  return unit.v[e];
+}
+template <typename T>
+__device__ __forceinline__ const T& element_of(const T& unit, int) {
+  return unit;
+}
+
+// The output unit of the inputs' units `v`, element e with its channel's coefficients c[e].
+template <typename Op, TileLoad kLoad, typename Act, typename T = typename Op::Elem>
+__device__ __forceinline__ UnitOf<T, kLoad> apply_unit(const UnitOf<T, kLoad> (&v)[Op::kInputs],
+                                                       const typename Op::Coefficients (&c)[kUnitElems<T, kLoad>],
+                                                       const Act& activation) {
+  UnitOf<T, kLoad> result;
+#pragma unroll
+  for (int e = 0; e < kUnitElems<T, kLoad>; ++e) {
+    typename Op::Acc element[Op::kInputs];
+#pragma unroll
+    for (int i = 0; i < Op::kInputs; ++i) element[i] = Traits<T>::to_acc(element_of(v[i], e));
+    element_of(result, e) = Traits<T>::from_acc(Op::apply(c[e], activation, element));
+  }
+  return result;
+}
 
 // A tile staged in shared memory: element (r, c) of input i at staged[i][r * channel_block + c]
 // (channel_block = C on the bulk path, where each buffer mirrors its source's alignment modulo 16
@@ -431,7 +455,6 @@ template <typename Op, TileLoad kLoad>
 __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channels_last_apply_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using T = typename Op::Elem;
-  using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
   constexpr int kInputs = Op::kInputs;
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
@@ -491,15 +514,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
 #pragma unroll
           for (int b = 0; b < kBatch; ++b) {
             if (k + b >= own_rows) break;
-            Unit result;
-#pragma unroll
-            for (int e = 0; e < kElems; ++e) {
-              Acc element[kInputs];
-#pragma unroll
-              for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(element_of(v[b][i], e));
-              element_of(result, e) = Traits<T>::from_acc(Op::apply(c[e], activation, element));
-            }
-            store_unit<T, kLoad>(out + first + (k + b) * step_elems, result);
+            store_unit<T, kLoad>(out + first + (k + b) * step_elems, apply_unit<Op, kLoad>(v[b], c, activation));
           }
         }
       }
@@ -527,53 +542,101 @@ __device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f) {
   }
 }
 
-// The resident form (plan.exchange == Exchange::kGlobal), where tiles hold whole rows and a
-// sample's tiles fit on chip at once: a group of parts_per_slice CTAs holds a sample, a tile each,
-// in shared memory from its reduction to its elementwise pass, so every input is read once. The
-// group's partials meet in L2, one a slice from each CTA: each CTA arrives on the sample's counter,
-// and once the whole group has, every CTA combines every slice of the sample (the op's
-// combine_split, kCombineLanes lanes a slice) into its channels' coefficients in shared memory,
-// then writes its tile. The groups stride over the samples; the cooperative launch keeps every CTA
-// of a group resident. kThreads: at most kChannelsLastThreads at up to
-// kChannelsLastResidentCtasPerSm CTAs an SM, or kChannelsLastResidentWideThreads alone on its SM,
-// whole rows a pass.
-template <typename Op, int kThreads>
-__global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 : kChannelsLastResidentCtasPerSm)
+// The elementwise pass of a staged tile of a channel block (rows packed in shared memory, C apart
+// in global memory): a thread takes one unit of the block's row (a 16-byte run of channels, or an
+// element), the same in every row it takes, so it reads its channels' coefficients (`coefficients`:
+// the block's, a cell a channel) once. A thread stores only elements it read: dst may be an input.
+template <typename Op, TileLoad kLoad, typename T, int kInputs, typename Act>
+__device__ __forceinline__ void apply_staged_block(const KernelArgs& args, const Tile& tile,
+                                                   const StagedTile<T, kInputs>& staged, T* dst,
+                                                   const unsigned char* coefficients, const Act& activation) {
+  using Coefficients = typename Op::Coefficients;
+  using Unit = UnitOf<T, kLoad>;
+  constexpr int kElems = kUnitElems<T, kLoad>;
+  const int units_a_row = args.channel_block / kElems;
+  const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;  // the planner's threads: whole rows
+  const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+  if (unit * kElems >= tile.width) return;
+  Coefficients c[kElems];
+#pragma unroll
+  for (int e = 0; e < kElems; ++e) {
+    c[e] = *reinterpret_cast<const Coefficients*>(coefficients + (unit * kElems + e) * kSliceCoefficientBytes);
+  }
+  for (int64_t r = threadIdx.x / units_a_row; r < tile.rows; r += rows_a_pass) {
+    Unit v[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) {
+      v[i] = *reinterpret_cast<const Unit*>(staged.staged[i] + r * args.channel_block + unit * kElems);
+    }
+    store_unit<T, kLoad>(dst + r * args.channels + unit * kElems, apply_unit<Op, kLoad>(v, c, activation));
+  }
+}
+
+// The resident form (plan.exchange == Exchange::kGlobal): a group of parts_per_slice CTAs holds an
+// item's tiles, one each, in shared memory from their reduction to their elementwise pass, so every
+// input is read once. An item is a sample in tiles of whole rows (kLoad kBulk), where the sample's
+// tiles fit on chip at once; or, on channel blocks (kVector), a block of whole slices' channels
+// whose every row one CTA holds (a group of one). A group of more than one exchanges its partials
+// through L2, one a slice from each CTA: each CTA arrives on the item's counter, and once the whole
+// group has, every CTA combines every slice of the item (the op's combine_split, kCombineLanes
+// lanes a slice) into its channels' coefficients in shared memory, then writes its tile; the
+// cooperative launch keeps every CTA of a group resident. A CTA alone holds whole slices: it
+// combines them from shared memory, with no exchange. The groups stride over the items. kThreads:
+// at most kChannelsLastThreads at up to kChannelsLastResidentCtasPerSm CTAs an SM, or
+// kChannelsLastResidentWideThreads alone on its SM, whole rows a pass.
+template <typename Op, int kThreads, TileLoad kLoad>
+__global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads      ? 1
+                                            : kLoad == TileLoad::kBulk ? kChannelsLastResidentCtasPerSm
+                                                                       : kChannelsLastBlockCtasPerSm)
     channels_last_resident_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using T = typename Op::Elem;
   using SplitSums = typename Op::SplitPartial;
   using Coefficients = typename Op::Coefficients;
   constexpr int kInputs = Op::kInputs;
+  static_assert(sizeof(SplitSums) <= ColumnSum::kCellBytes, "a slice's sums fit a column sum's cell");
   extern __shared__ __align__(128) unsigned char smem[];
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier loaded;
   __shared__ alignas(16) unsigned char scratch[kThreads * ColumnSum::kCellBytes];
-  init_tile_barrier(loaded);
+  if constexpr (kLoad == TileLoad::kBulk) init_tile_barrier(loaded);
   __syncthreads();
   const TileThread t(args.channel_block);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
   auto* const partials = static_cast<SplitSums*>(args.split_partials);
-  // The sample's coefficients, a cell per channel after the tile's regions (plan_internal.h
+  // The block's coefficients, a cell per channel after the tile's regions (plan_internal.h
   // channels_last_smem_bytes).
+  const int64_t tile_bytes = args.tile_rows * args.channel_block * static_cast<int64_t>(sizeof(T));
   unsigned char* const coefficients =
-      smem + kInputs * shared_region_bytes(args.tile_rows * args.channels * static_cast<int64_t>(sizeof(T)));
+      smem + kInputs * (kLoad == TileLoad::kBulk ? shared_region_bytes(tile_bytes) : tile_bytes);
+  // A CTA alone keeps each slice's sums in the column sums' cells, free once the tile is reduced
+  // (a block holds no more slices than the CTA has threads).
+  auto* const slice_sums = reinterpret_cast<SplitSums*>(scratch);
   const int group = args.parts_per_slice;
+  const bool alone = group == 1;
   const int rank = static_cast<int>(blockIdx.x % group);
   const int64_t groups = gridDim.x / group;
-  const int64_t samples = samples_of(args);
-  const int64_t slices = args.channels / args.slice_channels;  // a sample's
+  int64_t blocks = 0;
+  const int64_t items = channels_last_items(args, &blocks) / group;
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
-  for (int64_t sample = blockIdx.x / group; sample < samples; sample += groups) {
-    const Tile tile = tile_of(args, sample * group + rank, 1);
-    const StagedTile<T, kInputs> staged = stage_tile<TileLoad::kBulk, kInputs>(inputs, tile, smem, loaded, args);
-    // A slice's partials: one a CTA of the group, at partials[slice * group + rank]. A GroupNorm
-    // slice's channels are combined in the CTA first (their partials kept meanwhile in the
-    // coefficient cells), so that the group's combine reads `group` partials a slice, not
-    // channels x group.
+  for (int64_t item = blockIdx.x / group; item < items; item += groups) {
+    const Tile tile = tile_of(args, item * group + rank, blocks);
+    const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
+    // The tile's slices (whole ones: a block starts at a slice's first channel).
+    const int64_t first_slice = (tile.sample * args.channels + tile.first_channel) / args.slice_channels;
+    const int64_t slices = tile.width / args.slice_channels;
+    // A slice's partial: in a group, one a CTA at partials[slice * group + rank]; alone, in
+    // slice_sums. A GroupNorm slice's channels are combined in the CTA first (their partials kept
+    // meanwhile in the coefficient cells), so that a group's combine reads `group` partials a
+    // slice, not channels x group.
     if (args.slice_channels == 1) {
-      reduce_tile_columns<Op>(args, tile, staged, t, all_sum, KeepInPartials<Op>{partials, group, rank});
+      if (alone) {
+        reduce_tile_columns<Op>(args, tile, staged, t, all_sum,
+                                [&](const SplitSums& partial, int c, int64_t) { slice_sums[c] = partial; });
+      } else {
+        reduce_tile_columns<Op>(args, tile, staged, t, all_sum, KeepInPartials<Op>{partials, group, rank});
+      }
     } else {
       auto* const cells = reinterpret_cast<SplitSums*>(coefficients);
       static_assert(sizeof(SplitSums) <= kSliceCoefficientBytes, "a channel's partial fits its coefficient cell");
@@ -585,24 +648,30 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
         const SplitSums combined = Op::template combine_split<kCombineInFlight>(
             partial, static_cast<int>(args.slice_channels), lane, kCombineLanes, lane_sum);
         if (owner && lane == 0) {
-          partials[(sample * slices + s) * group + rank] = combined;
-          __threadfence();
+          if (alone) {
+            slice_sums[s] = combined;
+          } else {
+            partials[(first_slice + s) * group + rank] = combined;
+            __threadfence();
+          }
         }
       });
-      __syncthreads();  // every slice's partial is fenced; the cells are free for the coefficients
+      __syncthreads();  // every slice's partial is kept; the cells are free for the coefficients
     }
-    if (threadIdx.x == 0) {  // after the barrier that follows every partial's fence
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
-      arrivals.fetch_add(1u, cuda::memory_order_release);
-      while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(group)) {
+    if (!alone) {
+      if (threadIdx.x == 0) {  // after the barrier that follows every partial's fence
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[item]);
+        arrivals.fetch_add(1u, cuda::memory_order_release);
+        while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(group)) {
+        }
       }
+      __syncthreads();
     }
-    __syncthreads();
     for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
-      const int64_t slice = sample * slices + s;
+      const int64_t slice = first_slice + s;
       const SplitSums* slice_partials = partials + slice * group;
       GroupAllSum<kCombineLanes, kThreads> lane_sum;
-      const auto partial = [&](int i) { return load_l2<SplitSums>(slice_partials + i); };
+      const auto partial = [&](int i) { return alone ? slice_sums[s] : load_l2<SplitSums>(slice_partials + i); };
       const SplitSums stats =
           Op::template combine_split<kCombineInFlight>(partial, group, lane, kCombineLanes, lane_sum);
       if (!owner) return;
@@ -615,12 +684,17 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads ? 1 
     });
     __syncthreads();
     if (args.out != nullptr) {
+      T* const dst = static_cast<T*>(args.out) + tile.offset;
       epilogue.visit([&](const auto& activation) {
-        apply_staged_rows<Op>(staged, tile.rows * args.channels, static_cast<T*>(args.out) + tile.offset,
-                              args.coaligned, coefficients, args.channels, activation);
+        if constexpr (kLoad == TileLoad::kBulk) {
+          apply_staged_rows<Op>(staged, tile.rows * args.channels, dst, args.coaligned, coefficients, args.channels,
+                                activation);
+        } else {
+          apply_staged_block<Op, kLoad>(args, tile, staged, dst, coefficients, activation);
+        }
       });
     }
-    __syncthreads();  // the tile and the coefficients are free for the next sample
+    __syncthreads();  // the tile and the coefficients are free for the next item
   }
 }
 
@@ -652,28 +726,39 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
-  // The resident form: whole rows, and whole groups of a tile of a sample per CTA.
-  if (resident &&
-      (!channels_last_whole_rows(plan) || plan.grid < plan.parts_per_slice || plan.grid % plan.parts_per_slice != 0)) {
+  // The resident form: whole groups of a tile a CTA; on channel blocks, 16-byte runs of whole
+  // slices' channels, every row of them in one CTA of at most kChannelsLastThreads.
+  if (resident && (plan.grid < plan.parts_per_slice || plan.grid % plan.parts_per_slice != 0 ||
+                   (!channels_last_whole_rows(plan) &&
+                    (plan.parts_per_slice != 1 || !plan.vector_io || block % plan.slice_channels != 0 ||
+                     plan.threads > kChannelsLastThreads)))) {
     return Status(StatusCode::kInvalidArgument, "inorm: the plan's resident channels_last groups (" + plan.describe() +
                                                     ") are not ones the planner makes");
   }
   return dispatch_op</*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
     if (channels_last_resident(plan)) {
-      const auto kernel = plan.threads > kChannelsLastThreads
-                              ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads>
-                              : &channels_last_resident_kernel<Op, kChannelsLastThreads>;
+      const auto kernel =
+          !channels_last_whole_rows(plan) ? &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kVector>
+          : plan.threads > kChannelsLastThreads
+              ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads, TileLoad::kBulk>
+              : &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kBulk>;
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
       if (!status.ok()) return status;
-      status = cuda_status(
-          cudaMemsetAsync(args.slice_arrivals, 0, static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned), stream),
-          "cudaMemsetAsync(sample arrivals)");
+      const auto threads = static_cast<unsigned>(plan.threads);
+      const auto smem = static_cast<std::size_t>(plan.smem_bytes);
+      if (!channels_last_exchanges(plan)) {  // CTAs alone: none waits for another
+        return launch_dependent("channels_last resident launch", kernel, static_cast<unsigned>(plan.grid), threads,
+                                smem, stream, args);
+      }
+      status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
+                                           static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned),
+                                           stream),
+                           "cudaMemsetAsync(arrivals)");
       if (!status.ok()) return status;
       // A group's CTAs wait for each other.
-      return launch_co_resident("channels_last resident launch", kernel, static_cast<unsigned>(plan.grid),
-                                static_cast<unsigned>(plan.threads), static_cast<std::size_t>(plan.smem_bytes),
-                                stream, args);
+      return launch_co_resident("channels_last resident launch", kernel, static_cast<unsigned>(plan.grid), threads,
+                                smem, stream, args);
     }
     const auto launch = [&](auto load_tag) -> Status {
       constexpr TileLoad kLoad = decltype(load_tag)::value;

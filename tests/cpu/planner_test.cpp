@@ -1125,18 +1125,19 @@ TEST(Planner, ChannelsLastResident) {
     const int64_t tile_bytes = e.tile_rows * channels * static_cast<int64_t>(dtype_size(e.dtype));
     EXPECT_EQ(plan.smem_bytes, (tile_bytes + 16 + 127) / 128 * 128 + channels * 80) << e.why;
     EXPECT_LE(plan.smem_bytes, 233472 / e.ctas_per_sm - 1024 - (e.threads * 32 + 2048)) << e.why;
-    // The partials and the samples' arrival counters; no coefficients in the workspace.
+    // A group's partials and the samples' arrival counters; no coefficients in the workspace. A
+    // CTA alone (a group of one) exchanges nothing: no workspace.
     const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
     EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
     EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
-    EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
+    if (e.group > 1) {
+      EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
+    } else {
+      EXPECT_EQ(plan.workspace_bytes, 0u) << e.why;
+    }
   }
-  // SD UNet's 640 channels, past 512 threads, run the three kernels.
-  ForwardParams unet = problem(DType::kBFloat16, {8, 640, 32, 32});
-  unet.layout = Layout::kChannelsLast;
-  unet.groups = 32;
-  EXPECT_EQ(plan_of(unet).exchange, Exchange::kNone);
-  // Samples that take rounds (cl-bf16: 64 samples of 11 CTAs) run the three kernels.
+  // Samples that take rounds (cl-bf16: 64 samples of 11 CTAs), whose channels take too many rows
+  // for channel blocks (16384 rows of a 16-byte vector are 256 KiB), run the three kernels.
   ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
   bf16.layout = Layout::kChannelsLast;
   EXPECT_EQ(plan_of(bf16).exchange, Exchange::kNone);
@@ -1150,11 +1151,10 @@ TEST(Planner, ChannelsLastResident) {
   Status status = plan_forward(seed, hopper_h200_limits(), &plan, options);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_NE(status.message().find("does not fit the resident form"), std::string::npos) << status.message();
-  // Rows wider than 512 threads have no resident form; nor has a cluster exchange.
+  // Rows wider than 512 threads have no resident form of whole rows (channel blocks:
+  // Planner.ChannelsLastBlocks); nothing has a cluster exchange.
   ForwardParams wide = problem(DType::kFloat32, {2, 600, 9, 11});
   wide.layout = Layout::kChannelsLast;
-  EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kUnsupported);
-  EXPECT_EQ(plan_of(wide).exchange, Exchange::kNone);
   options.force_exchange = Exchange::kCluster;
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
   // CTAs an SM the resident form does not run, or asked of the three kernels: a clear refusal.
@@ -1170,6 +1170,112 @@ TEST(Planner, ChannelsLastResident) {
   options.force_ctas_per_sm = 2;
   options.force_exchange = Exchange::kNone;
   EXPECT_EQ(plan_forward(small, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+}
+
+// channels_last's resident form over channel blocks, the planner's where whole rows' form does not
+// run in one round: a CTA holds every row of a block of whole slices' channels (a multiple of
+// lcm(C / groups, a 16-byte vector)), whole rows a pass of at most 256 threads, at two CTAs an SM
+// where the tile and 80 bytes of coefficients a channel fit half the H200's 228 KiB (less 1 KiB
+// for the driver, 32 bytes a thread and 2 KiB of static memory), else one; the block of least
+// cost: the busiest of the 132 SMs' items x a tile's bytes, plus 13 KiB a round of its CTAs (ties:
+// more CTAs an SM). No exchange, so no workspace but the weight gradients' and running stats'.
+// Forced (exchange global with force_channel_block), the block asked for.
+TEST(Planner, ChannelsLastBlocks) {
+  struct Expect {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int64_t groups;
+    int force_block;  // 0: the planner's plan
+    int block, threads;
+    int64_t tile_rows;
+    int ctas_per_sm;
+    int64_t grid;
+  };
+  const Expect cases[] = {
+      {"sd-unet-cl: 20 channels a group and 8 a vector, blocks of 40 (83 KiB at 2 an SM), 6 rows a pass, one a "
+       "busy SM; 80 would be 167 KiB at one an SM (the backward's: PlanBackward.ChannelsLastBlocks)", DType::kBFloat16,
+       {8, 640, 32, 32}, 32, 0, 40, 240, 1026, 2, 128},
+      {"float32: blocks of 20 (82 KiB, two an SM, one round) cost as much as of 40 (one an SM): more CTAs an SM",
+       DType::kFloat32, {8, 640, 32, 32}, 32, 0, 20, 240, 1032, 2, 256},
+      {"140 samples past the 132 SMs (whole rows take rounds): 3 blocks of 176 a sample, 4 items on the busiest SM "
+       "in two rounds (2 of 256 would stage 3 larger ones)", DType::kBFloat16, {140, 512, 4, 4}, 0, 0, 176, 176, 16, 2,
+       264},
+      {"600 float32 channels of 99 rows: blocks of 12, 21 rows a pass, the narrowest that leave one item an SM",
+       DType::kFloat32, {2, 600, 9, 11}, 0, 0, 12, 252, 105, 2, 100},
+      {"forced blocks of 80, 3 rows a pass, 167 KiB: one an SM", DType::kBFloat16, {8, 640, 32, 32}, 32, 80, 80, 240,
+       1026, 1, 64},
+  };
+  for (const Expect& e : cases) {
+    PlanOptions options;
+    if (e.force_block != 0) {
+      options.force_exchange = Exchange::kGlobal;
+      options.force_channel_block = e.force_block;
+    }
+    ForwardParams p = problem(e.dtype, e.shape);
+    p.groups = e.groups;
+    p.layout = Layout::kChannelsLast;
+    const Plan plan = plan_of(p, options);
+    EXPECT_EQ(plan.path, Path::kChannelsLast) << e.why;
+    EXPECT_EQ(plan.exchange, Exchange::kGlobal) << e.why;
+    EXPECT_FALSE(detail::channels_last_exchanges(plan)) << e.why;
+    EXPECT_EQ(plan.parts_per_slice, 1) << e.why;
+    EXPECT_EQ(plan.ctas_per_slice, 1) << e.why;
+    EXPECT_EQ(plan.channel_block, e.block) << e.why;
+    EXPECT_EQ(plan.threads, e.threads) << e.why;
+    EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
+    EXPECT_EQ(plan.ctas_per_sm, e.ctas_per_sm) << e.why;
+    EXPECT_EQ(plan.grid, e.grid) << e.why;
+    EXPECT_EQ(plan.smem_bytes, e.tile_rows * e.block * static_cast<int64_t>(dtype_size(e.dtype)) + e.block * 80)
+        << e.why;
+    EXPECT_LE(plan.smem_bytes, 233472 / e.ctas_per_sm - 1024 - (e.threads * 32 + 2048)) << e.why;
+    const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+    EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
+    EXPECT_EQ(plan.workspace_bytes, 0u) << e.why;  // no running stats here
+  }
+  // Refused where forced: blocks that split a group (48 of 20-channel groups), that are not whole
+  // vectors (20 channels of bfloat16), at three CTAs an SM (the blocks' bound is two), or whose
+  // rows are not aligned (a view one element off: no 16-byte runs), or whose rows do not fit (cl-seed).
+  ForwardParams unet = problem(DType::kBFloat16, {8, 640, 32, 32});
+  unet.groups = 32;
+  unet.layout = Layout::kChannelsLast;
+  struct Refused {
+    const char* why;
+    int block;
+    int ctas_per_sm;
+    int64_t x_offset;
+    StatusCode code;
+  };
+  const Refused refused[] = {
+      {"48 channels split a group", 48, 0, 0, StatusCode::kInvalidArgument},
+      {"20 channels are not whole vectors", 20, 0, 0, StatusCode::kInvalidArgument},
+      {"three CTAs an SM", 40, 3, 0, StatusCode::kUnsupported},
+      {"a misaligned view", 40, 0, 1, StatusCode::kUnsupported},
+  };
+  Plan plan;
+  for (const Refused& r : refused) {
+    ForwardParams p = unet;
+    p.x = reinterpret_cast<void*>(kAligned + r.x_offset * 2);
+    PlanOptions options;
+    options.force_exchange = Exchange::kGlobal;
+    options.force_channel_block = r.block;
+    options.force_ctas_per_sm = r.ctas_per_sm;
+    const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), r.code) << r.why << ": " << status.message();
+  }
+  // The planner's own plan of a misaligned view: the three kernels, element by element.
+  ForwardParams misaligned = unet;
+  misaligned.x = reinterpret_cast<void*>(kAligned + 2);
+  EXPECT_EQ(plan_of(misaligned).exchange, Exchange::kNone);
+  ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
+  seed.layout = Layout::kChannelsLast;
+  PlanOptions blocks;
+  blocks.force_exchange = Exchange::kGlobal;
+  blocks.force_channel_block = 4;
+  const Status status = plan_forward(seed, hopper_h200_limits(), &plan, blocks);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("nor do channel blocks of whole slices of 4 channels"), std::string::npos)
+      << status.message();
 }
 
 TEST(Planner, RunningStatsNeedWorkspace) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -250,6 +251,69 @@ TEST(GpuChannelsLast, ResidentOneRowAPass) {
           }
         }
       }
+    }
+  }
+}
+
+// The resident form over channel blocks (a CTA holds every row of a block of whole slices' channels
+// and exchanges nothing), forced through PlanOptions force_channel_block with exchange global:
+// blocks of one 16-byte vector of channels (the narrowest: 8, 4 or 2), blocks that end ragged
+// (600 = 2 x 256 + 88, 520 = 8 x 64 + 8), channels_last_3d, GroupNorm with SiLU (20 channels a
+// group: blocks of lcm(20, a vector) and of 120, the last of 40; 3 channels a group: lcm(3, a
+// vector)), data far from zero, two CTAs taking every block in turn (the buffer and the
+// coefficient cells reused), in place and repeated. Also the
+// planner's own choice of it: SD UNet's GroupNorm(32) + SiLU on 640 channels (the widest row of
+// whole rows' resident form is 512), and InstanceNorm where whole rows' groups would take rounds
+// (140 samples past the 132 SMs).
+TEST(GpuChannelsLast, ResidentChannelBlocks) {
+  INORM_REQUIRE_GPU();
+  struct Blocks {
+    const char* why;
+    std::vector<int64_t> shape;
+    int64_t groups;  // 0: InstanceNorm
+    int block;       // 0: the narrowest, lcm(C / groups, a 16-byte vector of the dtype)
+    int64_t max_groups;
+  };
+  const Blocks cases[] = {
+      {"one vector a block", {3, 600, 5, 7}, 0, 0, 0},
+      {"blocks of 200, three a sample", {3, 600, 5, 7}, 0, 200, 0},
+      {"blocks of 256, the last of 88", {3, 600, 5, 7}, 0, 256, 0},
+      {"blocks of 64, the last of 8, two CTAs", {3, 520, 5, 7}, 0, 64, 2},
+      {"channels_last_3d, one vector a block", {2, 32, 9, 11, 13}, 0, 0, 0},
+      {"GroupNorm(32) of 640 channels, the narrowest blocks, two CTAs", {2, 640, 8, 8}, 32, 0, 2},
+      {"GroupNorm(32) of 640 channels, blocks of 120, the last of 40", {2, 640, 8, 8}, 32, 120, 0},
+      {"GroupNorm(32) of 96 channels (3 a group)", {2, 96, 10, 10}, 32, 0, 0},
+  };
+  for (DType dtype : kAllDtypes) {
+    const int vector = 16 / static_cast<int>(dtype_size(dtype));
+    for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+      for (const Blocks& b : cases) {
+        Case c = channels_last_case(pass, b.shape, dtype, Exchange::kGlobal);
+        c.groups = b.groups;
+        if (b.groups != 0) {  // GroupNorm keeps no running stats; SiLU as the SD UNet's blocks
+          c.running = Running::kNone;
+          c.activation = Activation::kSilu;
+        }
+        const int slice_channels = b.groups != 0 ? static_cast<int>(b.shape[1] / b.groups) : 1;
+        c.options.force_channel_block = b.block != 0 ? b.block : std::lcm(slice_channels, vector);
+        c.expect_ctas_per_slice = 1;
+        c.max_groups = b.max_groups;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        const std::string why = std::string(b.why) + ", blocks of " + std::to_string(c.options.force_channel_block);
+        expect_passes(c, why);
+        expect_passes_in_place_and_repeated(c, why);
+      }
+      Case unet = channels_last_case(pass, {4, 640, 16, 16}, dtype, Exchange::kAuto);
+      unet.groups = 32;
+      unet.running = Running::kNone;
+      unet.activation = Activation::kSilu;
+      unet.expect_exchange = Exchange::kGlobal;
+      unet.expect_ctas_per_slice = 1;
+      expect_passes(unet, "the planner's channel blocks for GroupNorm(32) + SiLU on 640 channels");
+      Case many = channels_last_case(pass, {140, 512, 4, 4}, dtype, Exchange::kAuto);
+      many.expect_exchange = Exchange::kGlobal;
+      many.expect_ctas_per_slice = 1;
+      expect_passes(many, "the planner's channel blocks for 140 samples of 512 channels");
     }
   }
 }

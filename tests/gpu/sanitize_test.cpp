@@ -90,8 +90,10 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
        Layout::kChannelsLast},
       {"channels_last resident, 3 channels, a group of CTAs a sample, one group for both (misaligned)", {2, 3, 40000},
        DType::kFloat32, Path::kChannelsLast, 0, 0, Exchange::kGlobal, 1, Running::kNone, 1, Layout::kChannelsLast},
-      {"channels_last, float64, 600 channels in three blocks", {1, 600, 30}, DType::kFloat64, Path::kChannelsLast, 0, 0,
-       Exchange::kAuto, 0, Running::kNone, 0, Layout::kChannelsLast},
+      {"channels_last's three kernels, float64, 600 channels in three blocks", {1, 600, 30}, DType::kFloat64,
+       Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 0, Layout::kChannelsLast},
+      {"channels_last resident, float64 blocks of 6 channels, each CTA alone, two CTAs taking all 100", {1, 600, 30},
+       DType::kFloat64, Path::kChannelsLast, 0, 0, Exchange::kGlobal, 2, Running::kNone, 0, Layout::kChannelsLast},
       {"channels_last in eval mode", {2, 5, 40}, DType::kBFloat16, Path::kAuto, 0, 0, Exchange::kAuto, 0,
        Running::kEval, 0, Layout::kChannelsLast},
   };
@@ -166,8 +168,11 @@ TEST(GpuSanitize, GroupNormPlans) {
        Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 1, Layout::kChannelsLast},
       {"channels_last resident, a group of CTAs a sample, one group for both (misaligned)", {2, 6, 40000},
        DType::kFloat32, Path::kChannelsLast, 0, 0, Exchange::kGlobal, 1, Running::kNone, 1, Layout::kChannelsLast},
-      {"channels_last, 16-byte runs of 600 channels in three blocks", {1, 600, 30}, DType::kBFloat16,
-       Path::kChannelsLast, 0, 0, Exchange::kAuto, 0, Running::kNone, 0, Layout::kChannelsLast},
+      {"channels_last's three kernels, 16-byte runs of 600 channels in three blocks", {1, 600, 30}, DType::kBFloat16,
+       Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 0, Layout::kChannelsLast},
+      {"channels_last resident, blocks of 8 channels (four groups), each CTA alone, two CTAs taking all 75",
+       {1, 600, 30}, DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kGlobal, 2, Running::kNone, 0,
+       Layout::kChannelsLast},
   };
   for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
     for (Reach& r : reaches) {
