@@ -727,22 +727,23 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
   // The resident form: whole groups of a tile a CTA; on channel blocks, 16-byte runs of whole
-  // slices' channels, every row of them in one CTA of at most kChannelsLastThreads.
+  // slices' channels, every row of them in one CTA.
   if (resident && (plan.grid < plan.parts_per_slice || plan.grid % plan.parts_per_slice != 0 ||
                    (!channels_last_whole_rows(plan) &&
-                    (plan.parts_per_slice != 1 || !plan.vector_io || block % plan.slice_channels != 0 ||
-                     plan.threads > kChannelsLastThreads)))) {
+                    (plan.parts_per_slice != 1 || !plan.vector_io || block % plan.slice_channels != 0)))) {
     return Status(StatusCode::kInvalidArgument, "inorm: the plan's resident channels_last groups (" + plan.describe() +
                                                     ") are not ones the planner makes");
   }
   return dispatch_op</*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
     if (channels_last_resident(plan)) {
+      const bool wide = plan.threads > kChannelsLastThreads;
       const auto kernel =
-          !channels_last_whole_rows(plan) ? &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kVector>
-          : plan.threads > kChannelsLastThreads
-              ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads, TileLoad::kBulk>
-              : &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kBulk>;
+          channels_last_whole_rows(plan)
+              ? (wide ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads, TileLoad::kBulk>
+                      : &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kBulk>)
+              : (wide ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads, TileLoad::kVector>
+                      : &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kVector>);
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
       if (!status.ok()) return status;
       const auto threads = static_cast<unsigned>(plan.threads);

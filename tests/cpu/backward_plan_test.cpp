@@ -482,10 +482,10 @@ TEST(PlanBackward, ChannelsLastGroupNormTilesEachChannel) {
 
 // SD UNet's channels_last GroupNorm(32) of 640 channels (past whole rows' 512): the resident form
 // over channel blocks (Planner.ChannelsLastBlocks), x and dy of 40 channels (two groups of 20, in
-// whole 8-channel vectors) x 1026 rows (171 passes of 6) at one CTA an SM, 128 blocks; a CTA alone
-// exchanges nothing, so the workspace holds only the weight gradients': two float32 terms a slice
-// (256 slices, a 1 KiB segment each) and a pair of sums per channel of each slice (20 channels, one
-// chunk: 20 + 20 - 1 = 39 pairs).
+// whole 8-channel vectors) x 1032 rows at one CTA an SM (86 passes of 12 rows: 480 threads), 128
+// blocks; a CTA alone exchanges nothing, so the workspace holds only the weight gradients': two
+// float32 terms a slice (256 slices, a 1 KiB segment each) and a pair of sums per channel of each
+// slice (20 channels, one chunk: 20 + 20 - 1 = 39 pairs).
 TEST(PlanBackward, ChannelsLastBlocks) {
   BackwardParams p = problem(DType::kBFloat16, {8, 640, 32, 32});
   p.layout = Layout::kChannelsLast;
@@ -496,12 +496,12 @@ TEST(PlanBackward, ChannelsLastBlocks) {
   ASSERT_EQ(plan.path, Path::kChannelsLast);
   EXPECT_EQ(plan.exchange, Exchange::kGlobal);
   EXPECT_EQ(plan.channel_block, 40);
-  EXPECT_EQ(plan.threads, 240);
-  EXPECT_EQ(plan.tile_rows, 1026);
+  EXPECT_EQ(plan.threads, 480);
+  EXPECT_EQ(plan.tile_rows, 1032);
   EXPECT_EQ(plan.parts_per_slice, 1);
   EXPECT_EQ(plan.ctas_per_sm, 1);
   EXPECT_EQ(plan.grid, 128);
-  EXPECT_EQ(plan.smem_bytes, 2 * 1026 * 40 * 2 + 40 * 80);
+  EXPECT_EQ(plan.smem_bytes, 2 * 1032 * 40 * 2 + 40 * 80);
   EXPECT_EQ(detail::channel_partials_per_slice(plan), 39);
   EXPECT_EQ(plan.workspace_bytes, 2u * 1024 + 256u * 39 * 2 * 4);
 }

@@ -1068,10 +1068,10 @@ TEST(Planner, ChannelsLastForcedTiles) {
 // CTA an SM (InstanceNorm and GroupNorm): whole rows a pass of up to 512 threads with a share of
 // the H200's 228 KiB less 1 KiB for the driver and 32 bytes a thread and 2 KiB of static memory,
 // less 80 bytes of coefficients a channel, a 128-byte region of whole passes per input (16 bytes
-// of slack); each sample then takes an equal part of the 132 SMs, its rows spread evenly.
-// Elsewhere the three kernels; forced (exchange global, or CTAs an SM), the fewest CTAs that hold a
-// sample at 3, else 2, else 1 CTAs an SM (256 threads at most there; 32 bytes a thread of static
-// memory too).
+// of slack); each sample then takes an equal part of the 132 SMs, its rows spread evenly. Also
+// where one CTA holds a sample, whatever the rounds. Elsewhere channel blocks or the three kernels;
+// forced (exchange global, or CTAs an SM), the fewest CTAs that hold a sample at 3, else 2, else 1
+// CTAs an SM (256 threads at most there; 32 bytes a thread of static memory too).
 TEST(Planner, ChannelsLastResident) {
   struct Expect {
     const char* why;
@@ -1101,6 +1101,8 @@ TEST(Planner, ChannelsLastResident) {
        {64, 64, 128, 128}, 1, 1, 512, 1496, 11, 132},
       {"10^5 rows of 64 float32 channels: 424 CTAs at three an SM, 258 at two: one group", DType::kFloat32,
        {2, 64, 100000}, -1, 2, 256, 388, 258, 258},
+      {"140 samples of 16 rows of 512 channels: a CTA holds a sample (no exchange), 132 take them in rounds",
+       DType::kBFloat16, {140, 512, 4, 4}, 0, 1, 512, 16, 1, 132},
   };
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
@@ -1176,7 +1178,8 @@ TEST(Planner, ChannelsLastResident) {
 // run in one round: a CTA holds every row of a block of whole slices' channels (a multiple of
 // lcm(C / groups, a 16-byte vector)), whole rows a pass of at most 256 threads, at two CTAs an SM
 // where the tile and 80 bytes of coefficients a channel fit half the H200's 228 KiB (less 1 KiB
-// for the driver, 32 bytes a thread and 2 KiB of static memory), else one; the block of least
+// for the driver, 32 bytes a thread and 2 KiB of static memory), else one (alone on the SM, whole
+// rows a pass of up to 512 threads); the block of least
 // cost: the busiest of the 132 SMs' items x a tile's bytes, plus 13 KiB a round of its CTAs (ties:
 // more CTAs an SM). No exchange, so no workspace but the weight gradients' and running stats'.
 // Forced (exchange global with force_channel_block), the block asked for.
@@ -1198,13 +1201,13 @@ TEST(Planner, ChannelsLastBlocks) {
        {8, 640, 32, 32}, 32, 0, 40, 240, 1026, 2, 128},
       {"float32: blocks of 20 (82 KiB, two an SM, one round) cost as much as of 40 (one an SM): more CTAs an SM",
        DType::kFloat32, {8, 640, 32, 32}, 32, 0, 20, 240, 1032, 2, 256},
-      {"140 samples past the 132 SMs (whole rows take rounds): 3 blocks of 176 a sample, 4 items on the busiest SM "
-       "in two rounds (2 of 256 would stage 3 larger ones)", DType::kBFloat16, {140, 512, 4, 4}, 0, 0, 176, 176, 16, 2,
-       264},
+      {"IN, 140 samples of 256 rows (whole rows' groups of two CTAs take rounds): 5 blocks of 104 a sample, 6 items "
+       "(52 KiB each) on the busiest SM in 3 rounds; 4 of 128 would be 5 of 64 KiB, 3 of 176 4 of 88 KiB",
+       DType::kBFloat16, {140, 512, 16, 16}, 0, 0, 104, 208, 256, 2, 264},
       {"600 float32 channels of 99 rows: blocks of 12, 21 rows a pass, the narrowest that leave one item an SM",
        DType::kFloat32, {2, 600, 9, 11}, 0, 0, 12, 252, 105, 2, 100},
-      {"forced blocks of 80, 3 rows a pass, 167 KiB: one an SM", DType::kBFloat16, {8, 640, 32, 32}, 32, 80, 80, 240,
-       1026, 1, 64},
+      {"forced blocks of 80, 167 KiB: one an SM, alone with 6 rows a pass of 480 threads", DType::kBFloat16,
+       {8, 640, 32, 32}, 32, 80, 80, 480, 1026, 1, 64},
   };
   for (const Expect& e : cases) {
     PlanOptions options;

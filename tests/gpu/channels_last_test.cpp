@@ -261,10 +261,10 @@ TEST(GpuChannelsLast, ResidentOneRowAPass) {
 // (600 = 2 x 256 + 88, 520 = 8 x 64 + 8), channels_last_3d, GroupNorm with SiLU (20 channels a
 // group: blocks of lcm(20, a vector) and of 120, the last of 40; 3 channels a group: lcm(3, a
 // vector)), data far from zero, two CTAs taking every block in turn (the buffer and the
-// coefficient cells reused), in place and repeated. Also the
-// planner's own choice of it: SD UNet's GroupNorm(32) + SiLU on 640 channels (the widest row of
-// whole rows' resident form is 512), and InstanceNorm where whole rows' groups would take rounds
-// (140 samples past the 132 SMs).
+// coefficient cells reused), a CTA alone on its SM (up to 512 threads), in place and repeated.
+// Also the planner's own choice of it: SD UNet's GroupNorm(32) + SiLU on 640 channels (the widest
+// row of whole rows' resident form is 512), and whole rows where a CTA holds a sample and the
+// samples take rounds (140 past the 132 SMs: no exchange, so no CTA waits for another).
 TEST(GpuChannelsLast, ResidentChannelBlocks) {
   INORM_REQUIRE_GPU();
   struct Blocks {
@@ -273,6 +273,7 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
     int64_t groups;  // 0: InstanceNorm
     int block;       // 0: the narrowest, lcm(C / groups, a 16-byte vector of the dtype)
     int64_t max_groups;
+    int ctas_per_sm = 0;  // 1: alone on the SM, the wide CTA (512 threads at most)
   };
   const Blocks cases[] = {
       {"one vector a block", {3, 600, 5, 7}, 0, 0, 0},
@@ -283,6 +284,8 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
       {"GroupNorm(32) of 640 channels, the narrowest blocks, two CTAs", {2, 640, 8, 8}, 32, 0, 2},
       {"GroupNorm(32) of 640 channels, blocks of 120, the last of 40", {2, 640, 8, 8}, 32, 120, 0},
       {"GroupNorm(32) of 96 channels (3 a group)", {2, 96, 10, 10}, 32, 0, 0},
+      {"one vector a block, alone on the SM (the wide CTA)", {3, 600, 5, 7}, 0, 0, 0, 1},
+      {"GroupNorm(32) of 640 channels, blocks of 120, alone on the SM, two CTAs", {2, 640, 8, 8}, 32, 120, 2, 1},
   };
   for (DType dtype : kAllDtypes) {
     const int vector = 16 / static_cast<int>(dtype_size(dtype));
@@ -297,6 +300,8 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
         const int slice_channels = b.groups != 0 ? static_cast<int>(b.shape[1] / b.groups) : 1;
         c.options.force_channel_block = b.block != 0 ? b.block : std::lcm(slice_channels, vector);
         c.expect_ctas_per_slice = 1;
+        c.options.force_ctas_per_sm = b.ctas_per_sm;
+        c.expect_ctas_per_sm = b.ctas_per_sm;
         c.max_groups = b.max_groups;
         ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
         const std::string why = std::string(b.why) + ", blocks of " + std::to_string(c.options.force_channel_block);
@@ -313,7 +318,7 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
       Case many = channels_last_case(pass, {140, 512, 4, 4}, dtype, Exchange::kAuto);
       many.expect_exchange = Exchange::kGlobal;
       many.expect_ctas_per_slice = 1;
-      expect_passes(many, "the planner's channel blocks for 140 samples of 512 channels");
+      expect_passes(many, "the planner's whole rows, a sample a CTA, for 140 samples of 512 channels (rounds)");
     }
   }
 }
