@@ -898,13 +898,15 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
 // The resident form over channel blocks (`tiles`): a CTA holds every spatial row of a block of
 // whole slices' channels (a multiple of C / groups and of a 16-byte vector: the rows move in
 // 16-byte runs, so only where they are aligned), with no exchange between CTAs, so the inputs are
-// read once whatever the batch; kChannelsLastThreads a CTA at most, whole rows a pass, and up to
-// kChannelsLastBlockCtasPerSm CTAs an SM (or exactly `forced_ctas_per_sm`), each an equal share of
-// its SM less its channels' coefficient cells. The block: `forced_block`, else the cheapest: the
-// busiest SM's items (ceil(items / SMs)) x a tile's bytes, plus kChannelsLastBlockRoundBytes a
-// round of its CTAs (wide blocks take fewer rounds; narrow ones spread over every SM and leave
-// fewer items to a last round), and of equal costs the one with more CTAs an SM, then the
-// narrower (dev/VARIANTS.md 67). False where no such block fits a CTA.
+// read once whatever the batch; whole rows a pass of up to kChannelsLastThreads, or alone on its SM
+// of up to kChannelsLastResidentWideThreads (the backward of 8x640x32x32 bfloat16 0.046 -> 0.036
+// ms, dev/VARIANTS.md 67), and up to kChannelsLastBlockCtasPerSm CTAs an SM (or exactly
+// `forced_ctas_per_sm`), each an equal share of its SM less its channels' coefficient cells. The
+// block: `forced_block`, else the cheapest: the busiest SM's items (ceil(items / SMs)) x a tile's
+// bytes, plus kChannelsLastBlockRoundBytes a round of its CTAs (wide blocks take fewer rounds;
+// narrow ones spread over every SM and leave fewer items to a last round), and of equal costs the
+// one with more CTAs an SM, then the narrower (dev/VARIANTS.md 67). False where no such block fits
+// a CTA.
 bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, int forced_block, int forced_ctas_per_sm,
                                Plan* plan) {
   if (!tiles.vector_io) return false;
@@ -959,11 +961,9 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
 // A kChannelsLast plan: the resident form of whole rows at one CTA an SM where the whole batch fits
 // the chip at once, InstanceNorm or GroupNorm (a group's channels combined in the CTA before the
 // group's exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64,
-// dev/VARIANTS.md 65), or where a CTA holds a whole sample (no exchange, whatever the rounds: the
-// forward 13-17% faster than channel blocks on 140x512x4x4 and 256x512x8x8, 67); else its channel
-// blocks where a CTA holds every row of whole slices; else the three kernels over tiles (55: where
-// samples of several CTAs took rounds the resident form of whole rows ran no faster than the three
-// kernels, or slower). options.force_exchange kGlobal asks for the
+// dev/VARIANTS.md 65); else its channel blocks where a CTA holds every row of whole slices; else
+// the three kernels over tiles (55: where samples took rounds the resident form of whole rows ran
+// no faster than the three kernels, or slower). options.force_exchange kGlobal asks for the
 // resident form (whole rows at the most CTAs an SM that hold a sample, or force_ctas_per_sm, else
 // channel blocks; force_channel_block: blocks of that many channels), kNone for the three kernels;
 // forced tiles without kGlobal are the three kernels'.
@@ -999,8 +999,7 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   bool one_round = false;
   if (!forced_resident) {
     Plan resident;
-    const bool whole_rows = plan_channels_last_resident(tiles, limits, 1, &resident, &one_round);
-    if ((whole_rows && (one_round || !detail::channels_last_exchanges(resident))) ||
+    if ((plan_channels_last_resident(tiles, limits, 1, &resident, &one_round) && one_round) ||
         plan_channels_last_blocks(tiles, limits, 0, 0, &resident)) {
       *plan = resident;
     }
