@@ -1013,8 +1013,7 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
       if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan, &one_round)) return Status::Ok();
     }
   }
-  if (plan_channels_last_blocks(tiles, limits, forced_block ? options.force_channel_block : 0,
-                                options.force_ctas_per_sm, plan)) {
+  if (plan_channels_last_blocks(tiles, limits, options.force_channel_block, options.force_ctas_per_sm, plan)) {
     return Status::Ok();
   }
   return unsupported("channels_last: a sample of " + std::to_string(detail::channel_len_of(base)) + " rows of " +
