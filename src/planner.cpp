@@ -846,6 +846,20 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, const Pl
   return Status::Ok();
 }
 
+// channels_last's resident form, both its tiles of whole rows and its channel blocks: rows of
+// `width` channels a pass of kChannelsLastThreads a CTA, or of kChannelsLastResidentWideThreads
+// where the CTA is alone on its SM (more rows a pass); and the dynamic shared memory of each of
+// `ctas_per_sm` CTAs of `threads` threads, an equal share of the SM beside the driver's reservation
+// and their static memory.
+int64_t resident_rows_a_pass(int ctas_per_sm, int64_t width) {
+  return (ctas_per_sm == 1 ? detail::kChannelsLastResidentWideThreads : detail::kChannelsLastThreads) / width;
+}
+int64_t resident_cta_share(const DeviceLimits& limits, int ctas_per_sm, int64_t threads) {
+  return std::min<int64_t>(limits.smem_per_sm / ctas_per_sm - limits.reserved_smem_per_block,
+                           limits.max_smem_per_block_optin) -
+         detail::channels_last_static_reserve(static_cast<int>(threads));
+}
+
 // The resident form of a kChannelsLast plan (`tiles`), at `ctas_per_sm` CTAs an SM, where a
 // sample's tiles of whole rows fit the chip at once, a tile a CTA: kChannelsLastThreads a CTA, or
 // kChannelsLastResidentWideThreads where it is alone on its SM, whole rows a pass (C at most the
@@ -857,18 +871,14 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, const Pl
 // rows spread evenly over a sample's CTAs. False where a sample does not fit.
 bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, int ctas_per_sm, Plan* plan,
                                  bool* one_round) {
-  // A CTA alone on its SM takes more threads (more rows a pass).
-  const int64_t rows_a_pass =
-      (ctas_per_sm == 1 ? detail::kChannelsLastResidentWideThreads : detail::kChannelsLastThreads) / tiles.channels;
+  const int64_t rows_a_pass = resident_rows_a_pass(ctas_per_sm, tiles.channels);
   const int64_t threads = rows_a_pass * tiles.channels;
   if (rows_a_pass < 1 || ctas_per_sm < 1 || ctas_per_sm > detail::kChannelsLastResidentCtasPerSm ||
       ctas_per_sm * threads > limits.max_threads_per_sm) {
     return false;
   }
   const auto row_bytes = tiles.channels * static_cast<int64_t>(dtype_size(tiles.dtype));
-  const int64_t share = std::min<int64_t>(limits.smem_per_sm / ctas_per_sm - limits.reserved_smem_per_block,
-                                          limits.max_smem_per_block_optin) -
-                        detail::channels_last_static_reserve(static_cast<int>(threads));
+  const int64_t share = resident_cta_share(limits, ctas_per_sm, threads);
   const int64_t region = (share - tiles.channels * static_cast<int64_t>(detail::kSliceCoefficientBytes)) /
                          tiles.inputs / 128 * 128;
   const int64_t passes = (region - 16) / row_bytes / rows_a_pass;  // shared_region_bytes: 16 bytes of slack
@@ -929,16 +939,14 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
     int ctas_per_sm = 0;
     int64_t smem = 0;
     for (int k = std::min(most, detail::kChannelsLastBlockCtasPerSm); k >= fewest && ctas_per_sm == 0; --k) {
-      // A CTA alone on its SM takes more threads (more rows a pass).
-      const int64_t rows_a_pass =
-          (k == 1 ? detail::kChannelsLastResidentWideThreads : detail::kChannelsLastThreads) / block;
+      const int64_t rows_a_pass = resident_rows_a_pass(k, block);
       candidate.threads = static_cast<int>(rows_a_pass * block);
       candidate.tile_rows = ceil_div(spatial, rows_a_pass) * rows_a_pass;
       smem = detail::channels_last_smem_bytes(candidate);
-      const int64_t share = std::min<int64_t>(limits.smem_per_sm / k - limits.reserved_smem_per_block,
-                                              limits.max_smem_per_block_optin) -
-                            detail::channels_last_static_reserve(candidate.threads);
-      if (smem <= share && k * candidate.threads <= limits.max_threads_per_sm) ctas_per_sm = k;
+      if (smem <= resident_cta_share(limits, k, candidate.threads) &&
+          k * candidate.threads <= limits.max_threads_per_sm) {
+        ctas_per_sm = k;
+      }
     }
     if (ctas_per_sm == 0) continue;
     const int64_t items = samples * ceil_div(tiles.channels, block);
