@@ -146,30 +146,40 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     if (!slice_data.valid(j)) continue;
-    const auto output = [&](int k) {
-      Acc v[kInputs];
+    const auto store = [&](const auto& activation) {
+      const auto output = [&](int k) {
+        Acc v[kInputs];
 #pragma unroll
-      for (int i = 0; i < kInputs; ++i) v[i] = slice_data.value(i, j, k);
-      return Op::apply(coefficients, coefficients, v);  // the activation's branch per element
-    };
-    Acc outputs[kVec];
-    if (window.covers(slice_data.first(j), kVec)) {  // (chunk.cuh store_each: two loops)
+        for (int i = 0; i < kInputs; ++i) v[i] = slice_data.value(i, j, k);
+        return Op::apply(coefficients, activation, v);
+      };
+      Acc outputs[kVec];
+      if (window.covers(slice_data.first(j), kVec)) {  // (chunk.cuh store_each: two loops)
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) outputs[k] = output(k);
-    } else {
+        for (int k = 0; k < kVec; ++k) outputs[k] = output(k);
+      } else {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        window.seek(slice_data.first(j) + k);
-        outputs[k] = output(k);
+        for (int k = 0; k < kVec; ++k) {
+          window.seek(slice_data.first(j) + k);
+          outputs[k] = output(k);
+        }
       }
-    }
-    if constexpr (kVector) {
-      Pack<T> pack;
+      if constexpr (kVector) {
+        Pack<T> pack;
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) pack.v[k] = Traits<T>::from_acc(outputs[k]);
-      store_pack_l2(out + slice_data.first(j), pack);
+        for (int k = 0; k < kVec; ++k) pack.v[k] = Traits<T>::from_acc(outputs[k]);
+        store_pack_l2(out + slice_data.first(j), pack);
+      } else {
+        __stcs(out + slice_data.first(j), Traits<T>::from_acc(outputs[0]));
+      }
+    };
+    // The forward fixes the activation around each item, a copy of it for each (taken per element,
+    // its branch held two warps a slice behind shared_resident: dev/VARIANTS.md 66). The backward
+    // takes it per element: fixed, its registers rose by up to 20 a lane and some float64 builds spilled.
+    if constexpr (kInputs == 1) {
+      coefficients.visit(store);
     } else {
-      __stcs(out + slice_data.first(j), Traits<T>::from_acc(outputs[0]));
+      store(coefficients);
     }
   }
 }

@@ -338,6 +338,31 @@ TEST(PlanBackward, GroupRegistersHoldHalfTheForwardsItems) {
   EXPECT_EQ(plan_of(p).path, Path::kSharedResident);
 }
 
+// The general backward (an activation, whose branch it takes per element here, or GroupNorm's
+// channel affine) keeps to a warp, its values counted in float32 within 256 bytes a lane of both
+// inputs: 4 vectors of half, 1024 values; two warps refused where forced. (The general forward
+// takes the plain op's lanes: Planner.GroupBoundaries.)
+TEST(PlanBackward, GeneralGroupRegistersKeepToAWarp) {
+  BackwardParams p = problem(DType::kFloat16, {4, 4, 1024});
+  p.activation = Activation::kRelu;
+  Plan plan = plan_of(p);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_TRUE(detail::runs_general_op(plan));
+  EXPECT_EQ(plan.group_size, 32);
+  EXPECT_EQ(plan.items_per_lane, 4);
+  p.spatial[0] = 1032;
+  EXPECT_EQ(plan_of(p).path, Path::kSharedResident);
+  PlanOptions two_warps;
+  two_warps.force_path = Path::kGroupRegisters;
+  two_warps.force_group_lanes = 64;
+  p.spatial[0] = 2048;
+  Plan refused;
+  const Status status = plan_backward(p, hopper_h200_limits(), &refused, two_warps);
+  EXPECT_NE(status.message().find("no group_registers configuration holds a slice of 2048 elements with 64 lanes"),
+            std::string::npos)
+      << status.message();
+}
+
 // The largest slice on chip halves: one element more goes to split_pipelined, whose parts hold
 // 32 KiB of each input.
 TEST(PlanBackward, SharedBoundaryAndSplitParts) {

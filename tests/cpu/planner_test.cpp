@@ -739,27 +739,31 @@ TEST(Planner, GroupBoundaries) {
   // float64: 16 vectors of two, as many as its scalars hold.
   EXPECT_EQ(plan_of(problem(DType::kFloat64, {2, 3, 1024})).path, Path::kGroupRegisters);
   EXPECT_EQ(plan_of(problem(DType::kFloat64, {2, 3, 1026})).path, Path::kSharedResident);
-  // The general op keeps to a warp, 8 vectors and 256 bytes of float32 values a lane: with an
-  // activation 2048 half values, not 4096; 1024 float32, not 2048; and no forced two warps.
-  ForwardParams activated = problem(DType::kFloat16, {2, 3, 2048});
+  // The general forward (an activation fixed around each item) takes the plain op's lanes: with
+  // ReLU 4096 half values in two warps (CycleGAN's residual blocks), 2048 float32 in one, forced
+  // two warps too. (Its backward keeps to a warp: PlanBackward.GeneralGroupRegistersKeepToAWarp.)
+  ForwardParams activated = problem(DType::kFloat16, {2, 3, 2056});
   activated.activation = Activation::kRelu;
-  EXPECT_EQ(plan_of(activated).group_size, 32);
-  activated.spatial[0] = 2056;
+  plan = plan_of(activated);
+  EXPECT_EQ(plan.path, Path::kGroupRegisters);
+  EXPECT_TRUE(detail::runs_general_op(plan));
+  EXPECT_EQ(plan.group_size, 64);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  activated.spatial[0] = 4104;
   EXPECT_EQ(plan_of(activated).path, Path::kSharedResident);
-  ForwardParams activated_float = problem(DType::kFloat32, {2, 3, 1024});
+  ForwardParams activated_float = problem(DType::kFloat32, {2, 3, 2048});
   activated_float.activation = Activation::kSilu;
-  EXPECT_EQ(plan_of(activated_float).items_per_lane, 8);
-  activated_float.spatial[0] = 1028;
-  EXPECT_EQ(plan_of(activated_float).path, Path::kSharedResident);
+  plan = plan_of(activated_float);
+  EXPECT_EQ(plan.group_size, 32);
+  EXPECT_EQ(plan.items_per_lane, 16);
   PlanOptions two_warps;
   two_warps.force_path = Path::kGroupRegisters;
   two_warps.force_group_lanes = 64;
-  activated.spatial[0] = 4096;
-  Plan refused;
-  const Status status = plan_forward(activated, hopper_h200_limits(), &refused, two_warps);
-  EXPECT_NE(status.message().find("no group_registers configuration holds a slice of 4096 elements with 64 lanes"),
-            std::string::npos)
-      << status.message();
+  plan = plan_of(activated_float, two_warps);
+  EXPECT_EQ(plan.group_size, 64);
+  EXPECT_EQ(plan.items_per_lane, 8);
+  activated_float.spatial[0] = 2052;
+  EXPECT_EQ(plan_of(activated_float).path, Path::kSharedResident);
   // Scalar (slices not 16-byte aligned): 32 lanes x 32 values.
   plan = plan_of(problem(DType::kFloat32, {2, 3, 1023}));
   EXPECT_EQ(plan.path, Path::kGroupRegisters);
@@ -1068,10 +1072,10 @@ TEST(Planner, ChannelsLastForcedTiles) {
 // CTA an SM (InstanceNorm and GroupNorm): whole rows a pass of up to 512 threads with a share of
 // the H200's 228 KiB less 1 KiB for the driver and 32 bytes a thread and 2 KiB of static memory,
 // less 80 bytes of coefficients a channel, a 128-byte region of whole passes per input (16 bytes
-// of slack); each sample then takes an equal part of the 132 SMs, its rows spread evenly.
-// Elsewhere channel blocks or the three kernels; forced (exchange global, or CTAs an SM), the
-// fewest CTAs that hold a sample at 3, else 2, else 1 CTAs an SM (256 threads at most there; 32
-// bytes a thread of static memory too).
+// of slack); each sample then takes an equal part of the 132 SMs, its rows spread evenly. Also
+// where one CTA holds a sample, whatever the rounds. Elsewhere channel blocks or the three kernels;
+// forced (exchange global, or CTAs an SM), the fewest CTAs that hold a sample at 3, else 2, else 1
+// CTAs an SM (256 threads at most there; 32 bytes a thread of static memory too).
 TEST(Planner, ChannelsLastResident) {
   struct Expect {
     const char* why;
@@ -1101,6 +1105,8 @@ TEST(Planner, ChannelsLastResident) {
        {64, 64, 128, 128}, 1, 1, 512, 1496, 11, 132},
       {"10^5 rows of 64 float32 channels: 424 CTAs at three an SM, 258 at two: one group", DType::kFloat32,
        {2, 64, 100000}, -1, 2, 256, 388, 258, 258},
+      {"140 samples of 16 rows of 512 channels: a CTA holds a sample (no exchange), 132 take them in rounds",
+       DType::kBFloat16, {140, 512, 4, 4}, 0, 1, 512, 16, 1, 132},
   };
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "case_runner.h"
@@ -185,6 +186,41 @@ TEST(GpuActivation, EveryFamily) {
         }
       }
     }
+  }
+}
+
+// group_registers' general forward at the plain op's lanes, the activation fixed around each item:
+// two warps a slice (every dtype, forced where the planner would take one warp of 16 vectors), and
+// one vector short of that (the last lane's last vector absent); GroupNorm over two channels, which
+// in the short slice meet inside a vector (the window moves element by element there). Offset
+// data; the activations in turn.
+TEST(GpuActivation, GroupRegistersGeneralForward) {
+  INORM_REQUIRE_GPU();
+  int turn = 0;
+  for (DType dtype : kAllDtypes) {
+    const int64_t vec = 16 / static_cast<int64_t>(dtype_size(dtype));
+    const int64_t two_warps = 64 * 8 * vec;  // 64 lanes of 8 vectors
+    for (int64_t groups : {int64_t{0}, int64_t{2}}) {
+      for (int64_t slice_len : {two_warps, two_warps - vec}) {
+        const Activation activation = kActivations[turn++ % 3];
+        Case c = activated_case(Pass::kForward, {2, 4, groups > 0 ? slice_len / 2 : slice_len}, dtype, activation);
+        c.groups = groups;
+        c.running = Running::kNone;
+        c.options.force_path = Path::kGroupRegisters;
+        c.options.force_group_lanes = 64;
+        c.expect_path = Path::kGroupRegisters;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        expect_passes(c, with(activation, "two warps a slice of " + std::to_string(slice_len) + " " +
+                                              dtype_name(dtype) + (groups > 0 ? ", GroupNorm" : "")));
+      }
+    }
+  }
+  // The planner's own (Planner.GroupBoundaries): 2048 float32 at 32 lanes of 16 vectors, 4096
+  // bfloat16 in two warps.
+  for (const auto& [dtype, slice_len] : {std::pair{DType::kFloat32, 2048}, std::pair{DType::kBFloat16, 4096}}) {
+    Case c = activated_case(Pass::kForward, {3, 5, slice_len}, dtype, Activation::kSilu);
+    c.expect_path = Path::kGroupRegisters;
+    expect_passes(c, with(Activation::kSilu, std::string("the planner's lanes, ") + dtype_name(dtype)));
   }
 }
 

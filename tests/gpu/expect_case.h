@@ -113,8 +113,9 @@ inline int64_t largest_group_vector_slice(DType dtype, int inputs) {
 // warp's 8 vectors a lane for the plain op) on slices of 64 x 8 vectors and one vector less (the
 // last lane's last item absent), 15 slices (the last CTA's last pair of warps idle); every dtype,
 // offset data, float32 also in place and repeated. InstanceNorm with a weight and bias per channel;
-// and GroupNorm over two channels a slice without them (with them it runs the general op, which
-// keeps to one warp), as the two warps' exchange serves every reduction of the op.
+// and GroupNorm over two channels a slice without them (with them it runs the general op, whose
+// backward keeps to one warp: GpuActivation.GroupRegistersGeneralForward), as the two warps'
+// exchange serves every reduction of the op.
 inline void expect_forced_lane_groups_pass(Pass pass) {
   struct Forced {
     int lanes;

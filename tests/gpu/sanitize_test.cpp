@@ -104,14 +104,24 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
   return reaches;
 }
 
-// The plain op's fullest group_registers lanes, not among the plans of every family (the general op
-// does not take them, config.h group_config_fits): 16 vectors of float32 a lane (the forward's 16 of
-// x, the backward's 8 of x and 8 of dy), and two warps a slice, their sums through shared memory.
-void expect_plain_group_lanes_pass(Pass pass) {
-  expect_plan_passes(pass, {"group_registers, 16 vectors a lane", {2, 3, pass == Pass::kForward ? 2048 : 1024},
-                            DType::kFloat32, Path::kGroupRegisters});
-  expect_plan_passes(pass, {"group_registers, two warps a slice", {2, 3, 4096}, DType::kBFloat16,
-                            Path::kGroupRegisters});
+// group_registers' fullest lanes, not among the plans of every family: 16 vectors of float32 a lane
+// (the forward's 16 of x, the backward's 8 of x and 8 of dy), and two warps a slice, their sums
+// through shared memory; the forward's also with an activation and GroupNorm's channel affine (the
+// general backward keeps to a warp of 8 vectors: config.h group_config_fits).
+void expect_full_group_lanes_pass(Pass pass) {
+  const Reach sixteen{"group_registers, 16 vectors a lane", {2, 3, pass == Pass::kForward ? 2048 : 1024},
+                      DType::kFloat32, Path::kGroupRegisters};
+  const Reach two_warps{"group_registers, two warps a slice", {2, 3, 4096}, DType::kBFloat16, Path::kGroupRegisters};
+  expect_plan_passes(pass, sixteen);
+  expect_plan_passes(pass, two_warps);
+  if (pass == Pass::kForward) {
+    expect_plan_passes(pass, sixteen, std::nullopt, Activation::kSilu);
+    expect_plan_passes(pass, two_warps, std::nullopt, Activation::kLeakyRelu);
+    Reach grouped{"group_registers, two warps a slice of two channels", {2, 4, 2044}, DType::kBFloat16,
+                  Path::kGroupRegisters};
+    grouped.groups = 2;
+    expect_plan_passes(pass, grouped, std::nullopt, Activation::kSilu);
+  }
 }
 
 // Clusters of every size the planner may pick, on small chunks.
@@ -125,14 +135,14 @@ void expect_every_cluster_size_passes(Pass pass) {
 TEST(GpuSanitize, ForwardPlans) {
   INORM_REQUIRE_GPU();
   for (const Reach& r : plans_of_every_family(Pass::kForward)) expect_plan_passes(Pass::kForward, r);
-  expect_plain_group_lanes_pass(Pass::kForward);
+  expect_full_group_lanes_pass(Pass::kForward);
   expect_every_cluster_size_passes(Pass::kForward);
 }
 
 TEST(GpuSanitize, BackwardPlans) {
   INORM_REQUIRE_GPU();
   for (const Reach& r : plans_of_every_family(Pass::kBackward)) expect_plan_passes(Pass::kBackward, r);
-  expect_plain_group_lanes_pass(Pass::kBackward);
+  expect_full_group_lanes_pass(Pass::kBackward);
   expect_every_cluster_size_passes(Pass::kBackward);
 }
 
