@@ -969,9 +969,11 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
 // A kChannelsLast plan: the resident form of whole rows at one CTA an SM where the whole batch fits
 // the chip at once, InstanceNorm or GroupNorm (a group's channels combined in the CTA before the
 // group's exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64,
-// dev/VARIANTS.md 65); else its channel blocks where a CTA holds every row of whole slices; else
-// the three kernels over tiles (55: where samples took rounds the resident form of whole rows ran
-// no faster than the three kernels, or slower). options.force_exchange kGlobal asks for the
+// dev/VARIANTS.md 65), or where a CTA holds a whole sample (no exchange, whatever the rounds: the
+// forward 13-17% faster than channel blocks on 140x512x4x4 and 256x512x8x8, 67); else its channel
+// blocks where a CTA holds every row of whole slices; else the three kernels over tiles (55: where
+// samples of several CTAs took rounds the resident form of whole rows ran no faster than the three
+// kernels, or slower). options.force_exchange kGlobal asks for the
 // resident form (whole rows at the most CTAs an SM that hold a sample, or force_ctas_per_sm, else
 // channel blocks; force_channel_block: blocks of that many channels), kNone for the three kernels;
 // forced tiles without kGlobal are the three kernels'.
@@ -1007,7 +1009,8 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   bool one_round = false;
   if (!forced_resident) {
     Plan resident;
-    if ((plan_channels_last_resident(tiles, limits, 1, &resident, &one_round) && one_round) ||
+    const bool whole_rows = plan_channels_last_resident(tiles, limits, 1, &resident, &one_round);
+    if ((whole_rows && (one_round || !detail::channels_last_exchanges(resident))) ||
         plan_channels_last_blocks(tiles, limits, 0, 0, &resident)) {
       *plan = resident;
     }

@@ -263,8 +263,8 @@ TEST(GpuChannelsLast, ResidentOneRowAPass) {
 // vector)), data far from zero, two CTAs taking every block in turn (the buffer and the
 // coefficient cells reused), a CTA alone on its SM (up to 512 threads), in place and repeated.
 // Also the planner's own choice of it: SD UNet's GroupNorm(32) + SiLU on 640 channels (the widest
-// row of whole rows' resident form is 512), and InstanceNorm where whole rows' samples would take
-// rounds (140 past the 132 SMs).
+// row of whole rows' resident form is 512). And whole rows where a CTA holds a sample and the
+// samples take rounds (140 past the 132 SMs: no exchange, so no CTA waits for another).
 TEST(GpuChannelsLast, ResidentChannelBlocks) {
   INORM_REQUIRE_GPU();
   struct Blocks {
@@ -318,7 +318,7 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
       Case many = channels_last_case(pass, {140, 512, 4, 4}, dtype, Exchange::kAuto);
       many.expect_exchange = Exchange::kGlobal;
       many.expect_ctas_per_slice = 1;
-      expect_passes(many, "the planner's channel blocks for 140 samples of 512 channels");
+      expect_passes(many, "the planner's whole rows, a sample a CTA, for 140 samples of 512 channels (rounds)");
     }
   }
 }
