@@ -34,23 +34,22 @@ inline constexpr int kGroupMaxScalarItems = 32;
 // once per input: a configuration is planned only where that takes at most kGroupMaxLaneBytes (the
 // forward's largest: 16 vectors, 32 float64 scalars; the backward, which holds x and dy, takes half
 // the items) and at most kGroupMaxLaneValues of each input, which a lane's passes walk one after
-// another. The general op's backward (plan_internal.h runs_general_op: an activation, whose branch
-// it takes per element here, or GroupNorm's channel affine) keeps the bounds it had when lanes held
-// float32 values: one warp, at most 8 vectors, its values counted in the accumulation type within
-// kGroupMaxLaneBytes; its forward, the activation fixed around each item, takes the plain op's.
-// Measured on the H200 (dev/VARIANTS.md 66): the plain op ran faster than shared_resident at 64
-// values a lane (16 vectors of float32 or float64, 8 of 16-bit types in one or two warps) and slower
-// at 128 (16 of 16-bit types); the general backward slower with two warps (1.2-1.7x), and with 16
-// vectors of float32 level or 1 us either way.
+// another. The general op (plan_internal.h runs_general_op: an activation or GroupNorm's channel
+// affine) holds at most 8 vectors a lane; its backward, which takes the activation's branch per
+// element here, also keeps the bounds it had when lanes held float32 values: one warp, its values
+// counted in the accumulation type within kGroupMaxLaneBytes. Measured on the H200
+// (dev/VARIANTS.md 66, 68): the plain op ran faster than shared_resident at 64 values a lane (16
+// vectors of float32 or float64, 8 of 16-bit types in one or two warps) and slower at 128 (16 of
+// 16-bit types); the general backward slower with two warps (1.2-1.7x); the general forward, its
+// activation fixed around each item, faster in two warps of 8 vectors than in one of 16 (2048
+// float32 with LeakyReLU 0.038 against 0.054 ms; shared_resident 0.048).
 inline constexpr int kGroupMaxLaneBytes = 256;
 inline constexpr int kGroupMaxLaneValues = 64;
 inline constexpr bool group_config_fits(const GroupConfig& config, int elem_bytes, int acc_bytes, int inputs,
                                         bool general) {
   const int values = config.items * (config.vector ? 16 / elem_bytes : 1);
-  if (general && inputs > 1) {
-    return config.group <= 32 && (!config.vector || config.items <= 8) &&
-           values * acc_bytes * inputs <= kGroupMaxLaneBytes;
-  }
+  if (general && config.vector && config.items > 8) return false;
+  if (general && inputs > 1) return config.group <= 32 && values * acc_bytes * inputs <= kGroupMaxLaneBytes;
   return config.items * (config.vector ? 16 : acc_bytes) * inputs <= kGroupMaxLaneBytes &&
          values <= kGroupMaxLaneValues;
 }

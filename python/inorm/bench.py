@@ -221,7 +221,9 @@ def run_case(case, iters, min_sample_ms, cycles_per_ms):
 
 def run_train_case(case, iters, min_sample_ms, cycles_per_ms):
     """A training step (forward, then dx, dweight and dbias against dy) of eager, compiled and inorm
-    modules on the same tensors; ratios to 2.5 copies of x."""
+    modules on the same tensors; ratios to 2.5 copies of x. Each module's dy has the memory format
+    of its own output, as the layer after it returns the gradient: channels_last for inorm's
+    channels_last output, NCHW for torch's norms (which return NCHW)."""
     shape, dtype = tuple(case["shape"]), DTYPES[case["dtype"]]
     x = case_input(case, shape, dtype)
     x.requires_grad_()
@@ -232,7 +234,8 @@ def run_train_case(case, iters, min_sample_ms, cycles_per_ms):
     compiled = torch.compile(reference, fullgraph=True)
 
     def step(module):
-        return lambda: torch.autograd.grad(module(x), [x, *module.parameters()], dy)
+        grad = torch.empty_like(module(x)).copy_(dy)  # the output's strides
+        return lambda: torch.autograd.grad(module(x), [x, *module.parameters()], grad)
 
     copy_target = torch.empty_like(x)
     functions = {"copy": lambda: copy_target.copy_(x), "eager": step(reference), "compile": step(compiled),

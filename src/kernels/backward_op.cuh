@@ -91,8 +91,8 @@ struct BackwardOp {
       ctx.rstd = reciprocal_sqrt(load_param<Acc>(args.running_var, args.param_dtype, channel) +
                                  static_cast<Acc>(args.eps));
     }
-    ctx.weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
-    ctx.bias = kGeneral && args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+    ctx.weight = channel_weight<Acc>(args, channel);
+    ctx.bias = kGeneral ? channel_bias<Acc>(args, channel) : Acc(0);
     return ctx;
   }
 
@@ -153,8 +153,8 @@ struct BackwardOp {
     for (int64_t c = place.first / len; c <= last; ++c) {
       const int64_t begin = max(c * len, place.first) - place.first;
       const int64_t end = min((c + 1) * len, place.first + count) - place.first;
-      const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, slice_channel + c) : Acc(1);
-      const Acc bias = kGeneral && args.bias ? load_param<Acc>(args.bias, args.param_dtype, slice_channel + c) : Acc(0);
+      const Acc weight = channel_weight<Acc>(args, slice_channel + c);
+      const Acc bias = kGeneral ? channel_bias<Acc>(args, slice_channel + c) : Acc(0);
       const TripleSum<Acc> sums = all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(
           ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
       if (place.writer && args.channel_partials != nullptr) {

@@ -166,6 +166,16 @@ __device__ __forceinline__ Acc load_param(const void* ptr, DType dtype, int64_t 
   return Acc(0);
 }
 
+// The affine's weight and bias of `channel`: 1 and 0 where the tensor is not given.
+template <typename Acc>
+__device__ __forceinline__ Acc channel_weight(const KernelArgs& args, int64_t channel) {
+  return args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
+}
+template <typename Acc>
+__device__ __forceinline__ Acc channel_bias(const KernelArgs& args, int64_t channel) {
+  return args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+}
+
 __device__ __forceinline__ float reciprocal_sqrt(float v) { return rsqrtf(v); }
 __device__ __forceinline__ double reciprocal_sqrt(double v) { return rsqrt(v); }
 
@@ -328,21 +338,17 @@ template <typename Op>
 struct ChannelWindow<Op, true> {
   using Acc = typename Op::Acc;
   typename Op::Coefficients& coefficients;
-  const void* weight;
-  const void* bias;
-  DType param_dtype;
-  int64_t slice_first_channel;
+  const KernelArgs& args;
+  int64_t slice;
   int64_t len;            // elements a channel
   int64_t begin = 0;
+  // The slice's first channel, taken where the window first moves (a 64-bit division, off the path
+  // of the windows that never move: InstanceNorm's).
+  int64_t slice_first_channel = -1;
 
-  __device__ __forceinline__ ChannelWindow(const KernelArgs& args, int64_t slice,
+  __device__ __forceinline__ ChannelWindow(const KernelArgs& kernel_args, int64_t slice_index,
                                            typename Op::Coefficients& slice_coefficients)
-      : coefficients(slice_coefficients),
-        weight(args.weight),
-        bias(args.bias),
-        param_dtype(args.param_dtype),
-        slice_first_channel(first_channel(args, slice)),
-        len(args.channel_len) {}
+      : coefficients(slice_coefficients), args(kernel_args), slice(slice_index), len(kernel_args.channel_len) {}
   // Whether elements [first, first + count) of the slice all lie in the window.
   __device__ __forceinline__ bool covers(int64_t first, int count) const {
     return first >= begin && first + count <= begin + len;
@@ -351,8 +357,9 @@ struct ChannelWindow<Op, true> {
     if (covers(index, 1)) return;
     const int64_t channel = index / len;
     begin = channel * len;
-    Op::for_channel(weight ? load_param<Acc>(weight, param_dtype, slice_first_channel + channel) : Acc(1),
-                    bias ? load_param<Acc>(bias, param_dtype, slice_first_channel + channel) : Acc(0), coefficients);
+    if (slice_first_channel < 0) slice_first_channel = first_channel(args, slice);
+    Op::for_channel(channel_weight<Acc>(args, slice_first_channel + channel),
+                    channel_bias<Acc>(args, slice_first_channel + channel), coefficients);
   }
 };
 

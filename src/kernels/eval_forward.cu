@@ -29,8 +29,8 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
     for (int64_t i = start; i < numel; i += stride) {
       const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
       const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);
-      const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
-      const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
+      const Acc weight = channel_weight<Acc>(args, channel);
+      const Acc bias = channel_bias<Acc>(args, channel);
       const SliceAffine<Acc> affine{mean, Acc(0), reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * weight, bias};
       y[i] = Traits<T>::from_acc(activation.activate(affine.apply(Traits<T>::to_acc(x[i]))));
       offset += step_offset;

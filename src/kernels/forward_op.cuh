@@ -87,10 +87,11 @@ __device__ __forceinline__ void combine_chunks(const ChunkStats<Acc>* chunks, in
 }
 
 // Turns a slice's statistics (mean = mean_hi + mean_lo, m2 = sum of squared deviations over
-// `count` = S elements) into the affine coefficients of `channel` (and *rstd_out, when given, the
-// slice's rstd); the caller picked one thread per slice as `writer` of the optional outputs.
+// `count` = S elements) into the affine coefficients of a channel's weight and bias (and *rstd_out,
+// when given, the slice's rstd); the caller picked one thread per slice as `writer` of the optional
+// outputs.
 template <typename Acc>
-__device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice, int64_t channel,
+__device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args, int64_t slice, Acc weight, Acc bias,
                                                          Acc mean_hi, Acc mean_lo, Acc m2,
                                                          bool writer, Acc* rstd_out = nullptr) {
   const Acc count = static_cast<Acc>(args.slice_len);
@@ -98,8 +99,6 @@ __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args,
   const Acc var = m2 / count;
   const Acc rstd = reciprocal_sqrt(var + static_cast<Acc>(args.eps));
   if (rstd_out != nullptr) *rstd_out = rstd;
-  const Acc weight = args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
-  const Acc bias = args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
   if (writer) {
     const Acc mean = mean_hi + mean_lo;
     if (args.mean_out) static_cast<Acc*>(args.mean_out)[slice] = mean;
@@ -127,11 +126,15 @@ struct ForwardOp {
     Acc mean_lo;
     Acc m2;
   };
-  // The slice's first element, which every chunk's sum is taken around: a constant slice then sums
-  // to exactly 0, so its variance is exactly 0 and eps = 0 gives NaN as PyTorch does (a mean from
-  // sum / n may miss the constant by an ulp and leave a tiny variance).
+  // shift: the slice's first element, which every chunk's sum is taken around: a constant slice
+  // then sums to exactly 0, so its variance is exactly 0 and eps = 0 gives NaN as PyTorch does (a
+  // mean from sum / n may miss the constant by an ulp and leave a tiny variance). weight, bias: the
+  // affine of the slice's first channel, loaded with x rather than after the reductions, where
+  // their round trip stood between the statistics and the first store.
   struct Context {
     Acc shift;
+    Acc weight;
+    Acc bias;
   };
   // reduce's one pass stands where the squares around the shift are at most this many times those
   // around the mean: float64 sums then leave M2 within about 1e-8 of itself (float32's two passes:
@@ -143,12 +146,13 @@ struct ForwardOp {
   };
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
-    const int64_t groups = args.channels / args.slice_channels;
+    const int64_t channel = first_channel(args, slice);
     const int64_t first = args.channels_last
-                              ? (slice / groups) * args.channel_len * args.channels + first_channel(args, slice)
+                              ? (slice / (args.channels / args.slice_channels)) * args.channel_len * args.channels + channel
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
-    return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first))};
+    return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first)),
+                   channel_weight<Acc>(args, channel), channel_bias<Acc>(args, channel)};
   }
 
   // Statistics of the `count` elements. Where kOnePass holds: one pass of float64 sums of d and
@@ -226,12 +230,18 @@ struct ForwardOp {
   // chunks_lie_in_channels), and the slice's only one otherwise. (A CTA whose chunk is empty
   // starts at the slice's end: it takes the last channel, and writes nothing.)
   static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, int64_t first,
-                                                        const Context&, const Totals& totals, bool writer) {
+                                                        const Context& ctx, const Totals& totals, bool writer) {
     Coefficients c{Epilogue::of(args)};
-    const int64_t channel =
-        first_channel(args, slice) +
-        (!kGeneral && args.slice_channels > 1 ? min(first / args.channel_len, args.slice_channels - 1) : 0);
-    c.affine = finish_slice<Acc>(args, slice, channel, totals.mean_hi, totals.mean_lo, totals.m2, writer, &c.rstd);
+    const int64_t later_channel =
+        !kGeneral && args.slice_channels > 1 ? min(first / args.channel_len, args.slice_channels - 1) : 0;
+    Acc weight = ctx.weight;
+    Acc bias = ctx.bias;
+    if (later_channel > 0) {
+      const int64_t channel = first_channel(args, slice) + later_channel;
+      weight = channel_weight<Acc>(args, channel);
+      bias = channel_bias<Acc>(args, channel);
+    }
+    c.affine = finish_slice<Acc>(args, slice, weight, bias, totals.mean_hi, totals.mean_lo, totals.m2, writer, &c.rstd);
     return c;
   }
 

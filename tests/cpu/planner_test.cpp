@@ -739,9 +739,10 @@ TEST(Planner, GroupBoundaries) {
   // float64: 16 vectors of two, as many as its scalars hold.
   EXPECT_EQ(plan_of(problem(DType::kFloat64, {2, 3, 1024})).path, Path::kGroupRegisters);
   EXPECT_EQ(plan_of(problem(DType::kFloat64, {2, 3, 1026})).path, Path::kSharedResident);
-  // The general forward (an activation fixed around each item) takes the plain op's lanes: with
-  // ReLU 4096 half values in two warps (CycleGAN's residual blocks), 2048 float32 in one, forced
-  // two warps too. (Its backward keeps to a warp: PlanBackward.GeneralGroupRegistersKeepToAWarp.)
+  // The general forward (an activation fixed around each item) takes the plain op's lanes up to 8
+  // vectors: with ReLU 4096 half values in two warps (CycleGAN's residual blocks); 2048 float32
+  // in two warps of 8 vectors, not one of 16; one warp forced refused. (Its backward keeps to a
+  // warp: PlanBackward.GeneralGroupRegistersKeepToAWarp.)
   ForwardParams activated = problem(DType::kFloat16, {2, 3, 2056});
   activated.activation = Activation::kRelu;
   plan = plan_of(activated);
@@ -754,14 +755,16 @@ TEST(Planner, GroupBoundaries) {
   ForwardParams activated_float = problem(DType::kFloat32, {2, 3, 2048});
   activated_float.activation = Activation::kSilu;
   plan = plan_of(activated_float);
-  EXPECT_EQ(plan.group_size, 32);
-  EXPECT_EQ(plan.items_per_lane, 16);
-  PlanOptions two_warps;
-  two_warps.force_path = Path::kGroupRegisters;
-  two_warps.force_group_lanes = 64;
-  plan = plan_of(activated_float, two_warps);
   EXPECT_EQ(plan.group_size, 64);
   EXPECT_EQ(plan.items_per_lane, 8);
+  PlanOptions one_warp;
+  one_warp.force_path = Path::kGroupRegisters;
+  one_warp.force_group_lanes = 32;
+  Plan refused;
+  const Status status = plan_forward(activated_float, hopper_h200_limits(), &refused, one_warp);
+  EXPECT_NE(status.message().find("no group_registers configuration holds a slice of 2048 elements with 32 lanes"),
+            std::string::npos)
+      << status.message();
   activated_float.spatial[0] = 2052;
   EXPECT_EQ(plan_of(activated_float).path, Path::kSharedResident);
   // Scalar (slices not 16-byte aligned): 32 lanes x 32 values.

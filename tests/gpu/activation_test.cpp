@@ -189,8 +189,8 @@ TEST(GpuActivation, EveryFamily) {
   }
 }
 
-// group_registers' general forward at the plain op's lanes, the activation fixed around each item:
-// two warps a slice (every dtype, forced where the planner would take one warp of 16 vectors), and
+// group_registers' general forward at the plain op's lanes up to 8 vectors, the activation fixed
+// around each item: two warps a slice of 8 vectors (every dtype), and
 // one vector short of that (the last lane's last vector absent); GroupNorm over two channels, which
 // in the short slice meet inside a vector (the window moves element by element there). Offset
 // data; the activations in turn.
@@ -215,8 +215,7 @@ TEST(GpuActivation, GroupRegistersGeneralForward) {
       }
     }
   }
-  // The planner's own (Planner.GroupBoundaries): 2048 float32 at 32 lanes of 16 vectors, 4096
-  // bfloat16 in two warps.
+  // The planner's own (Planner.GroupBoundaries): 2048 float32 and 4096 bfloat16, two warps.
   for (const auto& [dtype, slice_len] : {std::pair{DType::kFloat32, 2048}, std::pair{DType::kBFloat16, 4096}}) {
     Case c = activated_case(Pass::kForward, {3, 5, slice_len}, dtype, Activation::kSilu);
     c.expect_path = Path::kGroupRegisters;
