@@ -80,7 +80,8 @@ struct BackwardOp {
     bool train;
   };
 
-  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
+  // (`normalizes`: the forward's; every backward item needs the slice's coefficients.)
+  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool = true) {
     const int64_t channel = first_channel(args, slice);
     Context ctx{Epilogue::of(args)};
     if (args.use_input_stats) {

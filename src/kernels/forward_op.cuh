@@ -130,7 +130,8 @@ struct ForwardOp {
   // then sums to exactly 0, so its variance is exactly 0 and eps = 0 gives NaN as PyTorch does (a
   // mean from sum / n may miss the constant by an ulp and leave a tiny variance). weight, bias: the
   // affine of the slice's first channel, loaded with x rather than after the reductions, where
-  // their round trip stood between the statistics and the first store.
+  // their round trip stood between the statistics and the first store; only where the caller
+  // normalizes (split_pipelined's statistics items take neither: 1-3% on the SD VAE shapes).
   struct Context {
     Acc shift;
     Acc weight;
@@ -145,14 +146,19 @@ struct ForwardOp {
     Acc rstd;  // the slice's: for_channel scales another channel's weight by it
   };
 
-  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice) {
-    const int64_t channel = first_channel(args, slice);
+  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool normalizes = true) {
     const int64_t first = args.channels_last
-                              ? (slice / (args.channels / args.slice_channels)) * args.channel_len * args.channels + channel
+                              ? (slice / (args.channels / args.slice_channels)) * args.channel_len * args.channels +
+                                    first_channel(args, slice)
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
-    return Context{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first)),
-                   channel_weight<Acc>(args, channel), channel_bias<Acc>(args, channel)};
+    Context ctx{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first)), Acc(1), Acc(0)};
+    if (normalizes) {
+      const int64_t channel = first_channel(args, slice);
+      ctx.weight = channel_weight<Acc>(args, channel);
+      ctx.bias = channel_bias<Acc>(args, channel);
+    }
+    return ctx;
   }
 
   // Statistics of the `count` elements. Where kOnePass holds: one pass of float64 sums of d and

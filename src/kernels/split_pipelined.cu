@@ -75,7 +75,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
 #pragma unroll
     for (int k = 0; k < kInputs; ++k) srcs[k] = inputs[k] + offset;
     auto token = chunk.start_load(loaded, smem, region, srcs, len, args.coaligned);
-    const typename Op::Context ctx = Op::context(args, work.slice);
+    // An elementwise item, or a resident part's reduction item, whose part is still in the buffer.
+    const bool normalizes = work.elementwise || work.part >= parts - resident;
+    const typename Op::Context ctx = Op::context(args, work.slice, normalizes);
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[work.slice]);
     if (!work.elementwise) {
       loaded.wait(std::move(token));
@@ -100,8 +102,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
         }
       }
     }
-    // An elementwise item, or a resident part's reduction item, whose part is still in the buffer.
-    if (work.elementwise || work.part >= parts - resident) {
+    if (normalizes) {
       if (threadIdx.x == 0) {
         while (arrivals.load(cuda::memory_order_acquire) <= parts) __nanosleep(128);
       }
