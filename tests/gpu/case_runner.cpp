@@ -498,8 +498,16 @@ Outcome run_backward_case(const Case& c) {
                                           want.dx_scale, stat_len, output_tolerance(c.dtype));
     if (!cmp.ok()) failures.push_back("dx: " + cmp.describe());
   }
+  // Below z = -88.7 float32's exp(-z) overflows and SiLU's derivative is 0 (common.cuh
+  // one_plus_exp_of_negative, as PyTorch's float32 formula), where the float64 oracle keeps
+  // dy e^z (1 + z): a lost term of a channel's sums is under |dy xhat| 2^-126 2^7, allowed here up
+  // to |dy xhat| = 2^7. GpuSanitize.ActivatedPlans drew dweight -4.2e-40 against 0 (seed
+  // 3497618051) in eval mode, whose z is (x - running mean) * rstd * w + b on x = 1000 + randn.
+  const bool flushes = stats == DType::kFloat32 && c.activation == Activation::kSilu;
+  const double flushed = flushes ? std::ldexp(1.0, -112) * static_cast<double>(p.batch * slice_len) : 0.0;
   const Tolerance grad_tolerance{output_tolerance(stats).atol, output_tolerance(c.param_dtype).rtol,
-                                 output_tolerance(c.param_dtype).underflow, output_tolerance(c.param_dtype).overflow};
+                                 std::max(output_tolerance(c.param_dtype).underflow, flushed),
+                                 output_tolerance(c.param_dtype).overflow};
   auto check_grad = [&](const char* what, const std::vector<unsigned char>& bits, const std::vector<double>& want_grad,
                         const std::vector<double>& scale) {
     if (bits.empty()) return;
