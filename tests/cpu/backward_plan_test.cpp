@@ -341,7 +341,7 @@ TEST(PlanBackward, GroupRegistersHoldHalfTheForwardsItems) {
 // The general backward (an activation, whose branch it takes per element here, or GroupNorm's
 // channel affine) keeps to a warp, its values counted in float32 within 256 bytes a lane of both
 // inputs: 4 vectors of half, 1024 values; two warps refused where forced. (The general forward
-// takes the plain op's lanes: Planner.GroupBoundaries.)
+// takes the plain op's lanes up to 8 vectors: Planner.GroupBoundaries.)
 TEST(PlanBackward, GeneralGroupRegistersKeepToAWarp) {
   BackwardParams p = problem(DType::kFloat16, {4, 4, 1024});
   p.activation = Activation::kRelu;
