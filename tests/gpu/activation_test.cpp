@@ -190,10 +190,10 @@ TEST(GpuActivation, EveryFamily) {
 }
 
 // group_registers' general forward at the plain op's lanes up to 8 vectors, the activation fixed
-// around each item: two warps a slice of 8 vectors (every dtype), and
-// one vector short of that (the last lane's last vector absent); GroupNorm over two channels, which
-// in the short slice meet inside a vector (the window moves element by element there). Offset
-// data; the activations in turn.
+// around each item: two warps a slice of 8 vectors (every dtype), and one vector short of that
+// (the last lane's last vector absent); GroupNorm over two channels, which in the short slice meet
+// inside a vector (the window moves element by element there). Offset data; the activations in
+// turn.
 TEST(GpuActivation, GroupRegistersGeneralForward) {
   INORM_REQUIRE_GPU();
   int turn = 0;
