@@ -973,10 +973,10 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
 // forward 13-17% faster than channel blocks on 140x512x4x4 and 256x512x8x8, 67); else its channel
 // blocks where a CTA holds every row of whole slices; else the three kernels over tiles (55: where
 // samples of several CTAs took rounds the resident form of whole rows ran no faster than the three
-// kernels, or slower). options.force_exchange kGlobal asks for the
-// resident form (whole rows at the most CTAs an SM that hold a sample, or force_ctas_per_sm, else
-// channel blocks; force_channel_block: blocks of that many channels), kNone for the three kernels;
-// forced tiles without kGlobal are the three kernels'.
+// kernels, or slower). options.force_exchange kGlobal asks for the resident form (whole rows at the
+// most CTAs an SM that hold a sample, or force_ctas_per_sm, else channel blocks;
+// force_channel_block: blocks of that many channels), kNone for the three kernels; forced tiles
+// without kGlobal are the three kernels'.
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {

@@ -1186,9 +1186,9 @@ TEST(Planner, ChannelsLastResident) {
 // lcm(C / groups, a 16-byte vector)), whole rows a pass of at most 256 threads, at two CTAs an SM
 // where the tile and 80 bytes of coefficients a channel fit half the H200's 228 KiB (less 1 KiB
 // for the driver, 32 bytes a thread and 2 KiB of static memory), else one (alone on the SM, whole
-// rows a pass of up to 512 threads); the block of least
-// cost: the busiest of the 132 SMs' items x a tile's bytes, plus 13 KiB a round of its CTAs (ties:
-// more CTAs an SM). No exchange, so no workspace but the weight gradients' and running stats'.
+// rows a pass of up to 512 threads); the block of least cost: the busiest of the 132 SMs' items x
+// a tile's bytes, plus 13 KiB a round of its CTAs (ties: more CTAs an SM). No exchange, so no
+// workspace but the weight gradients' and running stats'.
 // Forced (exchange global with force_channel_block), the block asked for.
 TEST(Planner, ChannelsLastBlocks) {
   struct Expect {
