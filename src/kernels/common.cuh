@@ -327,6 +327,7 @@ __device__ __forceinline__ int64_t first_channel(const KernelArgs& args, int64_t
 // A thread's elements run in order, so that is about once per channel; a slice of one channel
 // never leaves its window. Ops without channel coefficients get an empty window that covers all.
 struct WholeSliceWindow {
+  static __device__ __forceinline__ constexpr bool moves() { return false; }
   static __device__ __forceinline__ constexpr bool covers(int64_t, int) { return true; }
   static __device__ __forceinline__ void seek(int64_t) {}
 };
@@ -349,6 +350,8 @@ struct ChannelWindow<Op, true> {
   __device__ __forceinline__ ChannelWindow(const KernelArgs& kernel_args, int64_t slice_index,
                                            typename Op::Coefficients& slice_coefficients)
       : coefficients(slice_coefficients), args(kernel_args), slice(slice_index), len(kernel_args.channel_len) {}
+  // Whether the window may move: the slice spans several channels.
+  __device__ __forceinline__ bool moves() const { return args.slice_channels > 1; }
   // Whether elements [first, first + count) of the slice all lie in the window.
   __device__ __forceinline__ bool covers(int64_t first, int count) const {
     return first >= begin && first + count <= begin + len;

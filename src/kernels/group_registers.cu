@@ -143,10 +143,12 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   if (args.out == nullptr) return;
 
   T* out = static_cast<T*>(args.out) + offset;
+  // Every item with `activation` fixed (or the coefficients themselves: a branch per element) and
+  // the elements' channels followed by `item_window`.
+  const auto store_items = [&](const auto& activation, auto& item_window) {
 #pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    if (!slice_data.valid(j)) continue;
-    const auto store = [&](const auto& activation) {
+    for (int j = 0; j < kItems; ++j) {
+      if (!slice_data.valid(j)) continue;
       const auto output = [&](int k) {
         Acc v[kInputs];
 #pragma unroll
@@ -154,13 +156,13 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
         return Op::apply(coefficients, activation, v);
       };
       Acc outputs[kVec];
-      if (window.covers(slice_data.first(j), kVec)) {  // (chunk.cuh store_each: two loops)
+      if (item_window.covers(slice_data.first(j), kVec)) {  // (chunk.cuh store_each: two loops)
 #pragma unroll
         for (int k = 0; k < kVec; ++k) outputs[k] = output(k);
       } else {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          window.seek(slice_data.first(j) + k);
+          item_window.seek(slice_data.first(j) + k);
           outputs[k] = output(k);
         }
       }
@@ -172,15 +174,27 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
       } else {
         __stcs(out + slice_data.first(j), Traits<T>::from_acc(outputs[0]));
       }
-    };
-    // The forward fixes the activation around each item, a copy of it for each (taken per element,
-    // its branch held two warps a slice behind shared_resident: dev/VARIANTS.md 66). The backward
-    // takes it per element: fixed, its registers rose by up to 20 a lane and some float64 builds spilled.
-    if constexpr (kInputs == 1) {
-      coefficients.visit(store);
-    } else {
-      store(coefficients);
     }
+  };
+  // The forward fixes the activation around the loop, a copy of it for each (taken per element,
+  // its branch held two warps a slice behind shared_resident: dev/VARIANTS.md 66), and a slice of
+  // one channel (InstanceNorm with an activation) takes a copy without the window's moves: an
+  // item's seeks (a weight and a bias load an element, by the parameters' dtype) otherwise lay
+  // between its stores, and a warp a slice spent almost half its cycles waiting for instruction
+  // fetch (ncu on nnunet-deep: 10,592 instructions of code, the items' stores 20 KiB apart). The
+  // backward takes the activation per element (fixed, its registers rose by up to 20 a lane and
+  // some float64 builds spilled); its window moves wherever it has one (GroupNorm's channel affine).
+  if constexpr (kInputs == 1) {
+    coefficients.visit([&](const auto& activation) {
+      if (window.moves()) {
+        store_items(activation, window);
+      } else {
+        WholeSliceWindow whole;
+        store_items(activation, whole);
+      }
+    });
+  } else {
+    store_items(coefficients, window);
   }
 }
 
