@@ -243,6 +243,18 @@ Tensor input_in(const Tensor& input, at::MemoryFormat format) {
   return input.contiguous(format);
 }
 
+// dy is read in x's memory format. A dense dy in the other one (an NCHW gradient for channels_last
+// input, as a layer after the norm may return) is copied first, one extra read and write: said
+// once. An expanded dy (a sum's gradient) is copied without a word, as the loss made it.
+Tensor grad_in(const Tensor& grad_output, at::MemoryFormat format) {
+  if (!grad_output.is_contiguous(format) && grad_output.is_non_overlapping_and_dense()) {
+    TORCH_WARN_ONCE("inorm: grad_output is not in the input's memory format (",
+                    format == at::MemoryFormat::Contiguous ? "contiguous" : "channels_last",
+                    "); it is copied to that format first, one extra read and write.");
+  }
+  return grad_output.contiguous(format);
+}
+
 // Plans for the current device (a cached plan after the first call of a shape) and launches on the
 // current stream with a workspace, where the plan needs one, from torch's caching allocator
 // (stream-ordered, and valid under CUDA graph capture).
@@ -353,7 +365,7 @@ std::tuple<Tensor, Tensor, Tensor> launch_backward_kernels(
   const c10::cuda::CUDAGuard guard(input.device());
   const at::MemoryFormat format = kernel_format(input);  // dy and dx follow x
   const Tensor x = input_in(input, format);
-  const Tensor dy = grad_output.contiguous(format);
+  const Tensor dy = grad_in(grad_output, format);
   const at::ScalarType grad_type = param_type.value_or(at::kFloat);
   Tensor grad_input = output_mask[0] ? empty_cuda(x.sizes(), x.scalar_type(), x.device(), format)
                                      : empty_cuda({0}, x.scalar_type(), x.device());

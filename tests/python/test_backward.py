@@ -231,3 +231,44 @@ def test_empty_batch_gradients_are_empty_and_zero():
     dx, dweight, dbias = gradients(ours, x, torch.empty_like(x))
     assert dx.shape == x.shape
     assert torch.equal(dweight, torch.zeros(3, device="cuda")) and torch.equal(dbias, torch.zeros(3, device="cuda"))
+
+
+def test_layout_copies_warn_once_and_keep_the_values():
+    """The package's two copies for layouts the kernels do not read each warn once a process (run in a
+    fresh one: TORCH_WARN_ONCE's state is the process's): an input neither contiguous nor
+    channels_last, and a dense dy in the other memory format than x (an NCHW gradient for channels_last
+    input). A sum's expanded dy is copied without a warning; dx is the same as from a dy in x's format."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings, torch, inorm\n"
+        "warnings.simplefilter('always')\n"
+        "m = inorm.InstanceNorm2d(4, affine=True).cuda()\n"
+        "x = (1000 + torch.randn(2, 4, 9, 7, device='cuda')).to(memory_format=torch.channels_last).requires_grad_()\n"
+        "dy = torch.randn(2, 4, 9, 7, device='cuda')\n"
+        "seen = []\n"
+        "def grads(dy):\n"
+        "    with warnings.catch_warnings(record=True) as w:\n"
+        "        warnings.simplefilter('always')\n"
+        "        g = torch.autograd.grad(m(x), [x, m.weight], dy)\n"
+        "    seen.append(sum('grad_output is not in the input' in str(i.message) for i in w))\n"
+        "    return g\n"
+        "same = grads(dy.to(memory_format=torch.channels_last))\n"
+        "expanded = grads(torch.ones(()).cuda().expand(2, 4, 9, 7))\n"
+        "nchw = grads(dy)\n"
+        "again = grads(dy)\n"
+        "torch.testing.assert_close(nchw[0], same[0], atol=0, rtol=0)\n"
+        "torch.testing.assert_close(nchw[1], same[1], atol=0, rtol=0)\n"
+        "assert nchw[0].is_contiguous(memory_format=torch.channels_last)\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    m(x.detach().transpose(2, 3))\n"
+        "    m(x.detach().transpose(2, 3))\n"
+        "seen.append(sum('neither contiguous nor channels_last' in str(i.message) for i in w))\n"
+        "print('warnings:', seen, flush=True)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"exit status {result.returncode}: {result.stderr[-2000:]}"
+    # dy in x's format, expanded, NCHW (warned), NCHW again (once only); the transposed input, twice.
+    assert "warnings: [0, 0, 1, 0, 1]" in result.stdout, result.stdout + result.stderr[-2000:]
