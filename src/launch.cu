@@ -182,6 +182,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   args.channels = plan.channels;
   args.slice_len = plan.slice_len;
   args.slice_channels = plan.slice_channels;
+  args.groups = plan.channels / plan.slice_channels;
   args.channel_len = detail::channel_len_of(plan);
   args.chunk_len = plan.chunk_len;
   args.register_len = plan.register_len;

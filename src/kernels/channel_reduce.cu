@@ -16,7 +16,10 @@
 namespace inorm::detail {
 namespace {
 
+// A CTA a channel: a warp where the batch is at most 32 (a reduction without barriers; the small
+// tensors whose training steps this kernel ends), else 256 threads.
 constexpr int kChannelReduceThreads = 256;
+constexpr int kSmallBatchThreads = 32;
 
 // Where GroupNorm's per-channel partials lie (plan_internal.h channel_partials_per_slice).
 struct ChannelPartials {
@@ -27,36 +30,39 @@ struct ChannelPartials {
   int64_t slice_channels;
 };
 
-template <typename Acc>
-__global__ void __launch_bounds__(kChannelReduceThreads)
+template <typename Acc, int kThreads>
+__global__ void __launch_bounds__(kThreads)
     channel_reduce_kernel(const Acc* term0, const Acc* term1, int64_t batch, int64_t channels, DType param_dtype,
                           ChannelPartials partials, ChannelOutputs outputs) {
   begin_dependent_kernel();
-  using Reduce = cub::BlockReduce<PairSum<double>, kChannelReduceThreads>;
+  using Reduce = cub::BlockReduce<PairSum<double>, kThreads>;
   __shared__ typename Reduce::TempStorage reduce_storage;
   const int64_t channel = blockIdx.x;
-  // GroupNorm: the channel's slice in each sample, its place there, and the chunks it overlaps.
-  const int64_t local = channel % partials.slice_channels;
-  const int64_t groups = channels / partials.slice_channels;
-  const int64_t first_chunk = local * partials.channel_len / partials.chunk_len;
-  const int64_t last_chunk = ((local + 1) * partials.channel_len - 1) / partials.chunk_len;
   PairSum<double> sums{0.0, 0.0};
-  for (int64_t n = threadIdx.x; n < batch; n += kChannelReduceThreads) {
-    if (partials.sums == nullptr) {
+  if (partials.sums == nullptr) {
+    for (int64_t n = threadIdx.x; n < batch; n += kThreads) {
       sums.first += static_cast<double>(term0[n * channels + channel]);
       sums.second += static_cast<double>(term1[n * channels + channel]);
-      continue;
     }
-    const int64_t slice = n * groups + channel / partials.slice_channels;
-    const Acc* pairs = static_cast<const Acc*>(partials.sums) + 2 * (slice * partials.per_slice + local);
-    double dz = 0.0;
-    double dz_d = 0.0;
-    for (int64_t k = first_chunk; k <= last_chunk; ++k) {
-      dz += static_cast<double>(pairs[2 * k]);
-      dz_d += static_cast<double>(pairs[2 * k + 1]);
+  } else {
+    // GroupNorm: the channel's slice in each sample, its place there, and the chunks it overlaps
+    // (64-bit divisions, taken only here).
+    const int64_t local = channel % partials.slice_channels;
+    const int64_t groups = channels / partials.slice_channels;
+    const int64_t first_chunk = local * partials.channel_len / partials.chunk_len;
+    const int64_t last_chunk = ((local + 1) * partials.channel_len - 1) / partials.chunk_len;
+    for (int64_t n = threadIdx.x; n < batch; n += kThreads) {
+      const int64_t slice = n * groups + channel / partials.slice_channels;
+      const Acc* pairs = static_cast<const Acc*>(partials.sums) + 2 * (slice * partials.per_slice + local);
+      double dz = 0.0;
+      double dz_d = 0.0;
+      for (int64_t k = first_chunk; k <= last_chunk; ++k) {
+        dz += static_cast<double>(pairs[2 * k]);
+        dz_d += static_cast<double>(pairs[2 * k + 1]);
+      }
+      sums.first += static_cast<double>(term0[slice]) * (dz_d - static_cast<double>(term1[slice]) * dz);
+      sums.second += dz;
     }
-    sums.first += static_cast<double>(term0[slice]) * (dz_d - static_cast<double>(term1[slice]) * dz);
-    sums.second += dz;
   }
   sums = Reduce(reduce_storage).Reduce(sums, SumOp{});
   if (threadIdx.x != 0) return;
@@ -83,10 +89,13 @@ Status launch_channel_reduce(const Plan& plan, const KernelArgs& args, const Cha
   // A programmatic dependent of the slice kernel before it: its CTAs wait for the per-slice terms.
   const auto launch = [&](auto tag) {
     using Acc = decltype(tag);
-    return launch_dependent("channel reduction launch", &channel_reduce_kernel<Acc>, grid, kChannelReduceThreads, 0,
-                            stream, static_cast<const Acc*>(args.slice_term0),
-                            static_cast<const Acc*>(args.slice_term1), batch, plan.channels, plan.param_dtype,
-                            partials, outputs);
+    const auto with = [&](auto kernel, int threads) {
+      return launch_dependent("channel reduction launch", kernel, grid, threads, 0, stream,
+                              static_cast<const Acc*>(args.slice_term0), static_cast<const Acc*>(args.slice_term1),
+                              batch, plan.channels, plan.param_dtype, partials, outputs);
+    };
+    return batch <= kSmallBatchThreads ? with(&channel_reduce_kernel<Acc, kSmallBatchThreads>, kSmallBatchThreads)
+                                       : with(&channel_reduce_kernel<Acc, kChannelReduceThreads>, kChannelReduceThreads);
   };
   return stats_dtype(plan.dtype) == DType::kFloat64 ? launch(double{}) : launch(float{});
 }

@@ -22,6 +22,7 @@ struct KernelArgs {
   int64_t channels;
   int64_t slice_len;
   int64_t slice_channels;  // channels a slice spans (GroupNorm: C / groups; else 1)
+  int64_t groups;          // slices a sample: channels / slice_channels
   int64_t channel_len;     // elements of a channel in a slice: slice_len / slice_channels
   double eps;
   const void* weight;
@@ -314,9 +315,17 @@ struct ActivationEpilogue {
 template <typename Acc, bool kActivated>
 using EpilogueOf = std::conditional_t<kActivated, ActivationEpilogue<Acc>, IdentityEpilogue<Acc>>;
 
+// a % b (a >= 0, b > 0) in 32-bit arithmetic where both fit, as they do but past 2^32 slices: a
+// 64-bit division is a call into a subroutine far from the kernel's code, an instruction-cache miss
+// where a small grid's kernels start cold.
+__device__ __forceinline__ int64_t remainder_of(int64_t a, int64_t b) {
+  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) % static_cast<uint32_t>(b);
+  return a % b;
+}
+
 // The first channel of `slice`, which spans args.slice_channels channels (InstanceNorm: one).
 __device__ __forceinline__ int64_t first_channel(const KernelArgs& args, int64_t slice) {
-  return slice % (args.channels / args.slice_channels) * args.slice_channels;
+  return remainder_of(slice, args.groups) * args.slice_channels;
 }
 
 // Where a slice spans several channels (GroupNorm), the coefficients an op applies follow the

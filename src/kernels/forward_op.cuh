@@ -148,7 +148,7 @@ struct ForwardOp {
 
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool normalizes = true) {
     const int64_t first = args.channels_last
-                              ? (slice / (args.channels / args.slice_channels)) * args.channel_len * args.channels +
+                              ? (slice / args.groups) * args.channel_len * args.channels +
                                     first_channel(args, slice)
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).

@@ -261,14 +261,14 @@ def test_layout_copies_warn_once_and_keep_the_values():
         "torch.testing.assert_close(nchw[0], same[0], atol=0, rtol=0)\n"
         "torch.testing.assert_close(nchw[1], same[1], atol=0, rtol=0)\n"
         "assert nchw[0].is_contiguous(memory_format=torch.channels_last)\n"
-        "with warnings.catch_warnings(record=True) as w:\n"
-        "    warnings.simplefilter('always')\n"
-        "    m(x.detach().transpose(2, 3))\n"
-        "    m(x.detach().transpose(2, 3))\n"
-        "seen.append(sum('neither contiguous nor channels_last' in str(i.message) for i in w))\n"
         "print('warnings:', seen, flush=True)\n"
+        "m(x.detach().transpose(2, 3))\n"
+        "m(x.detach().transpose(2, 3))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"exit status {result.returncode}: {result.stderr[-2000:]}"
-    # dy in x's format, expanded, NCHW (warned), NCHW again (once only); the transposed input, twice.
-    assert "warnings: [0, 0, 1, 0, 1]" in result.stdout, result.stdout + result.stderr[-2000:]
+    # dy in x's format, expanded, NCHW (warned), NCHW again (once only).
+    assert "warnings: [0, 0, 1, 0]" in result.stdout, result.stdout + result.stderr[-2000:]
+    # The transposed input, twice: warned once. Counted on stderr, where it lands either way (torch
+    # 2.11 prints the forward op's C++ warning there rather than raise it as a Python warning).
+    assert result.stderr.count("neither contiguous nor channels_last") == 1, result.stderr[-2000:]
