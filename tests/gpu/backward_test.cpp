@@ -143,6 +143,20 @@ TEST(GpuBackward, OnlyTheGradientsAskedFor) {
 }
 
 // Parameters in float32 beside half inputs (autocast's layout), and in the input's dtype.
+// dweight and dbias: the channel reduction runs a warp a channel up to a batch of 32 and 256 threads
+// past it (kernels/channel_reduce.cu), on both sides of that boundary, with InstanceNorm's per-slice
+// terms and GroupNorm's per-channel partials (its second branch).
+TEST(GpuBackward, WeightGradientsEitherSideOfBatch32) {
+  INORM_REQUIRE_GPU();
+  for (int64_t batch : {32, 33}) {
+    for (int64_t groups : {0, 4}) {
+      Case c = backward_case({batch, 8, 17, 19}, DType::kFloat32);
+      c.groups = groups;
+      expect_passes(c, "batch " + std::to_string(batch) + (groups > 0 ? ", GroupNorm(4)" : ", InstanceNorm"));
+    }
+  }
+}
+
 TEST(GpuBackward, ParamDtypes) {
   INORM_REQUIRE_GPU();
   for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {

@@ -139,6 +139,19 @@ TEST(GpuForward, RunningStatsAfterOneAndThreeUpdates) {
   }
 }
 
+// The running-stat update's channel reduction runs a warp a channel up to a batch of 32 and 256
+// threads past it (kernels/channel_reduce.cu): both sides of that boundary.
+TEST(GpuForward, RunningStatsEitherSideOfBatch32) {
+  INORM_REQUIRE_GPU();
+  for (int64_t batch : {32, 33}) {
+    Case c;
+    c.shape = {batch, 8, 17, 19};
+    c.affine = true;
+    c.running = Running::kUpdate;
+    expect_passes(c, "batch " + std::to_string(batch));
+  }
+}
+
 TEST(GpuForward, WeightWithoutBias) {
   INORM_REQUIRE_GPU();
   Case c;
