@@ -142,7 +142,6 @@ TEST(GpuBackward, OnlyTheGradientsAskedFor) {
   }
 }
 
-// Parameters in float32 beside half inputs (autocast's layout), and in the input's dtype.
 // dweight and dbias: the channel reduction runs a warp a channel up to a batch of 32 and 256 threads
 // past it (kernels/channel_reduce.cu), on both sides of that boundary, with InstanceNorm's per-slice
 // terms and GroupNorm's per-channel partials (its second branch).
@@ -157,6 +156,7 @@ TEST(GpuBackward, WeightGradientsEitherSideOfBatch32) {
   }
 }
 
+// Parameters in float32 beside half inputs (autocast's layout), and in the input's dtype.
 TEST(GpuBackward, ParamDtypes) {
   INORM_REQUIRE_GPU();
   for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
