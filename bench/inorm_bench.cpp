@@ -10,13 +10,14 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
-//            pipelined-resident132,lanes16,cl-kernels,cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,
-//            alone8 (also time forced plans: CTAs per slice, CTAs per SM and exchange of shared_resident,
-//            split_pipelined, its lead's slack per CTA and its resident parts a slice, group_registers'
-//            lanes a slice; channels_last's three kernels, its resident form (at K CTAs an SM; over
-//            channel blocks of K channels), the three kernels' tiles (channels x rows, 0 the
-//            planner's) and their grid edited, and shared_resident's one CTA a slice at K CTAs an
-//            SM; see dev/VARIANTS.md)
+//            pipelined-resident132,pipelined-part32-lead1,lanes16,cl-kernels,cl-resident2,cl-blocks40,
+//            cl-tiles128x32,cl-grid396,alone8 (also time forced plans: CTAs per slice, CTAs per SM and
+//            exchange of shared_resident; split_pipelined, its lead's slack per CTA, its resident
+//            parts a slice and its part's stage in KiB (edits joined by '-'); group_registers' lanes
+//            a slice; channels_last's three kernels, its resident form (at K CTAs an SM; over channel
+//            blocks of K channels), the three kernels' tiles (channels x rows, 0 the planner's) and
+//            their grid edited, and shared_resident's one CTA a slice at K CTAs an SM; see
+//            dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -508,14 +509,24 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
         }
         if (v.options.force_exchange == Exchange::kAuto) return false;
       }
-    } else if (item == "pipelined") {
+    } else if (item == "pipelined" || item.rfind("pipelined-", 0) == 0) {
+      // split_pipelined, with edits joined by '-': the lead's slack per CTA (lead0.5), resident parts
+      // a slice (resident132), a part's stage in KiB (part32); e.g. pipelined-part32-lead1
       v.options.force_path = Path::kSplitPipelined;
-    } else if (std::sscanf(item.c_str(), "pipelined-lead%lf", &v.split_slack_per_cta) == 1 &&
-               v.split_slack_per_cta >= 0) {  // the lead's slack per CTA, e.g. pipelined-lead0.5
-      v.options.force_path = Path::kSplitPipelined;
-    } else if (std::sscanf(item.c_str(), "pipelined-resident%d", &v.options.force_resident_parts) == 1 &&
-               v.options.force_resident_parts >= 0) {  // resident parts a slice, e.g. pipelined-resident132
-      v.options.force_path = Path::kSplitPipelined;
+      std::stringstream edits(item.substr(std::strlen("pipelined")));
+      std::string edit;
+      std::getline(edits, edit, '-');  // the empty text before the first '-'
+      while (std::getline(edits, edit, '-')) {
+        int part_kib = 0;
+        if (std::sscanf(edit.c_str(), "lead%lf", &v.split_slack_per_cta) == 1 && v.split_slack_per_cta >= 0) {
+        } else if (std::sscanf(edit.c_str(), "resident%d", &v.options.force_resident_parts) == 1 &&
+                   v.options.force_resident_parts >= 0) {
+        } else if (std::sscanf(edit.c_str(), "part%d", &part_kib) == 1 && part_kib > 0) {
+          v.options.force_part_bytes = part_kib * 1024;
+        } else {
+          return false;
+        }
+      }
     } else if (item == "cl-kernels") {
       v.options.force_exchange = Exchange::kNone;  // channels_last's three kernels
     } else if (std::sscanf(item.c_str(), "cl-blocks%d", &v.options.force_channel_block) == 1 &&

@@ -745,8 +745,18 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
 Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   *plan = base;
   const int64_t elem_size = static_cast<int64_t>(dtype_size(base.dtype));
+  constexpr int kPartBytesStep = 4 * 1024;
+  if (options.force_part_bytes != 0 && (options.force_part_bytes < kPartBytesStep ||
+                                        options.force_part_bytes > detail::kSplitStageBytes ||
+                                        options.force_part_bytes % kPartBytesStep != 0)) {
+    return invalid("forced part bytes must be 0 (the planner's) or a multiple of " + std::to_string(kPartBytesStep) +
+                   " up to " + std::to_string(detail::kSplitStageBytes) + ", got " +
+                   std::to_string(options.force_part_bytes));
+  }
   const int64_t stage_len =
-      static_cast<int64_t>(detail::split_stage_len(static_cast<std::size_t>(elem_size), base.inputs));
+      options.force_part_bytes != 0
+          ? options.force_part_bytes / (elem_size * base.inputs)
+          : static_cast<int64_t>(detail::split_stage_len(static_cast<std::size_t>(elem_size), base.inputs));
   plan->path = Path::kSplitPipelined;
   plan->chunk_len = chunk_len_for(base.slice_len, ceil_div(base.slice_len, stage_len), elem_size);
   const int64_t parts = ceil_div(base.slice_len, plan->chunk_len);

@@ -204,6 +204,9 @@ struct PlanOptions {
   // kSharedResident; kChannelsLast: kGlobal its resident form, kNone its three kernels
   Exchange force_exchange = Exchange::kAuto;
   int force_resident_parts = -1;  // kSplitPipelined: resident parts per slice (-1: the planner's)
+  // kSplitPipelined: bytes of a part's stage (every input's part together), a multiple of 4 KiB up
+  // to the stage's 64 KiB (0: the planner's)
+  int force_part_bytes = 0;
   int force_group_lanes = 0;      // kGroupRegisters: lanes a slice, 4 to 64 (0: the planner's)
   // kChannelsLast's three kernels: channels a tile (a multiple of a 16-byte vector where the plan
   // moves vectors, at most 256) and spatial positions a tile (rounded up to whole passes of the

@@ -638,6 +638,40 @@ TEST(Planner, ResidentPartsForcedWithinTheirBounds) {
   EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
 }
 
+// A part's stage can be forced smaller (more, shorter parts: a shorter lead in bytes) in 4 KiB
+// steps up to the stage the kernel is built for; anything else is refused.
+TEST(Planner, PartBytesForcedWithinTheirBounds) {
+  const ForwardParams p = problem(DType::kFloat32, {1, 32, 1024, 1024});  // 4 MiB slices: 64 parts of 64 KiB
+  EXPECT_EQ(plan_of(p).parts_per_slice, 64);
+  PlanOptions options;
+  options.force_part_bytes = 16 * 1024;
+  const Plan small = plan_of(p, options);
+  EXPECT_EQ(small.chunk_len, 4096);
+  EXPECT_EQ(small.parts_per_slice, 256);
+  EXPECT_EQ(small.pipeline_lead, 256 + 2 * small.grid);
+  // The backward's stage holds x and dy: a part of each is half as long.
+  BackwardParams b;
+  b.x = p.x;
+  b.dy = reinterpret_cast<void*>(kAligned * 128);
+  b.dx = reinterpret_cast<void*>(kAligned * 192);
+  b.batch = p.batch;
+  b.channels = p.channels;
+  b.spatial_rank = p.spatial_rank;
+  for (int i = 0; i < p.spatial_rank; ++i) b.spatial[i] = p.spatial[i];
+  b.mean = reinterpret_cast<void*>(kAligned * 3);
+  b.rstd = reinterpret_cast<void*>(kAligned * 4);
+  Plan backward;
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &backward, options).ok());
+  EXPECT_EQ(backward.chunk_len, 2048);
+  Plan plan;
+  for (int bytes : {-4096, 1024, 6000, 68 * 1024}) {
+    options.force_part_bytes = bytes;
+    const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bytes;
+    EXPECT_NE(status.message().find("forced part bytes"), std::string::npos) << status.message();
+  }
+}
+
 // pipelined_item hands out every reduction item and every elementwise item of a non-resident part
 // exactly once, each slice's reductions all before its first elementwise item (or the grid could
 // wait forever), each stream in order, and nothing for resident parts' elementwise passes.
