@@ -672,15 +672,23 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       }
     }
   }
+  // GroupNorm's backward with per-channel sums, where the grid takes every slice at once (bound by
+  // latency): chunks of whole channels (one block sum per channel of a chunk, none shared by two
+  // CTAs) in CTAs of 256 threads. On 27 shapes of 0.3-5 MB the busy share of the slots had picked
+  // chunks across channels or 512-thread CTAs, up to 35% slower (dev/VARIANTS.md 70).
+  const bool prefers_channel_chunks = detail::sums_channels_in_slices(base);
+  const int64_t channel_len = detail::channel_len_of(base);
   struct Score {
     int ctas_per_sm = 0;
     bool fits_cluster = false;
+    bool channel_chunks = false;
     bool steady = false;
     int64_t util_percent = -1;
     int64_t ctas_per_slice = 0;
     bool better_than(const Score& o) const {
       if (std::min(ctas_per_sm, 2) != std::min(o.ctas_per_sm, 2)) return ctas_per_sm > o.ctas_per_sm;
       if (fits_cluster != o.fits_cluster) return fits_cluster;
+      if (channel_chunks != o.channel_chunks) return channel_chunks;
       if (steady != o.steady) return steady;
       if (util_percent != o.util_percent) return util_percent > o.util_percent;
       if (ctas_per_slice != o.ctas_per_slice) return ctas_per_slice < o.ctas_per_slice;
@@ -693,8 +701,14 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     if (options.force_ctas_per_sm != 0 && ctas_per_sm != options.force_ctas_per_sm) continue;
     const int64_t total = static_cast<int64_t>(limits.sm_count) * ctas_per_sm;
     int64_t lo = 1;
-    int64_t hi = std::min<int64_t>({total, static_cast<int64_t>(max_group),
-                                    std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
+    // The widest group of chunks of about kSharedMinChunkBytes; chunks of whole channels (above)
+    // may be narrower, of kSharedMinChannelChunkBytes at least.
+    const int64_t widest = std::min<int64_t>({total, static_cast<int64_t>(max_group),
+                                              std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
+    int64_t hi = prefers_channel_chunks
+                     ? std::max(widest, std::min<int64_t>({total, static_cast<int64_t>(max_group),
+                                                           slice_bytes / detail::kSharedMinChannelChunkBytes}))
+                     : widest;
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
       const Chunks chunks = chunks_for(group, ctas_per_sm);
@@ -712,7 +726,11 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                      rounds >= detail::kSharedSteadyMinRounds;
       score.ctas_per_sm = ctas_per_sm;
       score.fits_cluster = group <= detail::kSharedMaxClusterCtas;
+      score.channel_chunks = prefers_channel_chunks && rounds == 1 && chunks.len % channel_len == 0 &&
+                             chunks.register_len == 0 &&
+                             detail::shared_threads_for(ctas_per_sm) == detail::kSharedChannelChunkThreads;
       score.ctas_per_slice = group;
+      if (group > widest && !score.channel_chunks && options.force_ctas_per_slice == 0) continue;
       if (!score.better_than(best)) continue;
       best = score;
       *plan = base;

@@ -251,6 +251,56 @@ TEST(PlanBackward, GroupNormWeightGradientsTakeNarrowRegisterClusters) {
   EXPECT_GT(plan.register_len, 0);
 }
 
+// GroupNorm's weight gradients where the grid takes every slice at once: chunks of whole channels
+// in 256-thread CTAs (planner.cpp plan_shared), down to kSharedMinChannelChunkBytes, never below.
+TEST(PlanBackward, GroupNormInOneRoundTakesChunksOfWholeChannels) {
+  struct Case {
+    std::initializer_list<int64_t> shape;
+    int ctas_per_slice;
+    int ctas_per_sm;
+    const char* why;
+  };
+  const Case cases[] = {
+      // SD UNet's 320 channels: two channels a chunk (busy slots alone picked seven CTAs at four an
+      // SM, chunks across channels).
+      {{2, 320, 64, 64}, 5, 3, "two channels of 4096"},
+      // 1280 channels of 256: eight a chunk, 8 KiB of x and dy, narrower than kSharedMinChunkBytes.
+      {{2, 1280, 16, 16}, 5, 3, "eight channels of 256"},
+      // 10 KiB slices: half of one would be 5 KiB, under kSharedMinChannelChunkBytes: a CTA a slice.
+      {{8, 320, 16, 16}, 1, 3, "a whole slice"},
+      // 256 slices take two CTAs each at four an SM (512 of 528 slots: still one round).
+      {{8, 320, 32, 32}, 2, 4, "five channels of 1024"},
+  };
+  for (const Case& c : cases) {
+    BackwardParams p = problem(DType::kFloat16, c.shape);
+    p.groups = 32;
+    p.weight = fake_pointer(kAligned * 200);
+    p.dweight = fake_pointer(kAligned * 201);
+    p.activation = Activation::kSilu;
+    const Plan plan = plan_of(p);
+    ASSERT_EQ(plan.path, Path::kSharedResident) << c.why;
+    EXPECT_EQ(plan.ctas_per_slice, c.ctas_per_slice) << c.why << ": " << plan.describe();
+    EXPECT_EQ(plan.ctas_per_sm, c.ctas_per_sm) << c.why << ": " << plan.describe();
+    EXPECT_EQ(plan.threads, 256) << c.why;
+    EXPECT_EQ(plan.chunk_len % (plan.slice_len / plan.slice_channels), 0) << c.why << ": " << plan.describe();
+    EXPECT_GE(plan.chunk_len * 2 * 2, detail::kSharedMinChannelChunkBytes) << c.why;
+  }
+  // Without weight gradients nothing is summed per channel: the busiest slots, across channels.
+  BackwardParams p = problem(DType::kFloat16, {2, 320, 64, 64});
+  p.groups = 32;
+  p.activation = Activation::kSilu;
+  Plan plan = plan_of(p);
+  EXPECT_NE(plan.chunk_len % 4096, 0) << plan.describe();
+  // Many rounds keep the busiest slots too (16x640x32x32 float32: three CTAs at three an SM).
+  p = problem(DType::kFloat32, {16, 640, 32, 32});
+  p.groups = 32;
+  p.weight = fake_pointer(kAligned * 200);
+  p.dweight = fake_pointer(kAligned * 201);
+  plan = plan_of(p);
+  EXPECT_EQ(plan.ctas_per_slice, 3) << plan.describe();
+  EXPECT_EQ(plan.ctas_per_sm, 3) << plan.describe();
+}
+
 // No op with an activation takes register parts (config.h shared_register_part_max_group): its
 // register parts would take the activation's branch per element. Without them the steady plan.
 TEST(PlanBackward, ActivationTakesNoRegisterParts) {
