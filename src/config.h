@@ -156,7 +156,7 @@ INORM_HOST_DEVICE inline constexpr int64_t shared_region_bytes(int64_t bytes) { 
 // A slice is not spread over CTAs so thin that each holds less than this (unless it must be).
 inline constexpr int kSharedMinChunkBytes = 16 * 1024;
 // The CTA size GroupNorm's backward takes with chunks of whole channels in one round (planner.cpp
-// plan_shared): 512-thread CTAs (two an SM) ran 20-75% slower than 256 on every shape swept.
+// plan_shared): 512-thread CTAs (two an SM) ran 30-75% slower than 256 on every shape swept.
 inline constexpr int kSharedChannelChunkThreads = 256;
 // Such chunks may hold down to this many bytes: SD UNet's 2x1280x16x16 float16 (chunks of eight
 // channels, 8 KiB) ran 0.028-0.031 ms in five CTAs a slice against 0.040-0.043 in two.

@@ -674,8 +674,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   }
   // GroupNorm's backward with per-channel sums, where the grid takes every slice at once (bound by
   // latency): chunks of whole channels (one block sum per channel of a chunk, none shared by two
-  // CTAs) in CTAs of 256 threads. On 27 shapes of 0.3-5 MB the busy share of the slots had picked
-  // chunks across channels or 512-thread CTAs, up to 35% slower (dev/VARIANTS.md 70).
+  // CTAs) in CTAs of 256 threads. On 27 shapes of 0.5-8 MB the busy share of the slots had picked
+  // chunks across channels or 512-thread CTAs, up to 1.6x as slow (dev/VARIANTS.md 70).
   const bool prefers_channel_chunks = detail::sums_channels_in_slices(base);
   const int64_t channel_len = detail::channel_len_of(base);
   struct Score {
