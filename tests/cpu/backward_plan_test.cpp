@@ -46,6 +46,16 @@ void expect_invalid(const BackwardParams& p, const std::string& fragment,
       << "message '" << status.message() << "' does not mention '" << fragment << "'";
 }
 
+// GroupNorm with a weight and its gradient: the weight gradients are summed per channel inside
+// each slice (plan_internal.h sums_channels_in_slices).
+BackwardParams group_norm_weight_grads(DType dtype, std::initializer_list<int64_t> shape, int64_t groups) {
+  BackwardParams p = problem(dtype, shape);
+  p.groups = groups;
+  p.weight = fake_pointer(kAligned * 200);
+  p.dweight = fake_pointer(kAligned * 201);
+  return p;
+}
+
 Plan plan_of(const BackwardParams& p, const PlanOptions& options = {}) {
   Plan plan;
   const Status status = plan_backward(p, hopper_h200_limits(), &plan, options);
@@ -226,10 +236,7 @@ TEST(PlanBackward, SeedUsesTheNarrowestClusterWithRegisterParts) {
 // up to eight (config.h shared_register_part_max_group). 1 MiB fp32 slices of 16 channels take 32
 // CTAs through L2 at three per SM, where InstanceNorm's take the seed's cluster of 15.
 TEST(PlanBackward, GroupNormWeightGradientsTakeNarrowRegisterClusters) {
-  BackwardParams p = problem(DType::kFloat32, {32, 256, 128, 128});
-  p.groups = 16;
-  p.weight = fake_pointer(kAligned * 200);
-  p.dweight = fake_pointer(kAligned * 201);
+  BackwardParams p = group_norm_weight_grads(DType::kFloat32, {32, 256, 128, 128}, 16);
   Plan plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kSharedResident);
   EXPECT_EQ(plan.register_len, 0) << plan.describe();
@@ -242,11 +249,7 @@ TEST(PlanBackward, GroupNormWeightGradientsTakeNarrowRegisterClusters) {
   EXPECT_EQ(plan.ctas_per_slice, 15) << plan.describe();
   EXPECT_GT(plan.register_len, 0);
   // 512 KiB slices of 32 channels keep their cluster of eight with register parts (gn-only-fp32).
-  p = problem(DType::kFloat32, {16, 256, 128, 128});
-  p.groups = 32;
-  p.weight = fake_pointer(kAligned * 200);
-  p.dweight = fake_pointer(kAligned * 201);
-  plan = plan_of(p);
+  plan = plan_of(group_norm_weight_grads(DType::kFloat32, {16, 256, 128, 128}, 32));
   EXPECT_EQ(plan.ctas_per_slice, 8) << plan.describe();
   EXPECT_GT(plan.register_len, 0);
 }
@@ -272,10 +275,7 @@ TEST(PlanBackward, GroupNormInOneRoundTakesChunksOfWholeChannels) {
       {{8, 320, 32, 32}, 2, 4, "five channels of 1024"},
   };
   for (const Case& c : cases) {
-    BackwardParams p = problem(DType::kFloat16, c.shape);
-    p.groups = 32;
-    p.weight = fake_pointer(kAligned * 200);
-    p.dweight = fake_pointer(kAligned * 201);
+    BackwardParams p = group_norm_weight_grads(DType::kFloat16, c.shape, 32);
     p.activation = Activation::kSilu;
     const Plan plan = plan_of(p);
     ASSERT_EQ(plan.path, Path::kSharedResident) << c.why;
@@ -292,11 +292,7 @@ TEST(PlanBackward, GroupNormInOneRoundTakesChunksOfWholeChannels) {
   Plan plan = plan_of(p);
   EXPECT_NE(plan.chunk_len % 4096, 0) << plan.describe();
   // Many rounds keep the busiest slots too (16x640x32x32 float32: three CTAs at three an SM).
-  p = problem(DType::kFloat32, {16, 640, 32, 32});
-  p.groups = 32;
-  p.weight = fake_pointer(kAligned * 200);
-  p.dweight = fake_pointer(kAligned * 201);
-  plan = plan_of(p);
+  plan = plan_of(group_norm_weight_grads(DType::kFloat32, {16, 640, 32, 32}, 32));
   EXPECT_EQ(plan.ctas_per_slice, 3) << plan.describe();
   EXPECT_EQ(plan.ctas_per_sm, 3) << plan.describe();
 }
