@@ -13,10 +13,11 @@ namespace inorm::detail {
 #define INORM_HOST_DEVICE
 #endif
 
-// kGroupRegisters: every CTA has this many threads; a slice is held by `group` lanes (two warps
-// where 64), each with `items` loads of 16 bytes (vector) or of one element (scalar). The planner
-// takes 32 lanes for vectors, 64 where 32 would hold more than kGroupMaxLaneValues; {16, 4, true}
-// runs where forced (PlanOptions::force_group_lanes; dev/VARIANTS.md 48).
+// kGroupRegisters: every CTA has this many threads (fewer where forced: PlanOptions::
+// force_group_cta_threads); a slice is held by `group` lanes (two warps where 64), each with
+// `items` loads of 16 bytes (vector) or of one element (scalar). The planner takes 32 lanes for
+// vectors, 64 where 32 would hold more than kGroupMaxLaneValues; {16, 4, true} runs where forced
+// (PlanOptions::force_group_lanes; dev/VARIANTS.md 48).
 inline constexpr int kGroupCtaThreads = 256;
 struct GroupConfig {
   int group;

@@ -110,7 +110,7 @@ std::string Plan::describe() const {
   switch (path) {
     case Path::kGroupRegisters:
       out << " group=" << group_size << " items=" << items_per_lane
-          << (vector_io ? " vector" : " scalar");
+          << (vector_io ? " vector" : " scalar") << " threads=" << threads << " grid=" << grid;
       break;
     case Path::kSharedResident:
       out << " ctas_per_slice=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm
@@ -538,14 +538,39 @@ int choose_group_config(const Plan& base, int lanes) {
   return find(group, next_pow2(ceil_div(slice_len, group)), false);
 }
 
-Status plan_group(const Plan& base, int config, Plan* plan) {
+// GroupNorm's affine forward (a slice of several channels, each with its weight and bias) moves
+// group_registers' channel window at nearly every item of a lane, each move a division and a
+// weight and bias load in turn. With more than kGroupSeekingMaxItems items a lane, on fewer lanes
+// than kGroupSeekingMinLanesPerSm an SM, that chain is the kernel's time and shared_resident (a
+// CTA a slice, a channel at a time) ran ahead. Measured on the H200 (dev/VARIANTS.md 71; us,
+// group_registers against shared_resident): 2x512x16x16 float16 with SiLU 16.1 against 12.3,
+// 8x512x16x16 15.7 against 12.5, 16x256x16x16 float32 13.1 against 12.1; with more lanes
+// group_registers led (32x512x16x16 16.7 against 19.3, 64x320x16x16 19.2 against 23.7), and with
+// at most four items a lane at every count measured (4096 slices of 1024 bfloat16 14.7 against 26).
+constexpr int kGroupSeekingMaxItems = 4;
+constexpr int64_t kGroupSeekingMinLanesPerSm = 256;
+bool group_seeks_too_long(const Plan& base, int config, const DeviceLimits& limits) {
+  const detail::GroupConfig& group = kGroupConfigs[config];
+  return base.pass == Pass::kForward && base.channel_affine && base.slice_channels > 1 &&
+         group.items > kGroupSeekingMaxItems &&
+         base.num_slices * group.group < kGroupSeekingMinLanesPerSm * limits.sm_count;
+}
+
+Status plan_group(const Plan& base, int config, int forced_cta_threads, Plan* plan) {
+  const int group = kGroupConfigs[config].group;
+  if (forced_cta_threads != 0 && (forced_cta_threads < 0 || forced_cta_threads > detail::kGroupCtaThreads ||
+                                  forced_cta_threads % std::max(group, 32) != 0)) {
+    return invalid("forced group_registers CTA threads must be a multiple of 32 and of the " + std::to_string(group) +
+                   " lanes a slice, up to " + std::to_string(detail::kGroupCtaThreads) + ", got " +
+                   std::to_string(forced_cta_threads));
+  }
   *plan = base;
   plan->path = Path::kGroupRegisters;
-  plan->group_size = kGroupConfigs[config].group;
+  plan->group_size = group;
   plan->items_per_lane = kGroupConfigs[config].items;
   plan->vector_io = kGroupConfigs[config].vector;
-  plan->threads = detail::kGroupCtaThreads;
-  plan->grid = ceil_div(plan->num_slices, detail::kGroupCtaThreads / plan->group_size);
+  plan->threads = forced_cta_threads != 0 ? forced_cta_threads : detail::kGroupCtaThreads;
+  plan->grid = ceil_div(plan->num_slices, plan->threads / plan->group_size);
   return Status::Ok();
 }
 
@@ -1137,9 +1162,10 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // Every slice too large for the chip, one or many, of any length, goes to split_pipelined: it beat
   // or tied the two-kernel split_slice (now in dev/VARIANTS.md 32-33) on every shape measured.
   if (path == Path::kAuto) {
-    path = group_config >= 0 ? Path::kGroupRegisters
-           : fits_shared     ? Path::kSharedResident
-                             : Path::kSplitPipelined;
+    const bool group_fits = group_config >= 0 && !(fits_shared && group_seeks_too_long(base, group_config, limits));
+    path = group_fits    ? Path::kGroupRegisters
+           : fits_shared ? Path::kSharedResident
+                         : Path::kSplitPipelined;
   }
   Status status;
   switch (path) {
@@ -1151,7 +1177,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
                             ? " with " + std::to_string(options.force_group_lanes) + " lanes a slice"
                             : std::string()));
       }
-      status = plan_group(base, group_config, plan);
+      status = plan_group(base, group_config, options.force_group_cta_threads, plan);
       break;
     case Path::kSharedResident:
       status = plan_shared(base, limits, options, plan);

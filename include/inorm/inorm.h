@@ -208,6 +208,8 @@ struct PlanOptions {
   // to the stage's 64 KiB (0: the planner's)
   int force_part_bytes = 0;
   int force_group_lanes = 0;      // kGroupRegisters: lanes a slice, 4 to 64 (0: the planner's)
+  // kGroupRegisters: threads a CTA, whole warps and whole slices' lanes, up to 256 (0: the planner's)
+  int force_group_cta_threads = 0;
   // kChannelsLast's three kernels: channels a tile (a multiple of a 16-byte vector where the plan
   // moves vectors, at most 256) and spatial positions a tile (rounded up to whole passes of the
   // CTA's threads); 0: the planner's. With force_exchange kGlobal, the channels of the resident

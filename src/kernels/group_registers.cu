@@ -105,13 +105,14 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   constexpr int kInputs = Op::kInputs;
-  constexpr int kSlicesPerCta = kGroupCtaThreads / kGroup;
+  // The plan's CTA: up to kGroupCtaThreads, whole warps and whole groups (planner.cpp plan_group).
+  const int slices_per_cta = blockDim.x / kGroup;
 
   GroupSlice<T, kGroup, kItems, kVector, kInputs> slice_data;
   constexpr int kVec = decltype(slice_data)::kVec;
   const int group = threadIdx.x / kGroup;
   slice_data.lane = threadIdx.x % kGroup;
-  const int64_t slice = static_cast<int64_t>(blockIdx.x) * kSlicesPerCta + group;
+  const int64_t slice = static_cast<int64_t>(blockIdx.x) * slices_per_cta + group;
   slice_data.active = slice < args.num_slices;
   slice_data.len = args.slice_len;
   const int64_t offset = slice_data.active ? slice * args.slice_len : 0;
@@ -155,24 +156,29 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
         for (int i = 0; i < kInputs; ++i) v[i] = slice_data.value(i, j, k);
         return Op::apply(coefficients, activation, v);
       };
-      Acc outputs[kVec];
-      if (item_window.covers(slice_data.first(j), kVec)) {  // (chunk.cuh store_each: two loops)
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) outputs[k] = output(k);
-      } else {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          item_window.seek(slice_data.first(j) + k);
-          outputs[k] = output(k);
-        }
-      }
+      const int64_t first = slice_data.first(j);
+      // A lane's items lie group * 16 bytes apart, each mostly in a channel of its own: the window
+      // moves to the item's first element, and only an item across a channel's end (a channel
+      // length that is not a whole number of vectors) goes element by element, in a loop left
+      // rolled. Unrolled, with a move at every element, that path made the general forward's
+      // kernels 0.4-0.8 MB of code, and GroupNorm's affine waited on instruction fetch at twice
+      // shared_resident's time (dev/VARIANTS.md 71).
+      item_window.seek(first);
       if constexpr (kVector) {
-        Pack<T> pack;
+        if (item_window.covers(first, kVec)) {
+          Pack<T> pack;
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) pack.v[k] = Traits<T>::from_acc(outputs[k]);
-        store_pack_l2(out + slice_data.first(j), pack);
+          for (int k = 0; k < kVec; ++k) pack.v[k] = Traits<T>::from_acc(output(k));
+          store_pack_l2(out + first, pack);
+        } else {
+#pragma unroll 1
+          for (int k = 0; k < kVec; ++k) {
+            item_window.seek(first + k);
+            __stcs(out + first + k, Traits<T>::from_acc(output(k)));
+          }
+        }
       } else {
-        __stcs(out + slice_data.first(j), Traits<T>::from_acc(outputs[0]));
+        __stcs(out + first, Traits<T>::from_acc(output(0)));
       }
     }
   };
@@ -227,8 +233,13 @@ Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t strea
       const GroupConfig& config = kGroupConfigs[i];
       if (config.group == plan.group_size && config.items == plan.items_per_lane &&
           config.vector == plan.vector_io && table[i] != nullptr) {
+        if (plan.threads <= 0 || plan.threads > kGroupCtaThreads || plan.threads % 32 != 0 ||
+            plan.threads % config.group != 0) {
+          return Status(StatusCode::kInvalidArgument,
+                        "inorm: the plan's group_registers CTA is not whole warps and slices of at most 256 threads");
+        }
         return launch_dependent("group_registers launch", table[i], static_cast<unsigned>(plan.grid),
-                                kGroupCtaThreads, 0, stream, args);
+                                static_cast<unsigned>(plan.threads), 0, stream, args);
       }
     }
     return Status(StatusCode::kInvalidArgument,

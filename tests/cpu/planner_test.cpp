@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config.h"
@@ -429,6 +430,61 @@ TEST(Planner, ForcedGroupLanes) {
     status = plan_forward(problem(DType::kFloat32, {256, 256, 16, 16}), hopper_h200_limits(), &refused, options);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << lanes;
     EXPECT_NE(status.message().find("forced group lanes"), std::string::npos) << status.message();
+  }
+}
+
+// GroupNorm's affine forward leaves group_registers for shared_resident where a lane would hold
+// more than kGroupSeekingMaxItems (4) items on fewer than 256 lanes an SM (33,792 on the H200):
+// its window's move at each item is then the kernel's time. Its backward, and GroupNorm without an
+// affine (nothing moves), keep group_registers.
+TEST(Planner, GroupNormAffineOnFewLanesLeavesGroupRegisters) {
+  struct Expected {
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    Path path;
+  };
+  const Expected expected[] = {
+      {DType::kFloat16, {2, 512, 16, 16}, Path::kSharedResident},    // 64 slices x 64 lanes x 8 items
+      {DType::kFloat32, {16, 256, 16, 16}, Path::kSharedResident},   // 32,768 lanes: one short
+      {DType::kFloat16, {32, 512, 16, 16}, Path::kGroupRegisters},   // 65,536 lanes
+      {DType::kBFloat16, {2, 128, 16, 16}, Path::kGroupRegisters},   // four items a lane
+  };
+  for (const Expected& e : expected) {
+    const Plan plan = plan_of(affine_groups(e.dtype, e.shape, 32));
+    EXPECT_EQ(plan.path, e.path) << plan.describe();
+  }
+  ForwardParams plain = problem(DType::kFloat16, {2, 512, 16, 16});
+  plain.groups = 32;
+  EXPECT_EQ(plan_of(plain).path, Path::kGroupRegisters);
+}
+
+// inorm-bench's lanesL-ctaT variants: group_registers' CTAs of whole warps and whole slices' lanes,
+// up to kGroupCtaThreads; the grid covers every slice. Refused otherwise, naming the bounds.
+TEST(Planner, ForcedGroupCtaThreads) {
+  PlanOptions options;
+  options.force_path = Path::kGroupRegisters;
+  options.force_group_cta_threads = 64;
+  Plan plan = plan_of(problem(DType::kFloat32, {3, 5, 256}), options);  // 32 lanes a slice
+  EXPECT_EQ(plan.threads, 64);
+  EXPECT_EQ(plan.grid, 8);  // 15 slices, two a CTA: the last CTA's second warp idle
+  options.force_group_lanes = 64;
+  plan = plan_of(problem(DType::kFloat32, {3, 5, 2048}), options);
+  EXPECT_EQ(plan.threads, 64);
+  EXPECT_EQ(plan.grid, 15);
+  options.force_group_lanes = 16;
+  options.force_group_cta_threads = 32;
+  plan = plan_of(problem(DType::kFloat32, {3, 5, 256}), options);
+  EXPECT_EQ(plan.grid, 8);
+  Plan refused;
+  // 16 lanes in 48 threads: not whole warps; 64 lanes in one warp; past 256; negative.
+  const std::pair<int, int> bad[] = {{16, 48}, {64, 32}, {32, 512}, {32, -32}};
+  for (const auto& [lanes, threads] : bad) {
+    options.force_group_lanes = lanes;
+    options.force_group_cta_threads = threads;
+    const Status status =
+        plan_forward(problem(DType::kFloat32, {3, 5, lanes == 64 ? 2048 : 256}), hopper_h200_limits(), &refused, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << lanes << " " << threads;
+    EXPECT_NE(status.message().find("forced group_registers CTA threads"), std::string::npos) << status.message();
   }
 }
 
@@ -1410,7 +1466,7 @@ TEST(Planner, Describe) {
             "shared_resident ctas_per_slice=8 ctas_per_sm=2 exchange=cluster threads=256 chunk=32768 registers=8192 "
             "grid=240 in-order early");
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
-            "group_registers group=32 items=2 vector");
+            "group_registers group=32 items=2 vector threads=256 grid=8192");
 }
 
 }  // namespace

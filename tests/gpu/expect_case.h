@@ -115,15 +115,18 @@ inline int64_t largest_group_vector_slice(DType dtype, int inputs) {
 // offset data, float32 also in place and repeated. InstanceNorm with a weight and bias per channel;
 // and GroupNorm over two channels a slice without them (with them it runs the general op, whose
 // backward keeps to one warp: GpuActivation.GroupRegistersGeneralForward), as the two warps'
-// exchange serves every reduction of the op.
+// exchange serves every reduction of the op. CTAs smaller than kGroupCtaThreads: a warp of two
+// 16-lane slices (the 15th slice's CTA has its second group idle) and two warps of one slice.
 inline void expect_forced_lane_groups_pass(Pass pass) {
   struct Forced {
     int lanes;
     int items;
     int64_t vectors_short;
-    int64_t groups;  // of 10 channels (0: InstanceNorm of 5)
+    int64_t groups;   // of 10 channels (0: InstanceNorm of 5)
+    int cta_threads;  // 0: the planner's
   };
-  const Forced forced[] = {{16, 4, 0, 0}, {64, 8, 0, 0}, {64, 8, 1, 0}, {64, 8, 0, 5}};
+  const Forced forced[] = {{16, 4, 0, 0, 0}, {64, 8, 0, 0, 0}, {64, 8, 1, 0, 0},
+                           {64, 8, 0, 5, 0}, {16, 4, 0, 0, 32}, {64, 8, 1, 0, 64}};
   for (const Forced& f : forced) {
     for (DType dtype : kAllDtypes) {
       const int64_t vec = 16 / static_cast<int64_t>(dtype_size(dtype));
@@ -137,10 +140,12 @@ inline void expect_forced_lane_groups_pass(Pass pass) {
       if (f.groups > 0) c.running = Running::kNone;  // GroupNorm has none
       c.options.force_path = Path::kGroupRegisters;
       c.options.force_group_lanes = f.lanes;
+      c.options.force_group_cta_threads = f.cta_threads;
       c.expect_path = Path::kGroupRegisters;
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-      const std::string why =
-          std::to_string(f.lanes) + " lanes a slice of " + std::to_string(slice_len) + (f.groups > 0 ? ", GroupNorm" : "");
+      const std::string why = std::to_string(f.lanes) + " lanes a slice of " + std::to_string(slice_len) +
+                              (f.groups > 0 ? ", GroupNorm" : "") +
+                              (f.cta_threads > 0 ? ", CTAs of " + std::to_string(f.cta_threads) : "");
       expect_passes(c, why + ", " + dtype_name(dtype));
       if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
     }

@@ -398,7 +398,7 @@ TEST(GpuForward, RegisterParts) {
   }
 }
 
-// group_registers with 16 and 64 lanes a slice, forced (expect_case.h).
+// group_registers with 16 and 64 lanes a slice and CTAs of one or two warps, forced (expect_case.h).
 TEST(GpuForward, ForcedLaneGroups) {
   INORM_REQUIRE_GPU();
   expect_forced_lane_groups_pass(Pass::kForward);
