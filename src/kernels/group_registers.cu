@@ -56,13 +56,19 @@ struct GroupSlice {
   }
   __device__ __forceinline__ Acc value(int i, int j, int k) const { return element(items[i][j], k); }
 
+  // f(v) for every element of the slice: a valid item is whole (kVector) or one element, so no
+  // element needs its index checked.
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
-    for_each_range(0, len, f);
+    walk<false>(0, len, f);
   }
   // f(v) for the elements of the slice in [begin, end).
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
+    walk<true>(begin, end, f);
+  }
+  template <bool kRanged, typename F>
+  __device__ __forceinline__ void walk(int64_t begin, int64_t end, F&& f) const {
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       if (!valid(j)) continue;
@@ -82,7 +88,7 @@ struct GroupSlice {
       }
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        if (first(j) + k < begin || first(j) + k >= end) continue;
+        if (kRanged && (first(j) + k < begin || first(j) + k >= end)) continue;
         Acc v[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) v[i] = element(held[i], k);
