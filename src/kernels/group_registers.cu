@@ -62,7 +62,10 @@ struct GroupSlice {
   __device__ __forceinline__ void for_each(F&& f) const {
     walk<false>(0, len, f);
   }
-  // f(v) for the elements of the slice in [begin, end).
+  // f(v) for the elements of the slice in [begin, end) (GroupNorm's backward, a channel at a time):
+  // items outside it skipped whole, items inside it unchecked, elements checked one by one only in
+  // an item across its ends (as chunk.cuh for_each_range: a check per element cost two 64-bit
+  // compares and a branch in every item, dev/VARIANTS.md 73).
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
     walk<true>(begin, end, f);
@@ -71,7 +74,7 @@ struct GroupSlice {
   __device__ __forceinline__ void walk(int64_t begin, int64_t end, F&& f) const {
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
-      if (!valid(j)) continue;
+      if (!valid(j) || (kRanged && (first(j) + kVec <= begin || first(j) >= end))) continue;
       // 16-bit types: each walk converts its own copy of the words. Otherwise the compiler keeps
       // the float32 values (or what a pass derives from them) live from one walk to the next, or
       // hoists them out of GroupNorm's loop over channels (ptxas: the general backward at 8 items
@@ -86,13 +89,20 @@ struct GroupSlice {
           asm volatile("" : "+r"(held[i].x), "+r"(held[i].y), "+r"(held[i].z), "+r"(held[i].w));
         }
       }
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        if (kRanged && (first(j) + k < begin || first(j) + k >= end)) continue;
+      const auto visit = [&](int k) {
         Acc v[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) v[i] = element(held[i], k);
         f(v);
+      };
+      if (!kRanged || (first(j) >= begin && first(j) + kVec <= end)) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) visit(k);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          if (first(j) + k >= begin && first(j) + k < end) visit(k);
+        }
       }
     }
   }
