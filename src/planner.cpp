@@ -542,11 +542,12 @@ int choose_group_config(const Plan& base, int lanes) {
 // group_registers' channel window at nearly every item of a lane, each move a division and a
 // weight and bias load in turn. With more than kGroupSeekingMaxItems items a lane, on fewer lanes
 // than kGroupSeekingMinLanesPerSm an SM, that chain is the kernel's time and shared_resident (a
-// CTA a slice, a channel at a time) ran ahead. Measured on the H200 (dev/VARIANTS.md 71; us,
-// group_registers against shared_resident): 2x512x16x16 float16 with SiLU 16.1 against 12.3,
-// 8x512x16x16 15.7 against 12.5, 16x256x16x16 float32 13.1 against 12.1; with more lanes
-// group_registers led (32x512x16x16 16.7 against 19.3, 64x320x16x16 19.2 against 23.7), and with
-// at most four items a lane at every count measured (4096 slices of 1024 bfloat16 14.7 against 26).
+// CTA a slice, a channel at a time) ran ahead or level. Measured on the H200 at edbb41a
+// (dev/VARIANTS.md 71; us, best of three rounds, shared_resident against group_registers):
+// 2x512x16x16 float16 with SiLU 8.5 against 11.4, 8x512x16x16 9.6 against 11.3, 2x256x16x16
+// float32 7.4 against 9.2, 8x640x8x8 float32 8.5 against 8.7; with more lanes group_registers led
+// (32x512x16x16 13.0 against 17.4 at 3b0a636), and with at most four items a lane at every count
+// measured (4096 slices of 1024 bfloat16 12.4 against 23.7).
 constexpr int kGroupSeekingMaxItems = 4;
 constexpr int64_t kGroupSeekingMinLanesPerSm = 256;
 bool group_seeks_too_long(const Plan& base, int config, const DeviceLimits& limits) {
