@@ -19,6 +19,11 @@ namespace inorm::detail {
 // vectors, 64 where 32 would hold more than kGroupMaxLaneValues; {16, 4, true} runs where forced
 // (PlanOptions::force_group_lanes; dev/VARIANTS.md 48).
 inline constexpr int kGroupCtaThreads = 256;
+// Whether a group_registers CTA of `threads` is whole warps and whole slices of `group` lanes,
+// within kGroupCtaThreads: the bound of a forced CTA size, and the launch's check of a plan.
+INORM_HOST_DEVICE constexpr bool group_cta_fits(int threads, int group) {
+  return threads > 0 && threads <= kGroupCtaThreads && threads % 32 == 0 && threads % group == 0;
+}
 struct GroupConfig {
   int group;
   int items;

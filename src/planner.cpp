@@ -559,8 +559,7 @@ bool group_seeks_too_long(const Plan& base, int config, const DeviceLimits& limi
 
 Status plan_group(const Plan& base, int config, int forced_cta_threads, Plan* plan) {
   const int group = kGroupConfigs[config].group;
-  if (forced_cta_threads != 0 && (forced_cta_threads < 0 || forced_cta_threads > detail::kGroupCtaThreads ||
-                                  forced_cta_threads % std::max(group, 32) != 0)) {
+  if (forced_cta_threads != 0 && !detail::group_cta_fits(forced_cta_threads, group)) {
     return invalid("forced group_registers CTA threads must be a multiple of 32 and of the " + std::to_string(group) +
                    " lanes a slice, up to " + std::to_string(detail::kGroupCtaThreads) + ", got " +
                    std::to_string(forced_cta_threads));

@@ -249,8 +249,7 @@ Status launch_group(const Plan& plan, const KernelArgs& args, cudaStream_t strea
       const GroupConfig& config = kGroupConfigs[i];
       if (config.group == plan.group_size && config.items == plan.items_per_lane &&
           config.vector == plan.vector_io && table[i] != nullptr) {
-        if (plan.threads <= 0 || plan.threads > kGroupCtaThreads || plan.threads % 32 != 0 ||
-            plan.threads % config.group != 0) {
+        if (!group_cta_fits(plan.threads, config.group)) {
           return Status(StatusCode::kInvalidArgument,
                         "inorm: the plan's group_registers CTA is not whole warps and slices of at most 256 threads");
         }
