@@ -11,13 +11,14 @@
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,lanes16,lanes0-cta64,cl-kernels,
-//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,alone8 (also time forced plans: CTAs
+//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,alone8,regv8 (also time forced plans: CTAs
 //            per slice, CTAs per SM and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice and its part's stage in KiB (edits joined by
 //            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
 //            its resident form (at K CTAs an SM; over channel blocks of K channels), the three
 //            kernels' tiles (channels x rows, 0 the planner's) and their grid edited, and
-//            shared_resident's one CTA a slice at K CTAs an SM; see dev/VARIANTS.md)
+//            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
+//            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -548,6 +549,9 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
     } else if (std::sscanf(item.c_str(), "alone%d", &v.alone_ctas_per_sm) == 1 && v.alone_ctas_per_sm > 0) {
       // shared_resident's one CTA a slice at this many CTAs an SM, e.g. alone8
+    } else if (std::sscanf(item.c_str(), "regv%d", &v.options.force_register_vecs) == 1) {
+      // shared_resident's register parts: 8 vectors a thread (the narrow part only) or 12 (the wide
+      // one wherever a part is held), the planner's path otherwise, e.g. regv8
     } else if (std::sscanf(item.c_str(), "lanes%d-cta%d", &v.options.force_group_lanes,
                            &v.options.force_group_cta_threads) >= 1) {
       // group_registers' lanes a slice (0: the planner's) and threads a CTA, e.g. lanes16, lanes0-cta64

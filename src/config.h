@@ -123,6 +123,12 @@ inline constexpr int kSharedRegisterCtasPerSm = 2;
 inline constexpr int kSharedRegisterThreads = 256;
 inline constexpr int kSharedRegisterVecs = 8;
 inline constexpr int64_t kSharedRegisterBytes = int64_t{kSharedRegisterThreads} * kSharedRegisterVecs * 16;
+// Wide register parts: kSharedWideRegisterVecs vectors a thread (48 KiB a CTA), for the forward's
+// plain op only, where the narrow part leaves its chunk's buffer too large for two CTAs an SM: a
+// group of eight then holds 1.1-1.2 MiB slices of 16-bit types (the narrow part needs nine, and 16-bit
+// groups wider than eight lost to split_pipelined, dev/VARIANTS.md 61) and every group a sixth more.
+inline constexpr int kSharedWideRegisterVecs = 12;
+inline constexpr int64_t kSharedWideRegisterBytes = int64_t{kSharedRegisterThreads} * kSharedWideRegisterVecs * 16;
 inline constexpr int kSharedRegisterMaxGroup = 8;
 inline constexpr int shared_register_max_group(int inputs) {
   return kSharedRegisterMaxGroup * inputs < kSharedMaxClusterCtas ? kSharedRegisterMaxGroup * inputs

@@ -14,6 +14,7 @@ bool PlanKey::operator==(const PlanKey& o) const {
          a.force_ctas_per_slice == b.force_ctas_per_slice && a.force_ctas_per_sm == b.force_ctas_per_sm &&
          a.max_ctas_per_sm == b.max_ctas_per_sm && a.force_exchange == b.force_exchange &&
          a.force_resident_parts == b.force_resident_parts && a.force_part_bytes == b.force_part_bytes &&
+         a.force_register_vecs == b.force_register_vecs &&
          a.force_group_lanes == b.force_group_lanes && a.force_group_cta_threads == b.force_group_cta_threads &&
          a.force_channel_block == b.force_channel_block && a.force_tile_rows == b.force_tile_rows;
 }
@@ -43,7 +44,8 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
   mix(static_cast<std::size_t>(k.options.force_channel_block) ^
       static_cast<std::size_t>(k.options.force_tile_rows) << 16 ^
       static_cast<std::size_t>(k.options.force_part_bytes) << 40 ^
-      static_cast<std::size_t>(k.options.force_group_cta_threads) << 24);
+      static_cast<std::size_t>(k.options.force_group_cta_threads) << 24 ^
+      static_cast<std::size_t>(k.options.force_register_vecs) << 56);
   return h;
 }
 

@@ -127,6 +127,10 @@ inline std::size_t chunk_stats_bytes(DType dtype) { return 4 * dtype_size(stats_
 inline int64_t shared_register_len(DType dtype, int inputs) {
   return kSharedRegisterBytes / (static_cast<int64_t>(dtype_size(dtype)) * inputs);
 }
+// The same for a wide register part (config.h kSharedWideRegisterVecs; the forward's plain op, one input).
+inline int64_t shared_wide_register_len(DType dtype) {
+  return kSharedWideRegisterBytes / static_cast<int64_t>(dtype_size(dtype));
+}
 
 // kSharedResident dynamic shared memory: a region (config.h shared_region_bytes) per input.
 inline int64_t shared_buffer_bytes(int64_t chunk_bytes, int inputs) { return inputs * shared_region_bytes(chunk_bytes); }

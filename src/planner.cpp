@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "config.h"
 #include "inorm/inorm.h"
@@ -644,7 +645,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // A group's chunks: the elements each CTA holds of each input, how many of them in registers,
   // and the buffer for the rest. A register part only where the buffer alone would not fit, at
   // kSharedRegisterCtasPerSm CTAs per SM, for clusters of at most shared_register_part_max_group, and
-  // with 16-byte access (the part is loaded and stored in whole vectors).
+  // with 16-byte access (the part is loaded and stored in whole vectors): the narrow part, or the
+  // wide one (the forward's plain op only) where the narrow one's buffer would not fit either.
   struct Chunks {
     int64_t len = 0;
     int64_t register_len = 0;
@@ -654,24 +656,39 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   const int register_max_group = detail::shared_register_part_max_group(
       base.inputs, static_cast<int>(elem), detail::runs_general_op(base), base.activation != Activation::kNone,
       detail::sums_channels_in_slices(base));
+  const bool takes_wide_registers = base.inputs == 1 && register_max_group > 0;
+  std::vector<int64_t> register_lens;
+  if (options.force_register_vecs != detail::kSharedWideRegisterVecs || !takes_wide_registers) {
+    register_lens.push_back(detail::shared_register_len(base.dtype, base.inputs));
+  }
+  auto fits = [&](int64_t smem, int ctas_per_sm) {
+    return smem + detail::kSharedStaticReserve <= limits.max_smem_per_block_optin && fit_on_sm(smem, ctas_per_sm);
+  };
   auto chunks_for = [&](int64_t group, int ctas_per_sm) {
     Chunks chunks;
     chunks.len = chunk_len_for(base.slice_len, group, elem);
     chunks.smem = detail::shared_buffer_bytes(chunks.len * elem, base.inputs);
-    const int64_t register_len = detail::shared_register_len(base.dtype, base.inputs);
-    const bool registers_help = !fit_on_sm(chunks.smem, ctas_per_sm) && chunks.len > register_len;
-    if (registers_help && base.vector_io && ctas_per_sm == detail::kSharedRegisterCtasPerSm &&
-        group <= register_max_group &&
-        exchange_for(options.force_exchange, group, ctas_per_sm) == Exchange::kCluster) {
+    if (fit_on_sm(chunks.smem, ctas_per_sm) || !base.vector_io || ctas_per_sm != detail::kSharedRegisterCtasPerSm ||
+        group > register_max_group ||
+        exchange_for(options.force_exchange, group, ctas_per_sm) != Exchange::kCluster) {
+      return chunks;
+    }
+    for (const int64_t register_len : register_lens) {
+      if (chunks.len <= register_len) break;  // the part would hold it all: the buffer alone does not fit
       chunks.register_len = register_len;
-      chunks.smem = detail::shared_buffer_bytes((chunks.len - chunks.register_len) * elem, base.inputs);
+      chunks.smem = detail::shared_buffer_bytes((chunks.len - register_len) * elem, base.inputs);
+      if (fits(chunks.smem, ctas_per_sm)) break;
     }
     return chunks;
   };
-  auto fits = [&](const Chunks& chunks, int ctas_per_sm) {
-    return chunks.smem + detail::kSharedStaticReserve <= limits.max_smem_per_block_optin &&
-           fit_on_sm(chunks.smem, ctas_per_sm);
-  };
+  // The wide part (unless forced either way) only for slices that no group of narrow parts holds,
+  // so that every plan the narrow parts make stays as it was measured.
+  if (takes_wide_registers &&
+      (options.force_register_vecs == detail::kSharedWideRegisterVecs ||
+       (options.force_register_vecs == 0 &&
+        !fits(chunks_for(register_max_group, detail::kSharedRegisterCtasPerSm).smem, detail::kSharedRegisterCtasPerSm)))) {
+    register_lens.push_back(detail::shared_wide_register_len(base.dtype));
+  }
   int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
   const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem * base.inputs;
   int64_t steady_ctas_per_sm =
@@ -690,7 +707,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     for (int64_t group = 2; group <= widest; ++group) {
       const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm);
       const bool narrow = group <= detail::shared_register_max_group(base.inputs);
-      if ((narrow || chunks.register_len > 0) && fits(chunks, detail::kSharedRegisterCtasPerSm)) {
+      if ((narrow || chunks.register_len > 0) && fits(chunks.smem, detail::kSharedRegisterCtasPerSm)) {
         steady_group = group;
         steady_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
         break;
@@ -742,7 +759,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       const int clusters =
           exchange == Exchange::kCluster ? limits.resident_clusters[ctas_per_sm][group] : 0;
       const int64_t groups = std::min(clusters > 0 ? clusters : total / group, base.num_slices);
-      if (!fits(chunks, ctas_per_sm) || groups == 0) continue;
+      if (!fits(chunks.smem, ctas_per_sm) || groups == 0) continue;
       // Busy share of the CTA-rounds, the last, partial round of the persistent loop included.
       const int64_t rounds = ceil_div(base.num_slices, groups);
       Score score;
@@ -1109,6 +1126,12 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   if (plan == nullptr) return invalid("plan is null");
   if (limits.sm_count <= 0 || limits.max_smem_per_block_optin <= 0) {
     return invalid("device limits are not filled in");
+  }
+  if (options.force_register_vecs != 0 && options.force_register_vecs != kSharedRegisterVecs &&
+      options.force_register_vecs != kSharedWideRegisterVecs) {
+    return invalid("forced register vectors must be 0 (the planner's), " + std::to_string(kSharedRegisterVecs) +
+                   " or " + std::to_string(kSharedWideRegisterVecs) + ", got " +
+                   std::to_string(options.force_register_vecs));
   }
   const int64_t numel = base.num_slices * base.slice_len;
   if (reduces_channels(base) && base.channels > std::numeric_limits<int32_t>::max()) {

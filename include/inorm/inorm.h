@@ -207,6 +207,11 @@ struct PlanOptions {
   // kSplitPipelined: bytes of a part's stage (every input's part together), a multiple of 4 KiB up
   // to the stage's 64 KiB (0: the planner's)
   int force_part_bytes = 0;
+  // kSharedResident: 16-byte vectors a thread of the register part, where the plan holds one: 8 (the
+  // narrow part only) or 12 (the wide one, wherever a part is held; the forward without activation
+  // or channel affine only, the other ops hold 8); 0: the planner's (the narrow part, the wide one
+  // where the narrow one's buffer does not fit)
+  int force_register_vecs = 0;
   int force_group_lanes = 0;      // kGroupRegisters: lanes a slice, 4 to 64 (0: the planner's)
   // kGroupRegisters: threads a CTA, whole warps and whole slices' lanes, up to 256 (0: the planner's)
   int force_group_cta_threads = 0;

@@ -258,12 +258,21 @@ using KernelFn = void (*)(KernelArgs);
 template <typename Op>
 inline constexpr bool kTakesRegisterParts = std::is_same_v<typename Op::Epilogue, IdentityEpilogue<typename Op::Acc>>;
 
+// A wide register part (config.h kSharedWideRegisterVecs) only for the forward's plain op.
+template <typename Op>
+inline constexpr bool kTakesWideRegisterParts = kTakesRegisterParts<Op> && Op::kInputs == 1;
+
 template <typename Op, bool kCluster>
-KernelFn shared_kernel_for(int threads, bool register_part) {
+KernelFn shared_kernel_for(int threads, bool register_part, bool wide_registers) {
   if (register_part) {  // planned only for clusters (planner.cpp plan_shared)
     if constexpr (kCluster && kTakesRegisterParts<Op>) {
-      if (threads == kSharedRegisterThreads) {
+      if (threads == kSharedRegisterThreads && !wide_registers) {
         return &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedRegisterVecs / Op::kInputs>;
+      }
+    }
+    if constexpr (kCluster && kTakesWideRegisterParts<Op>) {
+      if (threads == kSharedRegisterThreads && wide_registers) {
+        return &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedWideRegisterVecs>;
       }
     }
     return nullptr;
@@ -281,16 +290,19 @@ static_assert(kSharedMinThreads == 128 && kSharedMaxThreads == 512,
 Status shared_kernel(const Plan& plan, KernelFn* kernel) {
   const bool cluster = plan.exchange == Exchange::kCluster;
   const bool register_part = plan.register_len > 0;
-  if (register_part && plan.register_len != shared_register_len(plan.dtype, plan.inputs)) {
+  const bool wide_registers = plan.inputs == 1 && plan.register_len == shared_wide_register_len(plan.dtype);
+  if (register_part && !wide_registers && plan.register_len != shared_register_len(plan.dtype, plan.inputs)) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan holds " + std::to_string(plan.register_len) +
                       " elements of each chunk in registers; the kernel holds " +
-                      std::to_string(shared_register_len(plan.dtype, plan.inputs)) + " or none");
+                      std::to_string(shared_register_len(plan.dtype, plan.inputs)) +
+                      (plan.inputs == 1 ? ", " + std::to_string(shared_wide_register_len(plan.dtype)) : std::string()) +
+                      " or none");
   }
   const Status status = dispatch_op(plan, [&](auto op) -> Status {
     using Op = decltype(op);
-    *kernel = cluster ? shared_kernel_for<Op, true>(plan.threads, register_part)
-                      : shared_kernel_for<Op, false>(plan.threads, register_part);
+    *kernel = cluster ? shared_kernel_for<Op, true>(plan.threads, register_part, wide_registers)
+                      : shared_kernel_for<Op, false>(plan.threads, register_part, wide_registers);
     return Status::Ok();
   });
   if (!status.ok()) return status;
@@ -299,7 +311,7 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
                   register_part ? "inorm: a shared_resident plan with a register part needs the cluster exchange, " +
                                       std::to_string(kSharedRegisterThreads) +
                                       " threads, and an op without an activation (nor the forward's with a "
-                                      "channel affine)"
+                                      "channel affine); a wide one, the forward's plain op"
                                 : std::string("inorm: the plan names a shared_resident thread count that is not compiled in"));
   }
   // Clusters of up to kSharedMaxClusterCtas CTAs; above 8 they are "non-portable" on sm_90.

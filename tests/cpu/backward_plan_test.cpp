@@ -230,6 +230,10 @@ TEST(PlanBackward, SeedUsesTheNarrowestClusterWithRegisterParts) {
   EXPECT_EQ(plan.grid, 210);  // the 14 clusters of 15 an H200's GPCs hold at two per SM
   EXPECT_TRUE(detail::shared_slices_in_order(plan));
   EXPECT_EQ(plan.describe().rfind("backward shared_resident ctas_per_slice=15", 0), 0u) << plan.describe();
+  // The wide register part is the forward's alone: forced, the backward's plan is the same.
+  PlanOptions wide;
+  wide.force_register_vecs = detail::kSharedWideRegisterVecs;
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512}), wide).describe(), plan.describe());
 }
 
 // GroupNorm's weight gradients sum each channel inside a chunk: register parts only in clusters of

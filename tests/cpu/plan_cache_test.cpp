@@ -77,6 +77,7 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.options.force_part_bytes = 32 * 1024; },
       [](PlanKey& k) { k.options.force_group_lanes = 16; },
       [](PlanKey& k) { k.options.force_group_cta_threads = 64; },
+      [](PlanKey& k) { k.options.force_register_vecs = 12; },
       [](PlanKey& k) { k.options.force_channel_block = 64; },
       [](PlanKey& k) { k.options.force_tile_rows = 32; },
   };

@@ -75,15 +75,21 @@ TEST(Planner, SeedFloat32UsesEightCtasPerSliceTwoPerSmWithRegisterParts) {
 // SM, each CTA holding 32 KiB of its chunk in registers where its shared memory is too small; only
 // with 16-byte access (the part moves in whole vectors) and the cluster exchange. Clusters of up to
 // eight CTAs, and of up to 16 for the plain forward of 4- and 8-byte elements
-// (config.h shared_register_part_max_group).
+// (config.h shared_register_part_max_group). Where no such cluster holds the slice, the plain
+// forward's wide part (48 KiB) in the same clusters.
 TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
   const DeviceLimits limits = hopper_h200_limits();
   // The longest chunk: a buffer of the SM's half share (beside the 16 bytes that mirror x's
   // alignment) and the register part, in whole 512-byte units.
   const int64_t share = detail::shared_sm_share(limits, detail::kSharedRegisterCtasPerSm) - 16;
-  const int64_t longest = (share + detail::kSharedRegisterBytes) / detail::kChunkAlignBytes * detail::kChunkAlignBytes;
+  const auto longest_with = [&](int64_t register_bytes) {
+    return (share + register_bytes) / detail::kChunkAlignBytes * detail::kChunkAlignBytes;
+  };
+  const int64_t longest = longest_with(detail::kSharedRegisterBytes);
   const int64_t eight = detail::kSharedRegisterMaxGroup * longest / 4;  // fp32 values
   const int64_t largest = detail::kSharedMaxClusterCtas * longest / 4;
+  const int64_t largest_wide = detail::kSharedMaxClusterCtas * longest_with(detail::kSharedWideRegisterBytes) / 4;
+  enum Registers { kNone, kNarrow, kWide };
   struct Wide {
     const char* why;
     int64_t slice_len;
@@ -91,17 +97,19 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
     Exchange exchange;
     int ctas_per_slice;
     int ctas_per_sm;
-    bool registers;
+    Registers registers;
   };
   const Wide wides[] = {
-      {"512 KiB: eight 64 KiB chunks, three per SM", 131072, 0, Exchange::kAuto, 8, 3, false},
-      {"16 bytes more: four chunks at two per SM, registers", 131076, 0, Exchange::kAuto, 4, 2, true},
-      {"eight of the longest chunks", eight, 0, Exchange::kAuto, 8, 2, true},
-      {"16 bytes more: nine chunks", eight + 4, 0, Exchange::kAuto, 9, 2, true},
-      {"the largest: 16 of the longest chunks", largest, 0, Exchange::kAuto, 16, 2, true},
-      {"16 bytes more: no register plan", largest + 4, 0, Exchange::kAuto, 0, 0, false},
-      {"1 MiB of a misaligned view: no 16-byte access", 262144, 1, Exchange::kAuto, 16, 3, false},
-      {"1 MiB through L2: no cluster", 262144, 0, Exchange::kGlobal, 16, 3, false},
+      {"512 KiB: eight 64 KiB chunks, three per SM", 131072, 0, Exchange::kAuto, 8, 3, kNone},
+      {"16 bytes more: four chunks at two per SM, registers", 131076, 0, Exchange::kAuto, 4, 2, kNarrow},
+      {"eight of the longest chunks", eight, 0, Exchange::kAuto, 8, 2, kNarrow},
+      {"16 bytes more: nine chunks", eight + 4, 0, Exchange::kAuto, 9, 2, kNarrow},
+      {"the largest: 16 of the longest chunks", largest, 0, Exchange::kAuto, 16, 2, kNarrow},
+      {"16 bytes more: 15 wide chunks", largest + 4, 0, Exchange::kAuto, 15, 2, kWide},
+      {"the largest wide: 16 of the longest wide chunks", largest_wide, 0, Exchange::kAuto, 16, 2, kWide},
+      {"16 bytes more: no register plan", largest_wide + 4, 0, Exchange::kAuto, 0, 0, kNone},
+      {"1 MiB of a misaligned view: no 16-byte access", 262144, 1, Exchange::kAuto, 16, 3, kNone},
+      {"1 MiB through L2: no cluster", 262144, 0, Exchange::kGlobal, 16, 3, kNone},
   };
   for (const Wide& w : wides) {
     ForwardParams p = problem(DType::kFloat32, {1, 64, w.slice_len});
@@ -112,29 +120,65 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
     const Plan plan = shared_plan_of(p, options);
     SCOPED_TRACE(std::string(w.why) + ": " + plan.describe());
     EXPECT_EQ(plan.path, Path::kSharedResident);
-    EXPECT_EQ(plan.register_len > 0, w.registers);
+    EXPECT_EQ(plan.register_len > 0, w.registers != kNone);
     if (w.ctas_per_slice != 0) {
       EXPECT_EQ(plan.ctas_per_slice, w.ctas_per_slice);
       EXPECT_EQ(plan.ctas_per_sm, w.ctas_per_sm);
     }
-    if (w.registers) {
-      EXPECT_EQ(plan.register_len, detail::shared_register_len(DType::kFloat32, 1));
+    if (w.registers != kNone) {
+      EXPECT_EQ(plan.register_len, w.registers == kWide ? detail::shared_wide_register_len(DType::kFloat32)
+                                                        : detail::shared_register_len(DType::kFloat32, 1));
       EXPECT_EQ(plan.threads, detail::kSharedRegisterThreads);
       EXPECT_EQ(plan.exchange, Exchange::kCluster);
       EXPECT_LE(plan.smem_bytes, share + 16);
       EXPECT_EQ(plan.smem_bytes, detail::shared_buffer_bytes((plan.chunk_len - plan.register_len) * 4, 1));
     }
   }
-  // Past eight chunks, 16-bit elements and the ops with an activation or a channel's affine take
-  // no register part (16 CTAs at two per SM hold these slices in shared memory alone).
+  // Past eight narrow chunks, 16-bit elements take eight wide ones (and no wider clusters); the ops
+  // with an activation or a channel's affine take no register part (16 CTAs at two per SM hold
+  // these slices in shared memory alone).
   const Plan half = shared_plan_of(problem(DType::kBFloat16, {1, 64, 2 * eight + 8}));
-  EXPECT_EQ(half.register_len, 0) << half.describe();
+  EXPECT_EQ(half.register_len, detail::shared_wide_register_len(DType::kBFloat16)) << half.describe();
+  EXPECT_EQ(half.ctas_per_slice, 8) << half.describe();
   EXPECT_EQ(shared_plan_of(problem(DType::kBFloat16, {1, 64, 2 * eight})).ctas_per_slice, 8);
+  const int64_t eight_wide = detail::kSharedRegisterMaxGroup * longest_with(detail::kSharedWideRegisterBytes) / 2;
+  EXPECT_EQ(shared_plan_of(problem(DType::kFloat16, {1, 64, eight_wide})).register_len,
+            detail::shared_wide_register_len(DType::kFloat16));
+  EXPECT_EQ(shared_plan_of(problem(DType::kFloat16, {1, 64, eight_wide + 8})).register_len, 0);
   ForwardParams activated = problem(DType::kFloat32, {1, 64, eight + 4});
   activated.activation = Activation::kSilu;
   EXPECT_EQ(shared_plan_of(activated).register_len, 0) << shared_plan_of(activated).describe();
   const ForwardParams grouped = affine_groups(DType::kFloat32, {1, 64, (eight + 4) / 2}, 32);  // two channels a slice
   EXPECT_EQ(shared_plan_of(grouped).register_len, 0) << shared_plan_of(grouped).describe();
+}
+
+// The wide register part: where narrow ones hold no cluster's chunks, the planner's own plan takes
+// it (layouts.json's mid-1mib-bf16, 1.125 MiB bfloat16 slices, eight CTAs instead of
+// split_pipelined); PlanOptions::force_register_vecs keeps the narrow part alone (8) or takes the
+// wide one wherever a part is held (12: the seed in seven CTAs); the backward holds narrow parts
+// only; any other count is refused.
+TEST(Planner, WideRegisterParts) {
+  const Plan mid = plan_of(problem(DType::kBFloat16, {4, 64, 768, 768}));
+  EXPECT_EQ(mid.path, Path::kSharedResident) << mid.describe();
+  EXPECT_EQ(mid.ctas_per_slice, 8);
+  EXPECT_EQ(mid.register_len, detail::shared_wide_register_len(DType::kBFloat16));
+  PlanOptions narrow;
+  narrow.force_register_vecs = detail::kSharedRegisterVecs;
+  EXPECT_EQ(plan_of(problem(DType::kBFloat16, {4, 64, 768, 768}), narrow).path, Path::kSplitPipelined);
+  const Plan seed = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}));
+  EXPECT_EQ(seed.ctas_per_slice, 8);
+  EXPECT_EQ(seed.register_len, detail::shared_register_len(DType::kFloat32, 1));
+  PlanOptions wide;
+  wide.force_register_vecs = detail::kSharedWideRegisterVecs;
+  const Plan seed_wide = plan_of(problem(DType::kFloat32, {112, 64, 512, 512}), wide);
+  EXPECT_EQ(seed_wide.ctas_per_slice, 7) << seed_wide.describe();
+  EXPECT_EQ(seed_wide.register_len, detail::shared_wide_register_len(DType::kFloat32));
+  PlanOptions odd;
+  odd.force_register_vecs = 10;
+  Plan refused;
+  const Status status = plan_forward(problem(DType::kFloat32, {2, 3, 64}), hopper_h200_limits(), &refused, odd);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("register vectors"), std::string::npos) << status.message();
 }
 
 // The forward's general op (an activation, or GroupNorm's affine across a chunk's channels) takes no
@@ -288,7 +332,8 @@ TEST(Planner, WideForwardGroupsSplit) {
     int shared_ctas_per_slice;
   };
   const Shape shapes[] = {
-      {"1.1 MiB bf16 slices: a cluster of 16", DType::kBFloat16, {4, 64, 768, 768}, 16},
+      // (1.1 MiB bf16 slices fit eight CTAs with wide register parts: Planner.WideRegisterParts.)
+      {"1.5 MiB bf16 slices: a cluster of 16", DType::kBFloat16, {4, 32, 1024, 768}, 16},
       {"2 MiB bf16 slices: 32 CTAs through L2", DType::kBFloat16, {8, 16, 1024, 1024}, 32},
       {"3.5 MiB bf16 slices: 56 CTAs through L2", DType::kBFloat16, {4, 64, 1344, 1344}, 56},
   };

@@ -68,6 +68,7 @@ struct Case {
   Exchange expect_exchange = Exchange::kAuto;  // when set, the plan must exchange this way
   std::optional<bool> expect_in_order;  // when set, whether shared_resident takes its slices from the counter
   std::optional<bool> expect_registers;  // when set, whether shared_resident holds part of each chunk in registers
+  std::optional<bool> expect_wide_registers;  // when set, whether that part is the wide one (config.h kSharedWide*)
   std::optional<bool> expect_early;      // when set, whether shared_resident takes each next slice early
   std::optional<bool> expect_general_op;  // when set, whether the plan runs the op's general form
 };

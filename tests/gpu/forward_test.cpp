@@ -334,15 +334,20 @@ TEST(GpuForward, SteadyPlans) {
 }
 
 // Register parts (planner.cpp plan_shared): slices wider than eight 64 KiB chunks held by at most
-// eight CTAs at two per SM (16 for float32 and float64), the end of each chunk in registers, and
-// the slices one step past either end, which have none. Offset data, affine, each case also in
-// place and three times with the same bits.
+// eight CTAs at two per SM (16 for float32 and float64), the end of each chunk in registers (the
+// wide part where no group of narrow ones holds the slice), and the slices one step past either
+// end, which have none. Offset data, affine, each case also in place and three times with the same
+// bits.
 TEST(GpuForward, RegisterParts) {
   INORM_REQUIRE_GPU();
   DeviceLimits limits;
   ASSERT_TRUE(query_device_limits(0, &limits).ok());
   const int64_t share = detail::shared_sm_share(limits, detail::kSharedRegisterCtasPerSm) - 16;
-  const int64_t longest = (share + detail::kSharedRegisterBytes) / detail::kChunkAlignBytes * detail::kChunkAlignBytes;
+  const auto chunk_bytes = [&](int64_t register_bytes) {
+    return (share + register_bytes) / detail::kChunkAlignBytes * detail::kChunkAlignBytes;
+  };
+  const int64_t longest = chunk_bytes(detail::kSharedRegisterBytes);
+  const int64_t longest_wide = chunk_bytes(detail::kSharedWideRegisterBytes);
   struct Wide {
     const char* why;
     std::vector<int64_t> shape;
@@ -350,6 +355,8 @@ TEST(GpuForward, RegisterParts) {
     int64_t max_groups;
     bool early;
     bool registers = true;
+    bool wide = false;
+    int register_vecs = 0;  // PlanOptions::force_register_vecs
   };
   const Wide cases[] = {
       // The boundary below: eight 64 KiB chunks at three per SM, no register part.
@@ -363,14 +370,27 @@ TEST(GpuForward, RegisterParts) {
       // Wider clusters, for the plain forward of 4- and 8-byte elements only (config.h
       // shared_register_part_max_group): nine chunks, the last register part partly empty.
       {"16 B more: nine CTAs a slice", {61, 1, 8 * longest / 4 + 4}, DType::kFloat32, 0, false},
-      // The largest: 16 of the longest chunks; 2.4 rounds of the 14 clusters of 16 an H200 holds.
-      {"the largest register-part slice", {33, 1, 16 * longest / 4}, DType::kFloat32, 0, false},
-      {"16 B more: no register part", {33, 1, 16 * longest / 4 + 4}, DType::kFloat32, 0, false, false},
+      // The largest with narrow parts: 16 of the longest chunks; 2.4 rounds of the 14 clusters of
+      // 16 an H200 holds. 16 B more takes wide parts (15 CTAs), up to 16 of their longest chunks.
+      {"the largest narrow register-part slice", {33, 1, 16 * longest / 4}, DType::kFloat32, 0, false},
+      {"16 B more: wide register parts", {33, 1, 16 * longest / 4 + 4}, DType::kFloat32, 0, false, true, true},
+      {"the largest wide register-part slice", {33, 1, 16 * longest_wide / 4}, DType::kFloat32, 0, false, true,
+       true},
+      {"16 B more: no register part", {33, 1, 16 * longest_wide / 4 + 4}, DType::kFloat32, 0, false, false},
       {"2 MiB float64 slices", {33, 1, 262144}, DType::kFloat64, 0, false},
-      // 16-bit elements stop at eight chunks.
-      {"bf16, 16 B past eight chunks: no register part", {33, 1, 8 * longest / 2 + 8}, DType::kBFloat16, 0, false,
-       false},
+      // 16-bit elements stop at eight chunks, narrow parts then wide ones.
+      {"bf16, 16 B past eight narrow chunks: wide register parts", {33, 1, 8 * longest / 2 + 8}, DType::kBFloat16, 0,
+       false, true, true},
+      {"fp16, eight of the longest wide chunks", {33, 1, 8 * longest_wide / 2}, DType::kFloat16, 0, false, true,
+       true},
+      {"bf16, 16 B past eight wide chunks: no register part", {33, 1, 8 * longest_wide / 2 + 8}, DType::kBFloat16, 0,
+       false, false},
       {"1 MiB bf16 slices, 3.3 rounds", {100, 1, 524288}, DType::kBFloat16, 0, false},
+      // Wide parts forced where narrow ones hold the slice (seven CTAs instead of eight).
+      {"1 MiB fp32 slices, wide parts forced", {61, 1, 262144}, DType::kFloat32, 0, false, true, true,
+       detail::kSharedWideRegisterVecs},
+      {"1 MiB float64 slices, wide parts forced", {61, 1, 131072}, DType::kFloat64, 0, false, true, true,
+       detail::kSharedWideRegisterVecs},
       {"1 MiB float64 slices, 2.03 rounds", {61, 1, 131072}, DType::kFloat64, 0, false},
       // The seed's plan, its grid cut to one cluster so that 70 slices make 70 rounds: each next
       // slice taken before the current one is normalized.
@@ -391,7 +411,9 @@ TEST(GpuForward, RegisterParts) {
       c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
       c.expect_exchange = Exchange::kCluster;
     }
+    c.options.force_register_vecs = w.register_vecs;
     c.expect_registers = w.registers;
+    c.expect_wide_registers = w.wide;
     c.expect_early = w.early;
     expect_passes(c, w.why);
     expect_passes_in_place_and_repeated(c, w.why);
