@@ -127,6 +127,10 @@ inline constexpr int64_t kSharedRegisterBytes = int64_t{kSharedRegisterThreads} 
 // plain op only, where the narrow part leaves its chunk's buffer too large for two CTAs an SM: a
 // group of eight then holds 1.1-1.2 MiB slices of 16-bit types (the narrow part needs nine, and 16-bit
 // groups wider than eight lost to split_pipelined, dev/VARIANTS.md 61) and every group a sixth more.
+// Measured on the H200 (dev/VARIANTS.md 74), against split_pipelined: 4x64x768x768 bfloat16 1.32 ->
+// 1.13-1.15x a copy, 16x64x768x768 1.29 -> 1.06x, 2.25-2.3 MiB float32 slices 1.30-1.31 ->
+// 1.19-1.23x; taken where narrow parts hold the slice, they ran level or lost (gn-seed-8groups
+// 1.15-1.16 -> 1.19-1.20x), so narrow parts come first.
 inline constexpr int kSharedWideRegisterVecs = 12;
 inline constexpr int64_t kSharedWideRegisterBytes = int64_t{kSharedRegisterThreads} * kSharedWideRegisterVecs * 16;
 inline constexpr int kSharedRegisterMaxGroup = 8;

@@ -158,7 +158,7 @@ struct Chunk {
         for (int e = 0; e < kVec; ++e) {
           Acc v[kInputs];
 #pragma unroll
-          for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(part[i].packs[k].v[e]);
+          for (int i = 0; i < kInputs; ++i) v[i] = pack_element(part[i].packs[k], e);
           f(v);
         }
       }
@@ -194,24 +194,13 @@ struct Chunk {
   // the vectors that overlap the range, checked element by element only where they cross its ends.
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
-    // Two loops, not a check per element inside one: nvcc kept that check (two 64-bit compares and
-    // a branch an element) in the unchecked vectors too.
     const auto visit_pack = [&](const Pack<T>(&packs)[kInputs], int64_t j) {
-      const auto visit = [&](int e) {
+      for_vector_in_range<kVec>(j, begin, end, [&](int e) {
         Acc v[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
         f(v);
-      };
-      if (j >= begin && j + kVec <= end) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) visit(e);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          if (j + e >= begin && j + e < end) visit(e);
-        }
-      }
+      });
     };
     if constexpr (kVecs > 0) {
 #pragma unroll
@@ -268,7 +257,7 @@ struct Chunk {
       const auto output = [&](int e) {
         Acc v[kInputs];
 #pragma unroll
-        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
+        for (int i = 0; i < kInputs; ++i) v[i] = pack_element(packs[i], e);
         return Traits<T>::from_acc(g(v));
       };
       Pack<T> out;

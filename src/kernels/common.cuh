@@ -121,6 +121,50 @@ struct alignas(16) Pack {
   T v[kVecOf<T>];
 };
 
+// Element k % 2 of the two 16-bit values in a 32-bit word, in float: bfloat16 by a shift or a mask.
+// Read as 16-bit values, each bfloat16 took a register of its own (chunk.cuh's wide register part
+// spilled; group_registers' items took 166 registers a lane at 16 items, float16 108).
+template <typename T>
+__device__ __forceinline__ float pair_element(uint32_t pair, int k) {
+  static_assert(sizeof(T) == 2, "two 16-bit values a word");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __uint_as_float(k % 2 ? pair & 0xffff0000u : pair << 16);
+  } else {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(k % 2 ? pair >> 16 : pair)));
+  }
+}
+
+// Element e of a pack in Acc, bfloat16 from the pack's 32-bit words (pair_element). Where chunk.cuh
+// reads register parts and stores (ptxas -v, sm_90): the wide forward part's bfloat16 spills (36
+// bytes of stores, 264 of loads, 1.7x a copy) go; in the body loops it made the plain backward
+// spill, so those convert each element with Traits::to_acc (dev/VARIANTS.md 74).
+template <typename T>
+__device__ __forceinline__ AccOf<T> pack_element(const Pack<T>& pack, int e) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    uint32_t words[kVecOf<T> / 2];
+    memcpy(words, &pack, sizeof(words));
+    return pair_element<T>(words[e / 2], e);
+  } else {
+    return Traits<T>::to_acc(pack.v[e]);
+  }
+}
+
+// visit(e) for each element e of a kVec-element vector whose index first + e lies in [begin, end):
+// unchecked where the whole vector is inside, one by one elsewhere (in one loop with a check per
+// element, nvcc kept the check, two 64-bit compares and a branch, in the whole vectors too).
+template <int kVec, typename Visit>
+__device__ __forceinline__ void for_vector_in_range(int64_t first, int64_t begin, int64_t end, Visit&& visit) {
+  if (first >= begin && first + kVec <= end) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) visit(e);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      if (first + e >= begin && first + e < end) visit(e);
+    }
+  }
+}
+
 // 16-byte load with the default cache policy. Measured on the H200 (dev/VARIANTS.md 48, slices of
 // 256 float32 in registers): evict-first loads (.cs) ran 4% slower forward and 8-10% slower
 // backward, on 64 MiB and on 256 MiB alike.

@@ -19,9 +19,9 @@ namespace {
 
 // A group's slice in registers: item j of a lane starts at element (j * kGroup + lane) * kVec; with
 // kVector the slice is a whole number of vectors, so an item is either whole or absent. Vectors
-// stay as loaded, four 32-bit words, and are converted at each use, so a 16-bit element takes half
-// the registers of its float32 value (as Pack<T> a bfloat16 took a register of its own: 166
-// registers a lane at 16 items, against 108 for float16); scalars are held in the accumulation type.
+// stay as loaded, four 32-bit words, and are converted at each use (common.cuh pair_element), so a
+// 16-bit element takes half the registers of its float32 value; scalars are held in the
+// accumulation type.
 template <typename T, int kGroup, int kItems, bool kVector, int kInputs>
 struct GroupSlice {
   using Acc = AccOf<T>;
@@ -39,12 +39,7 @@ struct GroupSlice {
     if constexpr (kVector) {
       const auto word = [&](int w) { return w == 0 ? item.x : w == 1 ? item.y : w == 2 ? item.z : item.w; };
       if constexpr (sizeof(T) == 2) {
-        const uint32_t pair = word(k / 2);
-        if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-          return __uint_as_float(k % 2 ? pair & 0xffff0000u : pair << 16);
-        } else {
-          return __half2float(__ushort_as_half(static_cast<unsigned short>(k % 2 ? pair >> 16 : pair)));
-        }
+        return pair_element<T>(word(k / 2), k);
       } else if constexpr (sizeof(T) == 4) {
         return __uint_as_float(word(k));
       } else {
@@ -64,8 +59,10 @@ struct GroupSlice {
   }
   // f(v) for the elements of the slice in [begin, end) (GroupNorm's backward, a channel at a time):
   // items outside it skipped whole, items inside it unchecked, elements checked one by one only in
-  // an item across its ends (as chunk.cuh for_each_range: a check per element cost two 64-bit
-  // compares and a branch in every item, dev/VARIANTS.md 73).
+  // an item across its ends (a check per element cost two 64-bit compares and a branch in every
+  // item, dev/VARIANTS.md 73). The two loops are common.cuh for_vector_in_range's, written out:
+  // through the helper nvcc built this walk otherwise, and GroupNorm + SiLU's backward on 243
+  // bfloat16 a slice ran 12% slower (dev/VARIANTS.md 74).
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
     walk<true>(begin, end, f);
