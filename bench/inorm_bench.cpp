@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_sleep.h"
 #include "bench/suite.h"
 #include "inorm/inorm.h"
 #include "testing/compare.h"
@@ -281,22 +282,61 @@ Status make_inputs(const BenchCase& c, int64_t channels, Inputs* in) {
   return Status::Ok();
 }
 
+// GPU sleep cycles a microsecond at the busy clock: the highest rate of a few timed sleeps after a
+// warm-up sleep (an idle GPU runs a slower clock), measured once.
+Status sleep_cycles_per_us(cudaStream_t stream, double* rate) {
+  static double known = 0;
+  if (known == 0) {
+    cudaEvent_t start = nullptr;
+    cudaEvent_t end = nullptr;
+    BENCH_TRY(cuda(cudaEventCreate(&start), "cudaEventCreate"));
+    Status status = cuda(cudaEventCreate(&end), "cudaEventCreate");
+    if (status.ok()) status = cuda(enqueue_gpu_sleep(50'000'000, stream), "GPU sleep");
+    for (int i = 0; i < 5 && status.ok(); ++i) {
+      constexpr long long kCycles = 1'000'000;
+      float ms = 0;
+      status = cuda(cudaEventRecord(start, stream), "cudaEventRecord");
+      if (status.ok()) status = cuda(enqueue_gpu_sleep(kCycles, stream), "GPU sleep");
+      if (status.ok()) status = cuda(cudaEventRecord(end, stream), "cudaEventRecord");
+      if (status.ok()) status = cuda(cudaEventSynchronize(end), "GPU sleep");
+      if (status.ok()) status = cuda(cudaEventElapsedTime(&ms, start, end), "cudaEventElapsedTime");
+      if (status.ok() && ms > 0) known = std::max(known, kCycles / (ms * 1e3));
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(end);
+    if (!status.ok()) return status;
+  }
+  *rate = known;
+  return Status::Ok();
+}
+
 // Times `launch` against a copy of x into `scratch` (the same bytes), alternating, and fills the
-// row's medians.
+// row's medians. Each timed sample is queued behind a GPU sleep that outlasts its queueing (twice
+// the host time the sample before it took to queue, and 20 us at least), so that the events time
+// the GPU alone (bench/gpu_sleep.h).
 template <typename Launch>
 Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const Options& options,
                          cudaStream_t stream, Launch&& launch, Row* row) {
+  double cycles_per_us = 0;
+  BENCH_TRY(sleep_cycles_per_us(stream, &cycles_per_us));
   cudaEvent_t events[4];
   for (cudaEvent_t& e : events) BENCH_TRY(cuda(cudaEventCreate(&e), "cudaEventCreate"));
   std::vector<float> copy_ms, inorm_ms;
   Status status;
+  double queue_us = 0;  // the host's time to queue a sample, from the warm-up
   for (int i = 0; i < options.warmup + options.repeats && status.ok(); ++i) {
-    status = cuda(cudaEventRecord(events[0], stream), "cudaEventRecord");
+    if (i >= options.warmup) {
+      status = cuda(enqueue_gpu_sleep(static_cast<long long>(cycles_per_us * std::max(2 * queue_us, 20.0)), stream),
+                    "GPU sleep");
+    }
+    const auto queued = std::chrono::steady_clock::now();
+    if (status.ok()) status = cuda(cudaEventRecord(events[0], stream), "cudaEventRecord");
     if (status.ok()) status = cuda(cudaMemcpyAsync(scratch, x, bytes, cudaMemcpyDeviceToDevice, stream), "copy");
     if (status.ok()) status = cuda(cudaEventRecord(events[1], stream), "cudaEventRecord");
     if (status.ok()) status = cuda(cudaEventRecord(events[2], stream), "cudaEventRecord");
     if (status.ok()) status = launch();
     if (status.ok()) status = cuda(cudaEventRecord(events[3], stream), "cudaEventRecord");
+    queue_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - queued).count();
     if (status.ok()) status = cuda(cudaStreamSynchronize(stream), "inorm run");
     if (!status.ok() || i < options.warmup) continue;
     float ms = 0;
@@ -685,8 +725,8 @@ int main_impl(int argc, char** argv) {
   env.versions = "driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime);
   std::printf("inorm-bench on %s (%s), %s, commit %s\n", env.gpu.c_str(), env.versions.c_str(),
               env.date.c_str(), env.commit.c_str());
-  std::printf("median of %d runs after %d warm-up; copy = cudaMemcpyAsync D2D of the same tensor; floor = %s; "
-              "GB/s counts %s\n\n",
+  std::printf("median of %d runs after %d warm-up, each queued behind a GPU sleep (GPU time alone); copy = "
+              "cudaMemcpyAsync D2D of the same tensor; floor = %s; GB/s counts %s\n\n",
               options.repeats, options.warmup, options.backward ? "1.5 copies" : "1 copy",
               options.backward ? "x and dy read once and dx written once" : "x read once and y written once");
 
@@ -728,7 +768,7 @@ int main_impl(int argc, char** argv) {
     std::ofstream out(options.markdown);
     out << "inorm-bench on " << env.gpu << " (" << env.versions << "), " << env.date << ", commit "
         << env.commit << "; " << (options.backward ? "backward, floor 1.5 copies" : "forward, floor 1 copy")
-        << "; median of " << options.repeats << " runs\n\n" << markdown;
+        << "; median of " << options.repeats << " runs, each queued behind a GPU sleep\n\n" << markdown;
   }
   return failed ? 1 : 0;
 }
