@@ -312,8 +312,9 @@ Status sleep_cycles_per_us(cudaStream_t stream, double* rate) {
 
 // Times `launch` against a copy of x into `scratch` (the same bytes), alternating, and fills the
 // row's medians. Each timed sample is queued behind a GPU sleep that outlasts its queueing (twice
-// the host time the sample before it took to queue, and 20 us at least), so that the events time
-// the GPU alone (bench/gpu_sleep.h).
+// the longest the host took to queue a warm-up sample, 20 us at least; measured only while nothing
+// sleeps, so a call that waited for the GPU could not lengthen the sleep it waits for), so that the
+// events time the GPU alone (bench/gpu_sleep.h).
 template <typename Launch>
 Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const Options& options,
                          cudaStream_t stream, Launch&& launch, Row* row) {
@@ -323,7 +324,7 @@ Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const 
   for (cudaEvent_t& e : events) BENCH_TRY(cuda(cudaEventCreate(&e), "cudaEventCreate"));
   std::vector<float> copy_ms, inorm_ms;
   Status status;
-  double queue_us = 0;  // the host's time to queue a sample, from the warm-up
+  double queue_us = 0;  // the host's longest time to queue a warm-up sample
   for (int i = 0; i < options.warmup + options.repeats && status.ok(); ++i) {
     if (i >= options.warmup) {
       status = cuda(enqueue_gpu_sleep(static_cast<long long>(cycles_per_us * std::max(2 * queue_us, 20.0)), stream),
@@ -336,7 +337,10 @@ Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const 
     if (status.ok()) status = cuda(cudaEventRecord(events[2], stream), "cudaEventRecord");
     if (status.ok()) status = launch();
     if (status.ok()) status = cuda(cudaEventRecord(events[3], stream), "cudaEventRecord");
-    queue_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - queued).count();
+    if (i < options.warmup) {
+      queue_us = std::max(queue_us,
+                          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - queued).count());
+    }
     if (status.ok()) status = cuda(cudaStreamSynchronize(stream), "inorm run");
     if (!status.ok() || i < options.warmup) continue;
     float ms = 0;
