@@ -305,6 +305,7 @@ Status sleep_cycles_per_us(cudaStream_t stream, double* rate) {
     cudaEventDestroy(start);
     cudaEventDestroy(end);
     if (!status.ok()) return status;
+    if (known == 0) return Status(StatusCode::kCudaError, "inorm-bench: the GPU sleep's timing gave no clock rate");
   }
   *rate = known;
   return Status::Ok();
