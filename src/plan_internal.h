@@ -131,6 +131,10 @@ inline int64_t shared_register_len(DType dtype, int inputs) {
 inline int64_t shared_wide_register_len(DType dtype) {
   return kSharedWideRegisterBytes / static_cast<int64_t>(dtype_size(dtype));
 }
+// Whether a plan's register part is the wide one.
+inline bool holds_wide_register_part(const Plan& plan) {
+  return plan.inputs == 1 && plan.register_len > 0 && plan.register_len == shared_wide_register_len(plan.dtype);
+}
 
 // kSharedResident dynamic shared memory: a region (config.h shared_region_bytes) per input.
 inline int64_t shared_buffer_bytes(int64_t chunk_bytes, int inputs) { return inputs * shared_region_bytes(chunk_bytes); }

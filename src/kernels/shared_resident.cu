@@ -290,7 +290,7 @@ static_assert(kSharedMinThreads == 128 && kSharedMaxThreads == 512,
 Status shared_kernel(const Plan& plan, KernelFn* kernel) {
   const bool cluster = plan.exchange == Exchange::kCluster;
   const bool register_part = plan.register_len > 0;
-  const bool wide_registers = plan.inputs == 1 && plan.register_len == shared_wide_register_len(plan.dtype);
+  const bool wide_registers = holds_wide_register_part(plan);
   if (register_part && !wide_registers && plan.register_len != shared_register_len(plan.dtype, plan.inputs)) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan holds " + std::to_string(plan.register_len) +

@@ -100,9 +100,7 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   if (c.expect_registers.has_value() && (plan->register_len > 0) != *c.expect_registers) {
     failures.push_back(chose + (*c.expect_registers ? ", expected a register part" : ", expected no register part"));
   }
-  if (c.expect_wide_registers.has_value() &&
-      (plan->register_len > 0 && plan->inputs == 1 &&
-       plan->register_len == detail::shared_wide_register_len(plan->dtype)) != *c.expect_wide_registers) {
+  if (c.expect_wide_registers.has_value() && detail::holds_wide_register_part(*plan) != *c.expect_wide_registers) {
     failures.push_back(chose + (*c.expect_wide_registers ? ", expected a wide register part"
                                                          : ", expected no wide register part"));
   }
