@@ -261,6 +261,9 @@ inline constexpr int kCombineInFlight = 4;
 inline constexpr int kSplitCombineInFlight = 1;
 inline constexpr int kChannelsLastFinishThreads = 128;
 inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
+// The finish kernel takes a slice a warp where it has at most this many partials (its channels'
+// tiles), else a slice a CTA (kernels/channels_last.cu channels_last_finish_kernel).
+inline constexpr int64_t kChannelsLastFinishWarpParts = 256;
 // Bytes of a slice's elementwise coefficients in the workspace (the largest op's: the float64
 // backward with an activation).
 inline constexpr std::size_t kSliceCoefficientBytes = 80;

@@ -4,10 +4,11 @@
 //   reduce  each tile is staged in shared memory, then every channel's column is reduced from
 //           there with the op's reduce (the threads of a column sum through shared memory in a
 //           fixed order), one float64 partial per (channel of a sample, tile);
-//   finish  a CTA per slice combines the partials of its channels' tiles (one channel, or a
-//           GroupNorm group's C / groups; the op's combine_split, as the split path does) and keeps
-//           each of its channels' elementwise coefficients in the workspace;
-//   apply   each tile again: every output element from its inputs and its channel's coefficients.
+//   finish  a warp or a CTA per slice combines the partials of its channels' tiles (one channel, or
+//           a GroupNorm group's C / groups; the op's combine_split, as the split path does) and
+//           keeps each of its channels' elementwise coefficients in the workspace;
+//   apply   each tile again, from the last: every output element from its inputs and its
+//           channel's coefficients.
 // How a tile moves (TileLoad): where it holds every channel (C <= kChannelsLastThreads) it is one
 // contiguous run of each tensor, staged by a bulk copy in both passes (kBulk), as shared_resident
 // stages its chunks; wider C is split in channel blocks whose rows are runs C apart, moved by the
@@ -368,34 +369,45 @@ __device__ __forceinline__ typename Op::Coefficients channel_coefficients(const 
   return c;
 }
 
-template <typename Op>
+// The sum over a slice's lanes in the finish kernel: the CTA's, or the warp's.
+template <int kGroups>
+__device__ __forceinline__ auto finish_combine_sum() {
+  if constexpr (kGroups == 1) {
+    __shared__ typename BlockAllSum<double, kChannelsLastFinishThreads>::TempStorage storage;
+    return BlockAllSum<double, kChannelsLastFinishThreads>{storage};
+  } else {
+    return GroupAllSum<32, kChannelsLastFinishThreads>{};
+  }
+}
+
+// The finish kernel's slices: a CTA's each (kLanes = its threads), or a warp's each (kLanes = 32)
+// where a slice has few partials (config.h kChannelsLastFinishWarpParts), so that a CTA's threads
+// do not wait at its barriers on a few loads each.
+template <typename Op, int kLanes>
 __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_finish_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using Coefficients = typename Op::Coefficients;
   using SplitSums = typename Op::SplitPartial;
-  using CombineSum = BlockAllSum<double, kChannelsLastFinishThreads>;
-  __shared__ typename CombineSum::TempStorage combine_storage;
-  __shared__ alignas(16) unsigned char slice_coefficients[sizeof(Coefficients)];
+  constexpr int kGroups = kChannelsLastFinishThreads / kLanes;  // slices a CTA takes at once
+  static_assert(kLanes == 32 || kGroups == 1, "a warp a slice, or the CTA");
   const auto* partials = static_cast<const SplitSums*>(args.split_partials);
   auto* coefficients = static_cast<unsigned char*>(args.slice_coefficients);
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
   // The partials of a slice's channels lie together: the tiles of each, channel after channel.
   const int64_t parts = args.slice_channels * args.parts_per_slice;  // the planner keeps it in int
-  for (int64_t slice = blockIdx.x; slice < args.num_slices; slice += gridDim.x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kGroups;
+  for (int64_t slice = blockIdx.x * kGroups + threadIdx.x / kLanes; slice < args.num_slices; slice += step) {
     const SplitSums* slice_partials = partials + slice * parts;
-    CombineSum combine_sum{combine_storage};
+    auto combine_sum = finish_combine_sum<kGroups>();
     const auto partial = [&](int i) { return load_l2<SplitSums>(slice_partials + i); };
-    const SplitSums stats = Op::template combine_split<kCombineInFlight>(
-        partial, static_cast<int>(parts), threadIdx.x, kChannelsLastFinishThreads, combine_sum);
-    if (threadIdx.x == 0) {
-      *reinterpret_cast<Coefficients*>(slice_coefficients) =
-          Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), true);
-    }
-    __syncthreads();
-    for (int64_t local = threadIdx.x; local < args.slice_channels; local += blockDim.x) {
+    const SplitSums stats =
+        Op::template combine_split<kCombineInFlight>(partial, static_cast<int>(parts), lane, kLanes, combine_sum);
+    // Every lane has the slice's sums and finishes it alike; the first writes its outputs.
+    const Coefficients c = Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), lane == 0);
+    for (int64_t local = lane; local < args.slice_channels; local += kLanes) {
       *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) =
-          channel_coefficients<Op>(args, slice, *reinterpret_cast<const Coefficients*>(slice_coefficients), local);
+          channel_coefficients<Op>(args, slice, c, local);
     }
-    __syncthreads();  // the slice's coefficients are used again
   }
 }
 
@@ -451,6 +463,8 @@ __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& 
   }
 }
 
+// The elementwise pass walks the tiles from the last: the reduction's CTAs took them in order, so
+// the tiles it read last are the likeliest still in L2 (dev/VARIANTS.md 79).
 template <typename Op, TileLoad kLoad>
 __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channels_last_apply_kernel(const KernelArgs args) {
   begin_dependent_kernel();
@@ -469,8 +483,8 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     __shared__ Barrier loaded;
     init_tile_barrier(loaded);
     __syncthreads();
-    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-      const Tile tile = tile_of(args, item, blocks);
+    for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
+      const Tile tile = tile_of(args, items - 1 - walked, blocks);
       const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
       epilogue.visit([&](const auto& activation) {
         apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
@@ -490,8 +504,8 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     const int row = static_cast<int>(threadIdx.x) / units_a_row;
     const int unit = static_cast<int>(threadIdx.x) % units_a_row;
     epilogue.visit([&](const auto& activation) {
-      for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const Tile tile = tile_of(args, item, blocks);
+      for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
+        const Tile tile = tile_of(args, items - 1 - walked, blocks);
         if (unit * kElems >= tile.width || row >= tile.rows) continue;
         const int64_t first_slice = tile.sample * args.channels + tile.first_channel + unit * kElems;
         Coefficients c[kElems];  // written by the finish kernel
@@ -774,9 +788,14 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       if (status.ok()) status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
       if (status.ok()) status = launch_dependent("channels_last reduce launch", reduce, grid, threads, smem, stream, args);
       if (!status.ok()) return status;
-      const auto finish_grid = static_cast<unsigned>(std::min<int64_t>(plan.num_slices, kChannelsLastFinishGrid));
-      status = launch_dependent("channels_last finish launch", &channels_last_finish_kernel<Op>, finish_grid,
-                                kChannelsLastFinishThreads, 0, stream, args);
+      const bool warps = plan.slice_channels * plan.parts_per_slice <= kChannelsLastFinishWarpParts;
+      const int64_t slices_a_cta = warps ? kChannelsLastFinishThreads / 32 : 1;
+      const auto finish_grid = static_cast<unsigned>(
+          std::min<int64_t>((plan.num_slices + slices_a_cta - 1) / slices_a_cta, kChannelsLastFinishGrid));
+      status = launch_dependent("channels_last finish launch",
+                                warps ? &channels_last_finish_kernel<Op, 32>
+                                      : &channels_last_finish_kernel<Op, kChannelsLastFinishThreads>,
+                                finish_grid, kChannelsLastFinishThreads, 0, stream, args);
       if (!status.ok() || args.out == nullptr) return status;  // the backward without dx: weight gradients only
       return launch_dependent("channels_last apply launch", apply, grid, threads, apply_smem, stream, args);
     };

@@ -326,7 +326,8 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
 // Tiles forced smaller than the planner's (PlanOptions force_channel_block, force_tile_rows): many
 // tiles a channel, a channel block that does not divide C, and GroupNorm's groups across blocks
 // with SiLU (600 channels in blocks of 96: 20 channels a group, some groups split between two blocks),
-// two CTAs taking every item in turn.
+// two CTAs taking every item in turn. A group's 20 x 13 tile partials take the finish kernel's CTA
+// a slice (config.h kChannelsLastFinishWarpParts), an InstanceNorm channel's 13 a warp.
 TEST(GpuChannelsLast, ForcedTiles) {
   INORM_REQUIRE_GPU();
   for (DType dtype : kAllDtypes) {
