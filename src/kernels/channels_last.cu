@@ -320,16 +320,18 @@ __device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, cons
   __syncthreads();  // every thread is past its last read of the staged tile
 }
 
-// Where the three kernels keep a column's partial: partials[channel * parts_per_slice + tile
-// index], fenced there for the finish kernel.
-template <typename Op>
+// Where a column's partial is kept: partials[channel * tiles + index]. kFenced where CTAs of the same
+// grid read it (the resident form's group, after its arrival counter); the three kernels' finish
+// kernel sees every write of the reduction once it begins (begin_dependent_kernel), and a fence a
+// channel would stand in each tile's last steps (dev/VARIANTS.md 80).
+template <typename Op, bool kFenced>
 struct KeepInPartials {
   typename Op::SplitPartial* partials;
   int64_t tiles;
   int64_t index;
   __device__ void operator()(const typename Op::SplitPartial& partial, int, int64_t channel) const {
     partials[channel * tiles + index] = partial;
-    __threadfence();
+    if constexpr (kFenced) __threadfence();
   }
 };
 
@@ -351,8 +353,8 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   const int64_t items = channels_last_items(args, &blocks);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const Tile tile = tile_of(args, item, blocks);
-    const KeepInPartials<Op> keep{static_cast<typename Op::SplitPartial*>(args.split_partials), args.parts_per_slice,
-                                  tile.index};
+    const KeepInPartials<Op, false> keep{static_cast<typename Op::SplitPartial*>(args.split_partials),
+                                         args.parts_per_slice, tile.index};
     reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, all_sum,
                             keep);
   }
@@ -382,13 +384,14 @@ __device__ __forceinline__ auto finish_combine_sum() {
 
 // The finish kernel's slices: a CTA's each (kLanes = its threads), or a warp's each (kLanes = 32)
 // where a slice has few partials (config.h kChannelsLastFinishWarpParts), so that a CTA's threads
-// do not wait at its barriers on a few loads each.
+// do not wait at its barriers on a few loads each. A CTA takes finish_slices_a_cta(kLanes) at once.
+__host__ __device__ constexpr int finish_slices_a_cta(int lanes) { return kChannelsLastFinishThreads / lanes; }
 template <typename Op, int kLanes>
 __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_finish_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using Coefficients = typename Op::Coefficients;
   using SplitSums = typename Op::SplitPartial;
-  constexpr int kGroups = kChannelsLastFinishThreads / kLanes;  // slices a CTA takes at once
+  constexpr int kGroups = finish_slices_a_cta(kLanes);
   static_assert(kLanes == 32 || kGroups == 1, "a warp a slice, or the CTA");
   const auto* partials = static_cast<const SplitSums*>(args.split_partials);
   auto* coefficients = static_cast<unsigned char*>(args.slice_coefficients);
@@ -649,7 +652,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
         reduce_tile_columns<Op>(args, tile, staged, t, all_sum,
                                 [&](const SplitSums& partial, int c, int64_t) { slice_sums[c] = partial; });
       } else {
-        reduce_tile_columns<Op>(args, tile, staged, t, all_sum, KeepInPartials<Op>{partials, group, rank});
+        reduce_tile_columns<Op>(args, tile, staged, t, all_sum, KeepInPartials<Op, true>{partials, group, rank});
       }
     } else {
       auto* const cells = reinterpret_cast<SplitSums*>(coefficients);
@@ -789,7 +792,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       if (status.ok()) status = launch_dependent("channels_last reduce launch", reduce, grid, threads, smem, stream, args);
       if (!status.ok()) return status;
       const bool warps = plan.slice_channels * plan.parts_per_slice <= kChannelsLastFinishWarpParts;
-      const int64_t slices_a_cta = warps ? kChannelsLastFinishThreads / 32 : 1;
+      const int64_t slices_a_cta = finish_slices_a_cta(warps ? 32 : kChannelsLastFinishThreads);
       const auto finish_grid = static_cast<unsigned>(
           std::min<int64_t>((plan.num_slices + slices_a_cta - 1) / slices_a_cta, kChannelsLastFinishGrid));
       status = launch_dependent("channels_last finish launch",
