@@ -290,18 +290,39 @@ struct ColumnSum {
   __device__ bool any(bool p) const { return __syncthreads_or(p) != 0; }
 };
 
+// A thread's column of a tile: its channel (of the batch's N * C), the channel's slice (a GroupNorm
+// group's channels are consecutive) and the op's context of that slice. Taken before the tile is
+// staged, so that the context's loads travel while the tile lands (dev/VARIANTS.md 81).
+template <typename Op>
+struct TileColumnOf {
+  bool active;
+  int64_t channel;
+  int64_t slice;
+  typename Op::Context ctx;
+};
+template <typename Op>
+__device__ __forceinline__ TileColumnOf<Op> tile_column_of(const KernelArgs& args, const Tile& tile,
+                                                          const TileThread& t) {
+  TileColumnOf<Op> of;
+  of.active = t.column < tile.width;
+  of.channel = tile.sample * args.channels + tile.first_channel + (of.active ? t.column : 0);
+  of.slice = of.channel / args.slice_channels;
+  of.ctx = Op::context(args, of.slice);
+  return of;
+}
+
 // The reduction of a staged tile: each column's partial (the op's reduce over its rows, summed by
 // ColumnSum), given by the column's first thread to keep(partial, column, channel) (channel: of
-// the batch's N * C). Every thread of the CTA calls it; it ends with a barrier after its last read
-// of the tile.
+// the batch's N * C). `of`: the thread's column (tile_column_of). Every thread of the CTA calls it;
+// it ends with a barrier after its last read of the tile.
 template <typename Op, typename T, int kInputs, typename Keep>
 __device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, const Tile& tile,
                                                     const StagedTile<T, kInputs>& staged, const TileThread& t,
-                                                    const ColumnSum& all_sum, const Keep& keep) {
-  const bool active = t.column < tile.width;
-  // The thread's channel of the sample, and its slice (a GroupNorm group's channels are consecutive).
-  const int64_t channel = tile.sample * args.channels + tile.first_channel + (active ? t.column : 0);
-  const int64_t slice = channel / args.slice_channels;
+                                                    const TileColumnOf<Op>& of, const ColumnSum& all_sum,
+                                                    const Keep& keep) {
+  const bool active = of.active;
+  const int64_t channel = of.channel;
+  const int64_t slice = of.slice;
   const int64_t local = channel % args.slice_channels;
   TileColumn<T, kInputs> column;
 #pragma unroll
@@ -310,12 +331,11 @@ __device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, cons
   column.row = t.row;
   column.rows = t.rows;
   column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
-  const typename Op::Context ctx = Op::context(args, slice);
   // The column as a chunk of its slice: the slice's chunks are its channels' tiles in order
   // (plan_internal.h channel_partial_channel_len).
   const ChunkPlace place{slice, local * args.channel_len + tile.begin, local * args.parts_per_slice + tile.index,
                          active && t.row == 0};
-  const typename Op::Partial part = Op::reduce(args, ctx, column, place, tile.rows, all_sum);
+  const typename Op::Partial part = Op::reduce(args, of.ctx, column, place, tile.rows, all_sum);
   if (active && t.row == 0) keep(Op::to_split(part), t.column, channel);
   __syncthreads();  // every thread is past its last read of the staged tile
 }
@@ -355,8 +375,9 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
     const Tile tile = tile_of(args, item, blocks);
     const KeepInPartials<Op, false> keep{static_cast<typename Op::SplitPartial*>(args.split_partials),
                                          args.parts_per_slice, tile.index};
-    reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, all_sum,
-                            keep);
+    const TileColumnOf<Op> of = tile_column_of<Op>(args, tile, t);
+    reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, of,
+                            all_sum, keep);
   }
 }
 
@@ -639,6 +660,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
   for (int64_t item = blockIdx.x / group; item < items; item += groups) {
     const Tile tile = tile_of(args, item * group + rank, blocks);
+    const TileColumnOf<Op> of = tile_column_of<Op>(args, tile, t);
     const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
     // The tile's slices (whole ones: a block starts at a slice's first channel).
     const int64_t first_slice = (tile.sample * args.channels + tile.first_channel) / args.slice_channels;
@@ -649,15 +671,15 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
     // slice, not channels x group.
     if (args.slice_channels == 1) {
       if (alone) {
-        reduce_tile_columns<Op>(args, tile, staged, t, all_sum,
+        reduce_tile_columns<Op>(args, tile, staged, t, of, all_sum,
                                 [&](const SplitSums& partial, int c, int64_t) { slice_sums[c] = partial; });
       } else {
-        reduce_tile_columns<Op>(args, tile, staged, t, all_sum, KeepInPartials<Op, true>{partials, group, rank});
+        reduce_tile_columns<Op>(args, tile, staged, t, of, all_sum, KeepInPartials<Op, true>{partials, group, rank});
       }
     } else {
       auto* const cells = reinterpret_cast<SplitSums*>(coefficients);
       static_assert(sizeof(SplitSums) <= kSliceCoefficientBytes, "a channel's partial fits its coefficient cell");
-      reduce_tile_columns<Op>(args, tile, staged, t, all_sum,
+      reduce_tile_columns<Op>(args, tile, staged, t, of, all_sum,
                               [&](const SplitSums& partial, int c, int64_t) { cells[c] = partial; });
       for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
         GroupAllSum<kCombineLanes, kThreads> lane_sum;
