@@ -9,10 +9,10 @@
 //   inorm-bench --overhead               host time per call on a tiny tensor: plan + launch (plans
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0c2,g16c3-global,pipelined,pipelined-lead0.5,
+//            --warmup N, --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,lanes16,lanes0-cta64,cl-kernels,
 //            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,alone8,regv8 (also time forced plans: CTAs
-//            per slice, CTAs per SM and exchange of shared_resident; split_pipelined, its lead's
+//            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice and its part's stage in KiB (edits joined by
 //            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
 //            its resident form (at K CTAs an SM; over channel blocks of K channels), the three
@@ -542,11 +542,14 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     v.name = item;
     int ctas = 0;
     int per_sm = 0;
-    // g<CTAs per slice, 0: planner's>[c<CTAs per SM, exactly>][-<exchange>], e.g. g11, g0c3-global
-    if (std::sscanf(item.c_str(), "g%dc%d", &ctas, &per_sm) >= 1) {
+    int clusters = 0;
+    // g<CTAs per slice, 0: planner's>[c<CTAs per SM, exactly>[x<clusters a slice>]][-<exchange>],
+    // e.g. g11, g0c3-global, g32c2x4 (four clusters of eight)
+    if (std::sscanf(item.c_str(), "g%dc%dx%d", &ctas, &per_sm, &clusters) >= 1) {
       v.options.force_path = Path::kSharedResident;
       v.options.force_ctas_per_slice = ctas;
       v.options.force_ctas_per_sm = per_sm;
+      v.options.force_slice_clusters = clusters;
       const std::size_t dash = item.find('-');
       if (dash != std::string::npos) {
         const std::string exchange = item.substr(dash + 1);

@@ -157,6 +157,16 @@ inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, 
   if (channel_sums) return kSharedRegisterMaxGroup;
   return inputs == 1 && elem_bytes >= 4 ? kSharedMaxClusterCtas : shared_register_max_group(inputs);
 }
+// A slice that the plain float32 forward holds in a register cluster wider than
+// kSharedRegisterMaxGroup spans clusters of this many CTAs instead, the group rounded up to whole
+// clusters (Plan::slice_clusters; each cluster's combined partial through L2): an H200 holds 132
+// clusters of two at two CTAs an SM, every slot, against 176-224 CTAs in clusters of 11-16.
+// Measured on the H200 (dev/VARIANTS.md 84, x copy, the one cluster against clusters of two):
+// 8x32x768x512 1.21 -> 1.15, 8x16x1536x384 1.24 -> 1.21-1.22, gn-seed-8groups (2 MiB) 1.18-1.19 ->
+// 1.15-1.16; clusters of four or eight won less or lost (gn-seed-8groups 1.18, 1.21), and at eight
+// CTAs a slice (the seed, 240 CTAs) clusters of two lost (1.05 -> 1.06). Other dtypes, the
+// backward and ops without register parts are not measured this way and keep their clusters.
+inline constexpr int kSharedPairClusterCtas = 2;
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores
 // (kernels/shared_resident.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after

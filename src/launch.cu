@@ -132,13 +132,14 @@ Status plan_with_occupancy(const Plan& signature, const PlanOptions& options, co
     if (plan->exchange != Exchange::kCluster) return Status::Ok();
     if (occupancy.clusters == 0) {  // not expected on an H200 (clusters of 16 at 3 per SM fit 21)
       if (options.force_exchange == Exchange::kCluster) {
-        return Status(StatusCode::kUnsupported, "inorm: no cluster of " + std::to_string(plan->ctas_per_slice) +
+        return Status(StatusCode::kUnsupported, "inorm: no cluster of " + std::to_string(detail::shared_cluster_ctas(*plan)) +
                                                     " shared_resident CTAs fits on this device");
       }
       capped.force_exchange = Exchange::kGlobal;  // needs only that the CTAs are resident
       continue;
     }
-    plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(occupancy.clusters) * plan->ctas_per_slice);
+    plan->grid = std::min<int64_t>(plan->grid,
+                                   static_cast<int64_t>(occupancy.clusters) * detail::shared_cluster_ctas(*plan));
     plan->workspace_bytes = detail::workspace_layout(*plan).total;  // a smaller grid may need the slice counter
     return Status::Ok();
   }
@@ -217,7 +218,8 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   }
   if (plan.path == Path::kSharedResident) {
     args.ctas_per_slice = plan.ctas_per_slice;
-    if (plan.exchange == Exchange::kGlobal) {
+    args.slice_clusters = plan.slice_clusters;
+    if (detail::shared_exchanges_through_l2(plan)) {
       args.chunk_partials = ws + layout.chunk_partials;
       args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
     }

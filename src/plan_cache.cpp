@@ -11,7 +11,8 @@ bool PlanKey::operator==(const PlanKey& o) const {
   const PlanOptions& b = o.options;
   return device == o.device && same_problem(signature, o.signature) && signature.vector_io == o.signature.vector_io &&
          signature.coaligned == o.signature.coaligned && a.force_path == b.force_path &&
-         a.force_ctas_per_slice == b.force_ctas_per_slice && a.force_ctas_per_sm == b.force_ctas_per_sm &&
+         a.force_ctas_per_slice == b.force_ctas_per_slice && a.force_slice_clusters == b.force_slice_clusters &&
+         a.force_ctas_per_sm == b.force_ctas_per_sm &&
          a.max_ctas_per_sm == b.max_ctas_per_sm && a.force_exchange == b.force_exchange &&
          a.force_resident_parts == b.force_resident_parts && a.force_part_bytes == b.force_part_bytes &&
          a.force_register_vecs == b.force_register_vecs &&
@@ -45,7 +46,8 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
       static_cast<std::size_t>(k.options.force_tile_rows) << 16 ^
       static_cast<std::size_t>(k.options.force_part_bytes) << 40 ^
       static_cast<std::size_t>(k.options.force_group_cta_threads) << 24 ^
-      static_cast<std::size_t>(k.options.force_register_vecs) << 56);
+      static_cast<std::size_t>(k.options.force_register_vecs) << 56 ^
+      static_cast<std::size_t>(k.options.force_slice_clusters) << 8);
   return h;
 }
 

@@ -21,8 +21,10 @@ struct SplitPartial {
 
 // Where each piece of the workspace starts.
 struct WorkspaceLayout {
-  std::size_t chunk_partials = 0;  // kSharedResident, Exchange::kGlobal: chunk statistics [num_slices * ctas_per_slice]
-  // kSharedResident, Exchange::kGlobal: unsigned [num_slices]; resident kChannelsLast: [samples]
+  // kSharedResident through L2 (shared_exchanges_through_l2): chunk statistics [num_slices *
+  // ctas_per_slice], or a cluster's [num_slices * slice_clusters]
+  std::size_t chunk_partials = 0;
+  // kSharedResident through L2: unsigned [num_slices]; resident kChannelsLast: [samples]
   std::size_t slice_arrivals = 0;
   std::size_t slice_counter = 0;   // kSharedResident, shared_slices_in_order: unsigned long long
   // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]; kChannelsLast: one per tile of each
@@ -45,10 +47,22 @@ struct WorkspaceLayout {
 };
 WorkspaceLayout workspace_layout(const Plan& plan);
 
+// A kSharedResident cluster plan's cluster: its CTAs (the group's, unless the slice spans several
+// clusters, Plan::slice_clusters).
+inline int shared_cluster_ctas(const Plan& plan) {
+  return plan.slice_clusters > 1 ? plan.ctas_per_slice / plan.slice_clusters : plan.ctas_per_slice;
+}
+// Whether a kSharedResident plan exchanges partials through L2 (workspace: a partial per CTA, or per
+// cluster of a slice spanning clusters, and an arrival counter per slice).
+inline bool shared_exchanges_through_l2(const Plan& plan) {
+  return plan.path == Path::kSharedResident && (plan.exchange == Exchange::kGlobal || plan.slice_clusters > 1);
+}
+
 // Whether a kSharedResident plan hands its slices out in order from a counter (config.h
 // kSharedInOrderMinRounds): an exchange that needs no group to wait on another (cluster, or none
 // for groups of one; the L2 exchange's group would need its own broadcast of the slice), enough
-// rounds of slices and long enough chunks.
+// rounds of slices and long enough chunks; and always where a slice spans clusters, each cluster
+// taking its next part of a slice from the counter (so a part waits only on parts already taken).
 bool shared_slices_in_order(const Plan& plan);
 // Whether such a plan takes each next slice before normalizing the current one (config.h
 // kSharedEarlyDispatchMinRounds): in order, with register parts, over that many rounds.

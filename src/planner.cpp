@@ -115,7 +115,9 @@ std::string Plan::describe() const {
       break;
     case Path::kSharedResident:
       out << " ctas_per_slice=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm
-          << " exchange=" << exchange_name(exchange) << " threads=" << threads << " chunk=" << chunk_len;
+          << " exchange=" << exchange_name(exchange);
+      if (slice_clusters > 1) out << " clusters=" << slice_clusters << "x" << detail::shared_cluster_ctas(*this);
+      out << " threads=" << threads << " chunk=" << chunk_len;
       if (register_len > 0) out << " registers=" << register_len;
       out << " grid=" << grid
           << (detail::shared_slices_in_order(*this) ? " in-order" : "")
@@ -190,6 +192,7 @@ int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm) {
 
 bool shared_slices_in_order(const Plan& plan) {
   if (plan.path != Path::kSharedResident || plan.exchange == Exchange::kGlobal || plan.ctas_per_slice < 1) return false;
+  if (plan.slice_clusters > 1) return true;
   const int64_t groups = plan.grid / plan.ctas_per_slice;
   const int64_t slice_bytes = plan.slice_len * static_cast<int64_t>(dtype_size(plan.dtype));
   return plan.num_slices >= kSharedInOrderMinRounds * groups &&
@@ -197,7 +200,7 @@ bool shared_slices_in_order(const Plan& plan) {
 }
 
 bool shared_takes_slices_early(const Plan& plan) {
-  return shared_slices_in_order(plan) && plan.register_len > 0 &&
+  return shared_slices_in_order(plan) && plan.register_len > 0 && plan.slice_clusters == 1 &&
          plan.num_slices >= kSharedEarlyDispatchMinRounds * (plan.grid / plan.ctas_per_slice);
 }
 
@@ -210,8 +213,9 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     return start;
   };
   const auto slices = static_cast<std::size_t>(plan.num_slices);
-  if (plan.path == Path::kSharedResident && plan.exchange == Exchange::kGlobal) {
-    layout.chunk_partials = reserve(slices * plan.ctas_per_slice * chunk_stats_bytes(plan.dtype));
+  if (shared_exchanges_through_l2(plan)) {
+    const int partials = plan.slice_clusters > 1 ? plan.slice_clusters : plan.ctas_per_slice;
+    layout.chunk_partials = reserve(slices * partials * chunk_stats_bytes(plan.dtype));
     layout.slice_arrivals = reserve(slices * sizeof(unsigned));
   }
   if (shared_slices_in_order(plan)) layout.slice_counter = reserve(sizeof(unsigned long long));
@@ -594,7 +598,7 @@ Status choose_exchange(Exchange forced, Plan* plan) {
   if (forced == Exchange::kNone && plan->ctas_per_slice > 1) {
     return invalid("exchange none needs one CTA per slice, the plan has " + std::to_string(plan->ctas_per_slice));
   }
-  plan->exchange = exchange_for(forced, plan->ctas_per_slice, plan->ctas_per_sm);
+  plan->exchange = exchange_for(forced, detail::shared_cluster_ctas(*plan), plan->ctas_per_sm);
   return Status::Ok();
 }
 
@@ -624,12 +628,26 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // will have them: 1x64x256x256 fp32 took two rounds with 62 clusters of 4 at two per SM, where the
 // SM slots alone promised one round of 66.
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+  // A slice over several clusters (forced only): each cluster's combined partial goes through L2,
+  // into an inbox of kSharedMaxClusterCtas.
+  const int slice_clusters = std::max(1, options.force_slice_clusters);
+  if (options.force_slice_clusters < 0 || options.force_slice_clusters > detail::kSharedMaxClusterCtas ||
+      (slice_clusters > 1 && options.force_exchange != Exchange::kAuto &&
+       options.force_exchange != Exchange::kCluster) ||
+      options.force_ctas_per_slice % slice_clusters != 0) {
+    return invalid("forced clusters a slice must be in 1.." + std::to_string(detail::kSharedMaxClusterCtas) +
+                   ", with the cluster exchange and a whole number of CTAs each; got " +
+                   std::to_string(options.force_slice_clusters) + " clusters, " +
+                   std::to_string(options.force_ctas_per_slice) + " CTAs a slice, exchange " +
+                   exchange_name(options.force_exchange));
+  }
   // The kernel's inbox holds kSharedMaxCtasPerSlice chunk statistics, a cluster's
   // kSharedMaxClusterCtas.
-  const int max_group = detail::shared_max_group(options.force_exchange == Exchange::kCluster);
+  const bool clusters_only = options.force_exchange == Exchange::kCluster || slice_clusters > 1;
+  const int max_group = detail::shared_max_group(clusters_only) * slice_clusters;
   if (options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > max_group) {
     return invalid("forced CTAs per slice must be in 1.." + std::to_string(max_group) +
-                   (options.force_exchange == Exchange::kCluster ? " for the cluster exchange" : "") + ", got " +
+                   (clusters_only ? " for the cluster exchange" : "") + ", got " +
                    std::to_string(options.force_ctas_per_slice));
   }
   if (options.force_ctas_per_sm < 0 || options.force_ctas_per_sm > detail::kSharedMaxCtasPerSm) {
@@ -664,13 +682,14 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   auto fits = [&](int64_t smem, int ctas_per_sm) {
     return smem + detail::kSharedStaticReserve <= limits.max_smem_per_block_optin && fit_on_sm(smem, ctas_per_sm);
   };
-  auto chunks_for = [&](int64_t group, int ctas_per_sm) {
+  // (`group` CTAs a slice in clusters of `cluster`.)
+  auto chunks_for = [&](int64_t group, int ctas_per_sm, int64_t cluster) {
     Chunks chunks;
     chunks.len = chunk_len_for(base.slice_len, group, elem);
     chunks.smem = detail::shared_buffer_bytes(chunks.len * elem, base.inputs);
     if (fit_on_sm(chunks.smem, ctas_per_sm) || !base.vector_io || ctas_per_sm != detail::kSharedRegisterCtasPerSm ||
-        group > register_max_group ||
-        exchange_for(options.force_exchange, group, ctas_per_sm) != Exchange::kCluster) {
+        cluster > register_max_group ||
+        exchange_for(options.force_exchange, cluster, ctas_per_sm) != Exchange::kCluster) {
       return chunks;
     }
     for (const int64_t register_len : register_lens) {
@@ -686,7 +705,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   if (takes_wide_registers &&
       (options.force_register_vecs == detail::kSharedWideRegisterVecs ||
        (options.force_register_vecs == 0 &&
-        !fits(chunks_for(register_max_group, detail::kSharedRegisterCtasPerSm).smem, detail::kSharedRegisterCtasPerSm)))) {
+        !fits(chunks_for(register_max_group * slice_clusters, detail::kSharedRegisterCtasPerSm, register_max_group).smem,
+              detail::kSharedRegisterCtasPerSm)))) {
     register_lens.push_back(detail::shared_wide_register_len(base.dtype));
   }
   int64_t steady_group = ceil_div(slice_bytes, detail::kSharedSteadyChunkBytes);
@@ -702,10 +722,10 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // that holds the slice at kSharedRegisterCtasPerSm CTAs per SM, with register parts where it
   // needs them, if one does. Narrowest, not busiest: the backward's fp32 seed ran 5.204 ms with 15
   // CTAs a slice (210 busy) against 5.297 ms with 16 (224 busy) (dev/VARIANTS.md 36).
-  if (steady_group > detail::kSharedRegisterMaxGroup && !steady_stays) {
+  if (steady_group > detail::kSharedRegisterMaxGroup && !steady_stays && slice_clusters == 1) {
     const int widest = std::max(register_max_group, detail::shared_register_max_group(base.inputs));
     for (int64_t group = 2; group <= widest; ++group) {
-      const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm);
+      const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm, group);
       const bool narrow = group <= detail::shared_register_max_group(base.inputs);
       if ((narrow || chunks.register_len > 0) && fits(chunks.smem, detail::kSharedRegisterCtasPerSm)) {
         steady_group = group;
@@ -753,21 +773,31 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                      : widest;
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
-      const Chunks chunks = chunks_for(group, ctas_per_sm);
-      // A group that is a cluster counts the clusters the GPCs hold, where the limits know them.
-      const Exchange exchange = exchange_for(options.force_exchange, group, ctas_per_sm);
+      // (A slice spanning clusters runs at two CTAs an SM only: shared_resident.cu compiles no other.)
+      if (group % slice_clusters != 0 ||
+          (slice_clusters > 1 && ctas_per_sm != detail::kSharedRegisterCtasPerSm)) {
+        continue;
+      }
+      // A group that is a cluster counts the clusters the GPCs hold, where the limits know them;
+      // where a slice spans clusters, each takes a part of a slice (`units`) at a time.
+      const int64_t cluster = group / slice_clusters;
+      const Chunks chunks = chunks_for(group, ctas_per_sm, cluster);
+      const Exchange exchange = exchange_for(options.force_exchange, cluster, ctas_per_sm);
+      if (slice_clusters > 1 && exchange != Exchange::kCluster) continue;
       const int clusters =
-          exchange == Exchange::kCluster ? limits.resident_clusters[ctas_per_sm][group] : 0;
-      const int64_t groups = std::min(clusters > 0 ? clusters : total / group, base.num_slices);
-      if (!fits(chunks.smem, ctas_per_sm) || groups == 0) continue;
+          exchange == Exchange::kCluster ? limits.resident_clusters[ctas_per_sm][cluster] : 0;
+      const int64_t units = base.num_slices * slice_clusters;
+      const int64_t groups = std::min(clusters > 0 ? clusters : total / cluster, units);
+      // Every cluster of a slice must be resident at once: each waits for the others' partials.
+      if (!fits(chunks.smem, ctas_per_sm) || groups == 0 || groups < slice_clusters) continue;
       // Busy share of the CTA-rounds, the last, partial round of the persistent loop included.
-      const int64_t rounds = ceil_div(base.num_slices, groups);
+      const int64_t rounds = ceil_div(units, groups);
       Score score;
       score.util_percent = base.num_slices * group * 100 / (rounds * total);
       score.steady = group == steady_group && ctas_per_sm == steady_ctas_per_sm &&
                      rounds >= detail::kSharedSteadyMinRounds;
       score.ctas_per_sm = ctas_per_sm;
-      score.fits_cluster = group <= detail::kSharedMaxClusterCtas;
+      score.fits_cluster = cluster <= detail::kSharedMaxClusterCtas;
       score.channel_chunks = prefers_channel_chunks && rounds == 1 && chunks.len % channel_len == 0 &&
                              chunks.register_len == 0 &&
                              detail::shared_threads_for(ctas_per_sm) == detail::kSharedChannelChunkThreads;
@@ -778,17 +808,42 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       *plan = base;
       plan->path = Path::kSharedResident;
       plan->ctas_per_slice = static_cast<int>(group);
+      plan->slice_clusters = slice_clusters;
       plan->ctas_per_sm = ctas_per_sm;
       plan->chunk_len = chunks.len;
       plan->register_len = chunks.register_len;
       plan->threads = chunks.register_len > 0 ? detail::kSharedRegisterThreads : detail::shared_threads_for(ctas_per_sm);
       plan->smem_bytes = static_cast<int>(chunks.smem);
-      plan->grid = groups * group;
+      plan->grid = groups * cluster;
     }
   }
   if (best.util_percent < 0) {
     return invalid("no shared_resident plan holds a slice of " + std::to_string(slice_bytes) +
                    " bytes with these options on this device");
+  }
+  // The plain float32 forward's register clusters wider than kSharedRegisterMaxGroup: the group,
+  // rounded up to whole pairs, in clusters of kSharedPairClusterCtas (config.h), unless the plan's
+  // shape is forced.
+  const bool shape_forced = options.force_ctas_per_slice != 0 || options.force_ctas_per_sm != 0 ||
+                            options.max_ctas_per_sm != 0 || options.force_slice_clusters != 0 ||
+                            options.force_exchange != Exchange::kAuto;
+  if (!shape_forced && base.pass == Pass::kForward && base.dtype == DType::kFloat32 && plan->register_len > 0 &&
+      plan->ctas_per_slice > detail::kSharedRegisterMaxGroup) {
+    constexpr int kPair = detail::kSharedPairClusterCtas;
+    const int64_t group = ceil_div(plan->ctas_per_slice, kPair) * kPair;
+    const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm, kPair);
+    const int clusters = limits.resident_clusters[detail::kSharedRegisterCtasPerSm][kPair];
+    const int64_t pairs = std::min<int64_t>(
+        clusters > 0 ? clusters : static_cast<int64_t>(limits.sm_count) * detail::kSharedRegisterCtasPerSm / kPair,
+        base.num_slices * (group / kPair));
+    if (chunks.register_len > 0 && fits(chunks.smem, detail::kSharedRegisterCtasPerSm) && pairs >= group / kPair) {
+      plan->ctas_per_slice = static_cast<int>(group);
+      plan->slice_clusters = static_cast<int>(group / kPair);
+      plan->chunk_len = chunks.len;
+      plan->register_len = chunks.register_len;
+      plan->smem_bytes = static_cast<int>(chunks.smem);
+      plan->grid = pairs * kPair;
+    }
   }
   // Where the buffers leave room for one more CTA on an SM, the buffer grows to the SM's share of
   // shared memory, so that no more CTAs fit than the plan has: the cluster launch packed some SMs
@@ -1110,8 +1165,8 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
 // kForwardSplitMinGroup): not where the path or any of shared_resident's options is forced.
 bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
   const bool shared_forced = options.force_path != Path::kAuto || options.force_ctas_per_slice != 0 ||
-                             options.force_ctas_per_sm != 0 || options.max_ctas_per_sm != 0 ||
-                             options.force_exchange != Exchange::kAuto;
+                             options.force_slice_clusters != 0 || options.force_ctas_per_sm != 0 ||
+                             options.max_ctas_per_sm != 0 || options.force_exchange != Exchange::kAuto;
   const bool plain_by_channel = shared.channel_affine && !detail::runs_general_op(shared) &&
                                 shared.ctas_per_slice <= detail::kSharedMaxClusterCtas;
   return shared.pass == Pass::kForward && !shared_forced && shared.register_len == 0 && !plain_by_channel &&

@@ -190,7 +190,8 @@ const char* path_name(Path path);
 enum class Exchange : int {
   kAuto = 0,  // planner's choice (only in PlanOptions)
   kNone,      // one CTA per slice: nothing to share
-  kCluster,   // the group is a thread-block cluster: st.async into the peers' shared memory
+  kCluster,   // the group is a thread-block cluster: st.async into the peers' shared memory (a slice
+              // over several clusters, Plan::slice_clusters: their combined partials through L2 too)
   kGlobal,    // through L2: a release counter per slice, a cooperative launch, workspace
 };
 const char* exchange_name(Exchange exchange);
@@ -199,6 +200,9 @@ const char* exchange_name(Exchange exchange);
 struct PlanOptions {
   Path force_path = Path::kAuto;
   int force_ctas_per_slice = 0;   // kSharedResident: CTAs sharing a slice
+  // kSharedResident with the cluster exchange: clusters sharing a slice, force_ctas_per_slice /
+  // this many CTAs each (0: the planner's, one)
+  int force_slice_clusters = 0;
   int force_ctas_per_sm = 0;      // kSharedResident, kChannelsLast's resident form: exactly this many CTAs per SM
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   // kSharedResident; kChannelsLast: kGlobal its resident form, kNone its three kernels
@@ -252,6 +256,8 @@ struct Plan {
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
   int inputs = 1;            // tensors held on chip per element: x (forward), x and dy (backward)
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group); kChannelsLast resident: an item
+  int slice_clusters = 1;    // kSharedResident, Exchange::kCluster: clusters a slice's group spans, each of
+                             // ctas_per_slice / slice_clusters CTAs (a cluster's partial through L2 beyond one)
                              // (a sample in tiles of whole rows; a channel block of whole slices: one)
   int ctas_per_sm = 0;       // kSharedResident, kChannelsLast resident: resident CTAs per SM the grid is sized for
   Exchange exchange = Exchange::kNone;  // kSharedResident; kChannelsLast: kGlobal in its resident form

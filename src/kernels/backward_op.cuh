@@ -181,6 +181,10 @@ struct BackwardOp {
     return totals;
   }
 
+  static __device__ __forceinline__ Partial to_partial(const Totals& totals, int64_t /*count*/) {
+    return Partial{totals.dy, totals.dy_d, totals.d, Acc(0)};
+  }
+
   static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, int64_t /*first*/,
                                                         const Context& ctx, const Totals& totals, bool writer) {
     const Acc n = static_cast<Acc>(args.slice_len);

@@ -60,11 +60,15 @@ struct KernelArgs {
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item
   int64_t resident_parts;    // kSplitPipelined: of each slice's parts, the last ones read once (Plan::resident_parts)
-  // kSharedResident: the group size (the cluster kernel reads its cluster's instead), and the L2
-  // exchange's workspace
+  // kSharedResident: the group size (the cluster kernel reads its cluster's instead), the clusters a
+  // slice spans (Plan::slice_clusters), and the L2 exchange's workspace
   int ctas_per_slice;
-  void* chunk_partials;      // Exchange::kGlobal: ChunkStats<stats type> [num_slices * ctas_per_slice]
-  unsigned* slice_arrivals;  // Exchange::kGlobal, kSplitPipelined: [num_slices], zeroed before the launch
+  int slice_clusters;
+  // kSharedResident through L2 (plan_internal.h shared_exchanges_through_l2): ChunkStats<stats
+  // type> [num_slices * ctas_per_slice], a cluster's combined [num_slices * slice_clusters]
+  void* chunk_partials;
+  // kSharedResident through L2, kSplitPipelined: [num_slices], zeroed before the launch
+  unsigned* slice_arrivals;
   // kSharedResident with more slices than groups, exchange cluster or none: the slices handed out
   // after each group's first, zeroed before the launch; null: the groups stride over the slices.
   unsigned long long* slice_counter;

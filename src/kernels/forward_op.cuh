@@ -19,6 +19,9 @@
 //                                          same in every thread of the sum; `place` (common.cuh ChunkPlace)
 //                                          says where the chunk lies, for sums per channel
 //   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
+//   Partial to_partial(totals, count)      a group's totals over `count` elements as one partial,
+//                                          which combines again (a cluster's, where a slice spans
+//                                          several: shared_resident.cu)
 //   SplitPartial to_split(partial), combine_split<kInFlight>(partial, parts, lane, lanes, all_sum),
 //   from_split(split)                      the same in float64 through global memory (split_pipelined,
 //                                          channels_last), combined by a CTA or a group of lanes, each
@@ -228,6 +231,12 @@ struct ForwardOp {
     Totals totals;
     combine_chunks(partials, count, &totals.mean_hi, &totals.mean_lo, &totals.m2);
     return totals;
+  }
+
+  // combine_chunks' totals are a rounded mean (mean_hi), what it missed (mean_lo) and M2 around
+  // their sum: a chunk's statistics.
+  static __device__ __forceinline__ Partial to_partial(const Totals& totals, int64_t count) {
+    return Partial{static_cast<Acc>(count), totals.mean_hi, totals.mean_lo, totals.m2};
   }
 
   // `first`: the caller's first element of the slice. The general op starts at the slice's first

@@ -14,6 +14,10 @@
 // - cluster: the group is a thread-block cluster; thread 0 sends its chunk partial into every
 //   peer's shared memory with st.async, which completes bytes on the peer's mbarrier, and each CTA
 //   waits on its own barrier. Clusters share nothing but the slice counter, so no cooperative launch.
+//   A slice may span several clusters (Plan::slice_clusters): each cluster then takes a part of a
+//   slice at a time from the counter, in order, and its first CTA publishes the cluster's combined
+//   partial through L2 as the L2 exchange does; a part waits only on parts already taken by
+//   running clusters, so that too needs no cooperative launch.
 // - global: through L2, a release counter per slice; the cooperative launch guarantees that every
 //   CTA of a group is resident. Also the kernel for groups of one, which exchange nothing.
 // dev/VARIANTS.md records the designs these beat (non-persistent clusters, double buffering inside
@@ -85,18 +89,20 @@ __device__ __forceinline__ void exchange_in_cluster(const cg::cluster_group& clu
   wait_phase(arrived, parity);
 }
 
-// Publishes thread 0's `mine` for `slice` in L2 and copies the group's chunk partials into
-// `stats` (rank order) once all `group_size` have arrived; a group of one just keeps its own.
+// Publishes thread 0's `mine` for `slice` in L2 (where `publishes`: one CTA of each of the
+// group's `group_size` members, CTAs or clusters) and copies the members' partials into `stats`
+// (rank order) once all have arrived; a group of one just keeps its own.
 template <typename Partial>
 __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int64_t slice, int rank,
-                                                    int group_size, const Partial& mine, Partial* stats) {
+                                                    int group_size, const Partial& mine, Partial* stats,
+                                                    bool publishes = true) {
   static_assert(sizeof(Partial) % 16 == 0, "a chunk partial is a whole number of 16-byte pieces");
   if (group_size == 1) {
     if (threadIdx.x == 0) stats[0] = mine;
   } else {
     auto* partials = static_cast<Partial*>(args.chunk_partials) + slice * group_size;
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[slice]);
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && publishes) {
       partials[rank] = mine;
       arrivals.fetch_add(1u, cuda::memory_order_release);
     }
@@ -115,13 +121,14 @@ __device__ __forceinline__ void exchange_through_l2(const KernelArgs& args, int6
   __syncthreads();
 }
 
-// The slice after every group's first, from the counter.
+// The slice (or a slice's part, where slices span clusters) after every group's first, from the counter.
 __device__ __forceinline__ int64_t take_slice(const KernelArgs& args, int64_t groups) {
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> counter(*args.slice_counter);
   return groups + static_cast<int64_t>(counter.fetch_add(1ull, cuda::memory_order_relaxed));
 }
 
-// The group's next slice. Without a counter (planner.cpp shared_slices_in_order: few rounds or
+// The group's next slice (or next part of a slice, where slices span clusters: the same walk over
+// slices x parts). Without a counter (planner.cpp shared_slices_in_order: few rounds or
 // short slices, or the L2 exchange) the persistent stride; with one, the next slice in order: the
 // group's first CTA takes it after its stores and a cluster sends it to every peer (st.async onto
 // the peer's `dispatched` barrier), so that the slices in flight stay adjacent in memory. A
@@ -159,8 +166,10 @@ __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, 
 }
 
 // kRegisterVecs > 0: each chunk of each input ends in a part held in registers (RegisterPart), at
-// kSharedRegisterCtasPerSm CTAs per SM, whose registers that leaves room for.
-template <typename Op, int kThreads, bool kCluster, int kRegisterVecs>
+// kSharedRegisterCtasPerSm CTAs per SM, whose registers that leaves room for. kSpansClusters: a
+// slice spans args.slice_clusters clusters (an instance of its own: walking parts of slices cost
+// the one-cluster kernels 4-150 bytes of spills, ptxas -v).
+template <typename Op, int kThreads, bool kCluster, int kRegisterVecs, bool kSpansClusters = false>
 __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterCtasPerSm : kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
   begin_dependent_kernel();
@@ -181,12 +190,17 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
   __shared__ uint64_t dispatched[2];
 
   const cg::cluster_group cluster = cg::this_cluster();
+  // A cluster's CTAs, where a slice spans slice_clusters clusters (each then takes one part of a
+  // slice at a time: `units` are slices x parts).
   const int group_size = kCluster ? static_cast<int>(cluster.num_blocks()) : args.ctas_per_slice;
   const int rank = kCluster ? static_cast<int>(cluster.block_rank()) : static_cast<int>(blockIdx.x % group_size);
+  const int slice_clusters = kSpansClusters ? args.slice_clusters : 1;
   const int64_t groups = gridDim.x / group_size;
-  const int64_t begin = min(args.slice_len, rank * args.chunk_len);
-  const int64_t len = min(args.slice_len - begin, args.chunk_len);
-  const int64_t shared_len = min(len, args.chunk_len - args.register_len);  // the rest in registers
+  const int64_t units = args.num_slices * slice_clusters;
+  // The chunk of each slice a CTA holds where a group is one cluster: the same every round.
+  const int64_t rank_begin = min(args.slice_len, rank * args.chunk_len);
+  const int64_t rank_len = min(args.slice_len - rank_begin, args.chunk_len);
+  const int64_t rank_shared_len = min(rank_len, args.chunk_len - args.register_len);  // the rest in registers
   // Each input's chunk has a region of the buffer (planner.cpp chunks_for).
   const int64_t region = shared_region_bytes((args.chunk_len - args.register_len) * static_cast<int64_t>(sizeof(T)));
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
@@ -208,8 +222,14 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     __syncthreads();
   }
 
-  int64_t slice = blockIdx.x / group_size;
-  for (int round = 0; slice < args.num_slices; ++round) {
+  int64_t unit = blockIdx.x / group_size;
+  for (int round = 0; unit < units; ++round) {
+    const int64_t slice = kSpansClusters ? unit / slice_clusters : unit;
+    const int part = kSpansClusters ? static_cast<int>(unit - slice * slice_clusters) : 0;
+    const int64_t chunk_index = kSpansClusters ? static_cast<int64_t>(part) * group_size + rank : rank;
+    const int64_t begin = kSpansClusters ? min(args.slice_len, chunk_index * args.chunk_len) : rank_begin;
+    const int64_t len = kSpansClusters ? min(args.slice_len - begin, args.chunk_len) : rank_len;
+    const int64_t shared_len = kSpansClusters ? min(len, args.chunk_len - args.register_len) : rank_shared_len;
     const int64_t offset = slice * args.slice_len + begin;
     Chunk<T, kThreads, kInputs, kRegisterVecs> chunk;
     const T* srcs[kInputs];
@@ -221,7 +241,8 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     const typename Op::Context ctx = Op::context(args, slice);
     loaded.wait(std::move(load_token));
     AllSum all_sum{reduce_storage};
-    const Partial mine = Op::reduce(args, ctx, chunk, ChunkPlace{slice, begin, rank, threadIdx.x == 0}, len, all_sum);
+    const Partial mine =
+        Op::reduce(args, ctx, chunk, ChunkPlace{slice, begin, chunk_index, threadIdx.x == 0}, len, all_sum);
     Partial* stats = inbox[kCluster ? (round & 1) : 0];
     if constexpr (kCluster) {
       exchange_in_cluster(cluster, rank, group_size, mine, stats, &arrived[round & 1],
@@ -229,8 +250,17 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     } else {
       exchange_through_l2(args, slice, rank, group_size, mine, stats);
     }
+    typename Op::Totals totals = Op::combine(stats, group_size);
+    if constexpr (kSpansClusters) {  // the cluster's totals as one partial of the slice's, through L2
+      const int64_t cluster_begin = min(args.slice_len, static_cast<int64_t>(part) * group_size * args.chunk_len);
+      const Partial cluster_partial =
+          Op::to_partial(totals, min(args.slice_len - cluster_begin, group_size * args.chunk_len));
+      __syncthreads();  // every thread has combined `stats` before they are refilled
+      exchange_through_l2(args, slice, part, slice_clusters, cluster_partial, stats, rank == 0);
+      totals = Op::combine(stats, slice_clusters);
+    }
     typename Op::Coefficients coefficients =
-        Op::finish(args, slice, begin, ctx, Op::combine(stats, group_size), rank == 0 && threadIdx.x == 0);
+        Op::finish(args, slice, begin, ctx, totals, chunk_index == 0 && threadIdx.x == 0);
     ChannelWindow<Op> window(args, slice, coefficients);
     // Taken early, the counter's latency hides under the stores; it is sent to the peers after them
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
@@ -242,10 +272,10 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
                          [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, activation, v); });
       });
     }
-    const int64_t next = next_slice<kCluster>(cluster, args, slice, groups, rank, group_size, &next_slot[round & 1],
+    const int64_t next = next_slice<kCluster>(cluster, args, unit, groups, rank, group_size, &next_slot[round & 1],
                                               &dispatched[round & 1], static_cast<uint32_t>((round >> 1) & 1), taken);
     __syncthreads();  // the buffer and the inbox are free for the next slice
-    slice = kCluster || args.slice_counter == nullptr ? next : next_slot[round & 1];
+    unit = kCluster || args.slice_counter == nullptr ? next : next_slot[round & 1];
   }
   if constexpr (kCluster) cluster.sync();  // no CTA exits while a peer may still address its shared memory
 }
@@ -262,18 +292,30 @@ inline constexpr bool kTakesRegisterParts = std::is_same_v<typename Op::Epilogue
 template <typename Op>
 inline constexpr bool kTakesWideRegisterParts = kTakesRegisterParts<Op> && Op::kInputs == 1;
 
+// A slice spanning clusters (spans_clusters) runs at kSharedRegisterCtasPerSm CTAs an SM, with or
+// without register parts (planner.cpp plan_shared); only those instances are compiled.
 template <typename Op, bool kCluster>
-KernelFn shared_kernel_for(int threads, bool register_part, bool wide_registers) {
+KernelFn shared_kernel_for(int threads, bool register_part, bool wide_registers, bool spans_clusters) {
+  constexpr int kTwoPerSmThreads = kSharedThreadsPerSm / kSharedRegisterCtasPerSm;
   if (register_part) {  // planned only for clusters (planner.cpp plan_shared)
     if constexpr (kCluster && kTakesRegisterParts<Op>) {
       if (threads == kSharedRegisterThreads && !wide_registers) {
-        return &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedRegisterVecs / Op::kInputs>;
+        constexpr int kVecs = kSharedRegisterVecs / Op::kInputs;
+        return spans_clusters ? &shared_resident_kernel<Op, kSharedRegisterThreads, true, kVecs, true>
+                              : &shared_resident_kernel<Op, kSharedRegisterThreads, true, kVecs>;
       }
     }
     if constexpr (kCluster && kTakesWideRegisterParts<Op>) {
       if (threads == kSharedRegisterThreads && wide_registers) {
-        return &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedWideRegisterVecs>;
+        return spans_clusters ? &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedWideRegisterVecs, true>
+                              : &shared_resident_kernel<Op, kSharedRegisterThreads, true, kSharedWideRegisterVecs>;
       }
+    }
+    return nullptr;
+  }
+  if (spans_clusters) {
+    if constexpr (kCluster) {
+      if (threads == kTwoPerSmThreads) return &shared_resident_kernel<Op, kTwoPerSmThreads, true, 0, true>;
     }
     return nullptr;
   }
@@ -301,8 +343,9 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
   }
   const Status status = dispatch_op(plan, [&](auto op) -> Status {
     using Op = decltype(op);
-    *kernel = cluster ? shared_kernel_for<Op, true>(plan.threads, register_part, wide_registers)
-                      : shared_kernel_for<Op, false>(plan.threads, register_part, wide_registers);
+    const bool spans_clusters = plan.slice_clusters > 1;
+    *kernel = cluster ? shared_kernel_for<Op, true>(plan.threads, register_part, wide_registers, spans_clusters)
+                      : shared_kernel_for<Op, false>(plan.threads, register_part, wide_registers, spans_clusters);
     return Status::Ok();
   });
   if (!status.ok()) return status;
@@ -312,7 +355,11 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
                                       std::to_string(kSharedRegisterThreads) +
                                       " threads, and an op without an activation (nor the forward's with a "
                                       "channel affine); a wide one, the forward's plain op"
-                                : std::string("inorm: the plan names a shared_resident thread count that is not compiled in"));
+                                : std::string("inorm: the plan names a shared_resident thread count that is not compiled in") +
+                                      (plan.slice_clusters > 1 ? " for a slice spanning clusters (" +
+                                                                     std::to_string(kSharedThreadsPerSm / kSharedRegisterCtasPerSm) +
+                                                                     " threads, two CTAs an SM)"
+                                                               : std::string()));
   }
   // Clusters of up to kSharedMaxClusterCtas CTAs; above 8 they are "non-portable" on sm_90.
   return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/cluster);
@@ -329,7 +376,7 @@ cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribut
   config.stream = stream;
   if (plan.exchange == Exchange::kCluster) {
     attribute->id = cudaLaunchAttributeClusterDimension;
-    attribute->val.clusterDim.x = static_cast<unsigned>(plan.ctas_per_slice);
+    attribute->val.clusterDim.x = static_cast<unsigned>(shared_cluster_ctas(plan));
     attribute->val.clusterDim.y = 1;
     attribute->val.clusterDim.z = 1;
   } else {
@@ -344,12 +391,18 @@ cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribut
 }  // namespace
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
-  // A plan edited by hand must still fit the kernel's inbox and its exchange.
-  if (plan.ctas_per_slice < 1 || plan.ctas_per_slice > shared_max_group(plan.exchange == Exchange::kCluster) ||
+  // A plan edited by hand must still fit the kernel's inboxes and its exchange (the clusters a
+  // slice spans: an inbox of a cluster's size).
+  const bool spans_clusters = plan.slice_clusters > 1;
+  if (plan.ctas_per_slice < 1 || plan.slice_clusters < 1 || plan.slice_clusters > kSharedMaxClusterCtas ||
+      plan.ctas_per_slice % plan.slice_clusters != 0 ||
+      shared_cluster_ctas(plan) > shared_max_group(plan.exchange == Exchange::kCluster) ||
+      (spans_clusters && plan.exchange != Exchange::kCluster) ||
       (plan.exchange == Exchange::kNone && plan.ctas_per_slice != 1) || plan.exchange == Exchange::kAuto) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's shared_resident group (" + std::to_string(plan.ctas_per_slice) +
-                      " CTAs per slice, exchange " + exchange_name(plan.exchange) + ") is not one the planner makes");
+                      " CTAs per slice in " + std::to_string(plan.slice_clusters) + " cluster(s), exchange " +
+                      exchange_name(plan.exchange) + ") is not one the planner makes");
   }
   // ... and its chunks must cover the slice, their shared part fit the buffer, and a register part
   // (loaded and stored in whole 16-byte vectors) start 16-byte aligned in x and y.
@@ -366,6 +419,12 @@ Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stre
                       std::to_string(plan.register_len) + " of them in registers, " +
                       std::to_string(plan.smem_bytes) + " bytes of buffer) are not ones the planner makes");
   }
+  // A slice's clusters wait for each other's partials: the grid must hold them all at once.
+  if (spans_clusters && plan.grid / shared_cluster_ctas(plan) < plan.slice_clusters) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan's grid of " + std::to_string(plan.grid / shared_cluster_ctas(plan)) +
+                      " clusters cannot hold a slice spanning " + std::to_string(plan.slice_clusters));
+  }
   KernelFn kernel = nullptr;
   Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;
@@ -374,7 +433,7 @@ Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stre
                          "cudaMemsetAsync(slice counter)");
     if (!status.ok()) return status;
   }
-  if (plan.exchange == Exchange::kGlobal) {
+  if (shared_exchanges_through_l2(plan)) {
     status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
                                          static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), stream),
                          "cudaMemsetAsync(slice arrivals)");
@@ -397,7 +456,7 @@ Status shared_resident_occupancy(const Plan& plan, SharedOccupancy* occupancy) {
   int device = 0;
   status = cuda_status(cudaGetDevice(&device), "cudaGetDevice");
   if (!status.ok()) return status;
-  const Key key{reinterpret_cast<const void*>(kernel), device, plan.threads, plan.smem_bytes, plan.ctas_per_slice};
+  const Key key{reinterpret_cast<const void*>(kernel), device, plan.threads, plan.smem_bytes, shared_cluster_ctas(plan)};
   const std::lock_guard<std::mutex> lock(mutex);
   const auto found = known.find(key);
   if (found != known.end()) {

@@ -70,6 +70,7 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.signature.channel_affine = true; },
       [](PlanKey& k) { k.options.force_path = Path::kSplitPipelined; },
       [](PlanKey& k) { k.options.force_ctas_per_slice = 3; },
+      [](PlanKey& k) { k.options.force_slice_clusters = 2; },
       [](PlanKey& k) { k.options.force_ctas_per_sm = 2; },
       [](PlanKey& k) { k.options.max_ctas_per_sm = 1; },
       [](PlanKey& k) { k.options.force_exchange = Exchange::kGlobal; },

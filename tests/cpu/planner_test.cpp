@@ -98,15 +98,17 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
     int ctas_per_slice;
     int ctas_per_sm;
     Registers registers;
+    int slice_clusters = 1;
   };
+  // Groups wider than eight: whole pairs of CTAs in clusters of two (config.h kSharedPairClusterCtas).
   const Wide wides[] = {
       {"512 KiB: eight 64 KiB chunks, three per SM", 131072, 0, Exchange::kAuto, 8, 3, kNone},
       {"16 bytes more: four chunks at two per SM, registers", 131076, 0, Exchange::kAuto, 4, 2, kNarrow},
       {"eight of the longest chunks", eight, 0, Exchange::kAuto, 8, 2, kNarrow},
-      {"16 bytes more: nine chunks", eight + 4, 0, Exchange::kAuto, 9, 2, kNarrow},
-      {"the largest: 16 of the longest chunks", largest, 0, Exchange::kAuto, 16, 2, kNarrow},
-      {"16 bytes more: 15 wide chunks", largest + 4, 0, Exchange::kAuto, 15, 2, kWide},
-      {"the largest wide: 16 of the longest wide chunks", largest_wide, 0, Exchange::kAuto, 16, 2, kWide},
+      {"16 bytes more: nine chunks, ten in five clusters of two", eight + 4, 0, Exchange::kAuto, 10, 2, kNarrow, 5},
+      {"the largest: 16 of the longest chunks", largest, 0, Exchange::kAuto, 16, 2, kNarrow, 8},
+      {"16 bytes more: 15 wide chunks, 16 in pairs", largest + 4, 0, Exchange::kAuto, 16, 2, kWide, 8},
+      {"the largest wide: 16 of the longest wide chunks", largest_wide, 0, Exchange::kAuto, 16, 2, kWide, 8},
       {"16 bytes more: no register plan", largest_wide + 4, 0, Exchange::kAuto, 0, 0, kNone},
       {"1 MiB of a misaligned view: no 16-byte access", 262144, 1, Exchange::kAuto, 16, 3, kNone},
       {"1 MiB through L2: no cluster", 262144, 0, Exchange::kGlobal, 16, 3, kNone},
@@ -124,6 +126,7 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
     if (w.ctas_per_slice != 0) {
       EXPECT_EQ(plan.ctas_per_slice, w.ctas_per_slice);
       EXPECT_EQ(plan.ctas_per_sm, w.ctas_per_sm);
+      EXPECT_EQ(plan.slice_clusters, w.slice_clusters);
     }
     if (w.registers != kNone) {
       EXPECT_EQ(plan.register_len, w.registers == kWide ? detail::shared_wide_register_len(DType::kFloat32)
@@ -350,11 +353,14 @@ TEST(Planner, WideForwardGroupsSplit) {
     exchange.force_exchange = Exchange::kGlobal;
     EXPECT_EQ(plan_of(p, exchange).path, Path::kSharedResident);
   }
-  // Eight CTAs a slice with register parts (the seed's 1 MiB fp32 slices) stay, and 16 (2 MiB).
+  // Eight CTAs a slice with register parts (the seed's 1 MiB fp32 slices) stay, and 16 (2 MiB: the
+  // 15 of one cluster rounded up to eight clusters of two, config.h kSharedPairClusterCtas).
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).path, Path::kSharedResident);
   const Plan registers = plan_of(problem(DType::kFloat32, {8, 16, 1024, 512}));
   EXPECT_EQ(registers.path, Path::kSharedResident);
-  EXPECT_EQ(registers.ctas_per_slice, 15) << registers.describe();
+  EXPECT_EQ(registers.ctas_per_slice, 16) << registers.describe();
+  EXPECT_EQ(registers.slice_clusters, 8) << registers.describe();
+  EXPECT_EQ(registers.grid, 264) << registers.describe();  // the 132 clusters of two an H200 holds
   EXPECT_GT(registers.register_len, 0);
 }
 
@@ -426,6 +432,84 @@ TEST(Planner, ForcedSharedShapesOutOfRangeAreRefused) {
   const Status status = plan_forward(seed, hopper_h200_limits(), &plan, per_sm);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("forced CTAs per SM must be in 1..6"), std::string::npos) << status.message();
+}
+
+// A slice over several clusters (forced: PlanOptions::force_slice_clusters): 4 MiB float32 slices in
+// four clusters of eight at two CTAs an SM, each CTA holding 128 KiB (32 KiB of it in registers).
+// The clusters take parts of slices in order from the counter and publish each cluster's combined
+// partial through L2: the workspace holds a partial per cluster of each slice, an arrival counter
+// per slice and the counter. Shapes the kernel does not take are refused by name.
+TEST(Planner, ForcedSliceOverClusters) {
+  const ForwardParams mid = problem(DType::kFloat32, {1, 32, 1024, 1024});
+  PlanOptions options;
+  options.force_path = Path::kSharedResident;
+  options.force_ctas_per_slice = 32;
+  options.force_slice_clusters = 4;
+  Plan plan;
+  ASSERT_TRUE(plan_forward(mid, hopper_h200_limits(), &plan, options).ok());
+  EXPECT_EQ(plan.path, Path::kSharedResident);
+  EXPECT_EQ(plan.ctas_per_slice, 32);
+  EXPECT_EQ(plan.slice_clusters, 4);
+  EXPECT_EQ(detail::shared_cluster_ctas(plan), 8);
+  EXPECT_EQ(plan.ctas_per_sm, 2);  // the only CTAs an SM such plans take
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
+  EXPECT_EQ(plan.chunk_len, 32768);
+  EXPECT_EQ(plan.register_len, 8192);
+  EXPECT_EQ(plan.grid, 240);  // 30 clusters of 8, each a part of a slice at a time
+  EXPECT_TRUE(detail::shared_slices_in_order(plan));
+  EXPECT_FALSE(detail::shared_takes_slices_early(plan));
+  EXPECT_TRUE(detail::shared_exchanges_through_l2(plan));
+  const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+  EXPECT_EQ(layout.chunk_partials, 0u);
+  EXPECT_EQ(layout.slice_arrivals, 32u * 4 * 16);  // after a 16-byte partial per cluster of each slice
+  EXPECT_EQ(layout.slice_counter, 32u * 4 * 16 + detail::kWorkspaceAlign);
+  EXPECT_EQ(plan.workspace_bytes, layout.total);
+  EXPECT_NE(plan.describe().find("ctas_per_slice=32 ctas_per_sm=2 exchange=cluster clusters=4x8"), std::string::npos)
+      << plan.describe();
+
+  // Without forced CTAs the planner picks the group, still of whole clusters at two CTAs an SM.
+  PlanOptions clusters_only;
+  clusters_only.force_path = Path::kSharedResident;
+  clusters_only.force_slice_clusters = 2;
+  Plan picked;
+  ASSERT_TRUE(plan_forward(mid, hopper_h200_limits(), &picked, clusters_only).ok());
+  EXPECT_EQ(picked.slice_clusters, 2);
+  EXPECT_EQ(picked.ctas_per_slice % 2, 0);
+  EXPECT_EQ(picked.ctas_per_sm, 2);
+  EXPECT_EQ(picked.exchange, Exchange::kCluster);
+
+  struct Refused {
+    const char* why;
+    int ctas;
+    int clusters;
+    Exchange exchange;
+  };
+  const Refused refused[] = {
+      {"a cluster's partials go through L2 only beside the cluster exchange", 32, 4, Exchange::kGlobal},
+      {"32 CTAs are not three whole clusters", 32, 3, Exchange::kAuto},
+      {"the inbox holds 16 clusters' partials", 34, 17, Exchange::kAuto},
+      {"a negative count", 32, -1, Exchange::kAuto},
+  };
+  for (const Refused& r : refused) {
+    PlanOptions o = options;
+    o.force_ctas_per_slice = r.ctas;
+    o.force_slice_clusters = r.clusters;
+    o.force_exchange = r.exchange;
+    Plan p;
+    const Status status = plan_forward(mid, hopper_h200_limits(), &p, o);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << r.why;
+    EXPECT_NE(status.message().find("forced clusters a slice must be in 1..16"), std::string::npos)
+        << r.why << ": " << status.message();
+  }
+  // Clusters wider than the cluster exchange allows.
+  PlanOptions wide = options;
+  wide.force_ctas_per_slice = 34;
+  wide.force_slice_clusters = 2;
+  Plan p;
+  const Status status = plan_forward(mid, hopper_h200_limits(), &p, wide);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("must be in 1..32 for the cluster exchange, got 34"), std::string::npos)
+      << status.message();
 }
 
 TEST(Planner, TinySlicesUseWarpVectorRegisters) {

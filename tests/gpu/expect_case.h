@@ -171,22 +171,25 @@ inline const std::vector<Shape>& edge_shapes() {
 
 // The plans EveryPathForced tests force onto shapes they would not be chosen for: every group size
 // the planner may pick small and large, with each exchange (clusters, the planner's choice on
-// those shapes; L2; a cluster of one CTA; wider than a cluster), and split_pipelined.
+// those shapes; L2; a cluster of one CTA; wider than a cluster; a slice over several clusters),
+// and split_pipelined.
 struct ForcedPlan {
   Path path;
   int ctas_per_slice;
   Exchange exchange = Exchange::kAuto;
+  int slice_clusters = 0;  // PlanOptions::force_slice_clusters
 
   PlanOptions options() const {
     PlanOptions o;
     o.force_path = path;
     o.force_ctas_per_slice = ctas_per_slice;
     o.force_exchange = exchange;
+    o.force_slice_clusters = slice_clusters;
     return o;
   }
   std::string describe() const {
     return std::string("forced to ") + path_name(path) + " ctas " + std::to_string(ctas_per_slice) + " exchange " +
-           exchange_name(exchange);
+           exchange_name(exchange) + (slice_clusters > 1 ? " in " + std::to_string(slice_clusters) + " clusters" : "");
   }
 };
 inline const std::vector<ForcedPlan>& forced_plans() {
@@ -198,6 +201,10 @@ inline const std::vector<ForcedPlan>& forced_plans() {
       {Path::kSharedResident, 3, Exchange::kGlobal},
       {Path::kSharedResident, 16, Exchange::kGlobal},
       {Path::kSharedResident, 64},  // wider than a cluster: through L2
+      // A slice over clusters: two of three CTAs; eight of two, whose last clusters hold empty chunks
+      // on short slices.
+      {Path::kSharedResident, 6, Exchange::kAuto, 2},
+      {Path::kSharedResident, 16, Exchange::kCluster, 8},
       {Path::kSplitPipelined, 0}};
   return plans;
 }

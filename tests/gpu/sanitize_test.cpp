@@ -34,6 +34,7 @@ struct Reach {
   int64_t offset = 0;
   Layout layout = Layout::kContiguous;
   int64_t groups = 0;  // GroupNorm's
+  int slice_clusters = 0;
 };
 
 void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt,
@@ -47,6 +48,7 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   c.layout = r.layout;
   c.x_offset = c.y_offset = r.offset;
   force_plan(&c, r.path, r.ctas_per_slice, r.ctas_per_sm, r.exchange);
+  c.options.force_slice_clusters = r.slice_clusters;
   c.max_groups = r.max_groups;
   c.expect_registers = registers;
   c.activation = activation;
@@ -78,6 +80,8 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
        Path::kSharedResident, 17, 0, Exchange::kGlobal},
       {"shared_resident, in order from the counter: 4 rounds of one cluster", {4, 1, 8192}, DType::kFloat32,
        Path::kSharedResident, 2, 3, Exchange::kCluster, 1},
+      {"shared_resident, a slice over three clusters of two (misaligned)", {2, 3, 4097}, DType::kFloat32,
+       Path::kSharedResident, 6, 2, Exchange::kCluster, 0, Running::kNone, 1, Layout::kContiguous, 0, 3},
       {"split_pipelined, one part a slice (misaligned)", {2, 3, 4097}, DType::kFloat32, Path::kSplitPipelined, 0, 0,
        Exchange::kAuto, 0, Running::kNone, 1},
       {"split_pipelined, three parts a slice", {1, 2, 40000}, DType::kFloat32, Path::kSplitPipelined},
@@ -223,6 +227,12 @@ TEST(GpuSanitize, RegisterParts) {
                        true);
     expect_plan_passes(pass, {"register parts, 64 rounds: slices taken early", {64, 1, slice_len}, DType::kFloat32,
                               Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1},
+                       true);
+    // A slice over two clusters of four in a grid of those two (one group): eight chunks of 128 KiB
+    // (64 KiB of x and of dy), three slices in three rounds of parts.
+    expect_plan_passes(pass, {"register parts, a slice over two clusters", {3, 1, 2 * slice_len - 8},
+                              DType::kFloat32, Path::kSharedResident, 8, detail::kSharedRegisterCtasPerSm,
+                              Exchange::kCluster, 1, Running::kNone, 0, Layout::kContiguous, 0, 2},
                        true);
   }
 }
