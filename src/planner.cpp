@@ -627,6 +627,13 @@ Status choose_exchange(Exchange forced, Plan* plan) {
 // Rounds of clusters count the clusters the GPCs hold where the limits know them, as the launch
 // will have them: 1x64x256x256 fp32 took two rounds with 62 clusters of 4 at two per SM, where the
 // SM slots alone promised one round of 66.
+// Whether any of shared_resident's shape options is forced (its group, CTAs an SM or their cap, the
+// clusters a slice, the exchange): the planner's own rules on top of its search then stand aside.
+bool shared_shape_forced(const PlanOptions& options) {
+  return options.force_ctas_per_slice != 0 || options.force_slice_clusters != 0 || options.force_ctas_per_sm != 0 ||
+         options.max_ctas_per_sm != 0 || options.force_exchange != Exchange::kAuto;
+}
+
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   // A slice over several clusters (forced only): each cluster's combined partial goes through L2,
   // into an inbox of kSharedMaxClusterCtas.
@@ -824,10 +831,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // The plain float32 forward's register clusters wider than kSharedRegisterMaxGroup: the group,
   // rounded up to whole pairs, in clusters of kSharedPairClusterCtas (config.h), unless the plan's
   // shape is forced.
-  const bool shape_forced = options.force_ctas_per_slice != 0 || options.force_ctas_per_sm != 0 ||
-                            options.max_ctas_per_sm != 0 || options.force_slice_clusters != 0 ||
-                            options.force_exchange != Exchange::kAuto;
-  if (!shape_forced && base.pass == Pass::kForward && base.dtype == DType::kFloat32 && plan->register_len > 0 &&
+  if (!shared_shape_forced(options) && base.pass == Pass::kForward && base.dtype == DType::kFloat32 && plan->register_len > 0 &&
       plan->ctas_per_slice > detail::kSharedRegisterMaxGroup) {
     constexpr int kPair = detail::kSharedPairClusterCtas;
     const int64_t group = ceil_div(plan->ctas_per_slice, kPair) * kPair;
@@ -1164,9 +1168,7 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h
 // kForwardSplitMinGroup): not where the path or any of shared_resident's options is forced.
 bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
-  const bool shared_forced = options.force_path != Path::kAuto || options.force_ctas_per_slice != 0 ||
-                             options.force_slice_clusters != 0 || options.force_ctas_per_sm != 0 ||
-                             options.max_ctas_per_sm != 0 || options.force_exchange != Exchange::kAuto;
+  const bool shared_forced = options.force_path != Path::kAuto || shared_shape_forced(options);
   const bool plain_by_channel = shared.channel_affine && !detail::runs_general_op(shared) &&
                                 shared.ctas_per_slice <= detail::kSharedMaxClusterCtas;
   return shared.pass == Pass::kForward && !shared_forced && shared.register_len == 0 && !plain_by_channel &&

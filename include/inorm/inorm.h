@@ -256,9 +256,9 @@ struct Plan {
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
   int inputs = 1;            // tensors held on chip per element: x (forward), x and dy (backward)
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group); kChannelsLast resident: an item
+                             // (a sample in tiles of whole rows; a channel block of whole slices: one)
   int slice_clusters = 1;    // kSharedResident, Exchange::kCluster: clusters a slice's group spans, each of
                              // ctas_per_slice / slice_clusters CTAs (a cluster's partial through L2 beyond one)
-                             // (a sample in tiles of whole rows; a channel block of whole slices: one)
   int ctas_per_sm = 0;       // kSharedResident, kChannelsLast resident: resident CTAs per SM the grid is sized for
   Exchange exchange = Exchange::kNone;  // kSharedResident; kChannelsLast: kGlobal in its resident form
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part

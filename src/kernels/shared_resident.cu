@@ -296,7 +296,7 @@ inline constexpr bool kTakesWideRegisterParts = kTakesRegisterParts<Op> && Op::k
 // without register parts (planner.cpp plan_shared); only those instances are compiled.
 template <typename Op, bool kCluster>
 KernelFn shared_kernel_for(int threads, bool register_part, bool wide_registers, bool spans_clusters) {
-  constexpr int kTwoPerSmThreads = kSharedThreadsPerSm / kSharedRegisterCtasPerSm;
+  constexpr int kTwoPerSmThreads = shared_threads_for(kSharedRegisterCtasPerSm);
   if (register_part) {  // planned only for clusters (planner.cpp plan_shared)
     if constexpr (kCluster && kTakesRegisterParts<Op>) {
       if (threads == kSharedRegisterThreads && !wide_registers) {
@@ -357,7 +357,7 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
                                       "channel affine); a wide one, the forward's plain op"
                                 : std::string("inorm: the plan names a shared_resident thread count that is not compiled in") +
                                       (plan.slice_clusters > 1 ? " for a slice spanning clusters (" +
-                                                                     std::to_string(kSharedThreadsPerSm / kSharedRegisterCtasPerSm) +
+                                                                     std::to_string(shared_threads_for(kSharedRegisterCtasPerSm)) +
                                                                      " threads, two CTAs an SM)"
                                                                : std::string()));
   }
