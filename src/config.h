@@ -175,6 +175,22 @@ inline constexpr int kSharedPairClusterCtas = 2;
 // unevenly spread); at three CTAs per SM it lost everywhere (seed bf16 +0.9%, mid-affine +1.3%),
 // where the SM's other two CTAs hide the latency anyway.
 inline constexpr int kSharedEarlyDispatchMinRounds = 64;
+// Where the grid takes its groups' slices in more than one round, group k starts its first load
+// k x this many SM cycles after the grid starts (kernels/shared_resident.cu), the groups' first
+// round spread over at most kSharedStaggerMaxSpreadCycles (beyond 48 groups each waits less).
+// Started together, every group loads, reduces, exchanges and stores in step with the others: the
+// first round's loads run with no stores beside them, the last round's stores with no loads, and
+// the memory idles while every group waits on its exchange; on few rounds that is most of the
+// gap to a copy. Measured on the H200 (dev/VARIANTS.md 85), forward x copy at 0 / 100 / 175 / 250
+// / 350 cycles: seed-sized 1 MiB float32 slices at batch 2 1.23 / 1.15 / 1.14 / 1.14 / 1.15,
+// batch 4 1.15 / 1.11 / 1.10 / 1.10 / 1.11, batch 112 1.05 throughout; mid-1mib-bf16 1.11 / 1.09
+// / 1.08 / 1.07 / 1.07; gn-seed-8groups 1.17 / 1.14 / 1.14 / 1.13 / 1.12; gn-only-fp32 1.12 /
+// 1.08 / 1.09 / 1.08 / 1.09; 500 cycles and more lost again (1000: seed batch 2 1.17,
+// 8x32x768x512 1.20 against 1.12 at 250). Backward x 1.5 copies at 0 / 250: seed batch 2 1.17 /
+// 1.11, CycleGAN's 1x64x256x256 1.47 / 1.35. Groups of one CTA (which exchange nothing) are not
+// staggered: 792 of them at even 100 cycles apart ran 2x slower.
+inline constexpr int kSharedStaggerCycles = 250;
+inline constexpr int kSharedStaggerMaxSpreadCycles = 12000;
 // The shared memory region that holds `bytes` of one input's chunk: 16 bytes more, so the chunk can
 // mirror its tensor's alignment modulo 16 (the body then moves by bulk copy), rounded to 128. A CTA
 // has one region per input, one after the other.

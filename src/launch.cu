@@ -219,6 +219,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   if (plan.path == Path::kSharedResident) {
     args.ctas_per_slice = plan.ctas_per_slice;
     args.slice_clusters = plan.slice_clusters;
+    args.stagger_cycles = detail::shared_stagger_cycles(plan);
     if (detail::shared_exchanges_through_l2(plan)) {
       args.chunk_partials = ws + layout.chunk_partials;
       args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);

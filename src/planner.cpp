@@ -121,7 +121,9 @@ std::string Plan::describe() const {
       if (register_len > 0) out << " registers=" << register_len;
       out << " grid=" << grid
           << (detail::shared_slices_in_order(*this) ? " in-order" : "")
-          << (detail::shared_takes_slices_early(*this) ? " early" : "") << (coaligned ? "" : " scalar-stores");
+          << (detail::shared_takes_slices_early(*this) ? " early" : "");
+      if (detail::shared_stagger_cycles(*this) > 0) out << " stagger=" << detail::shared_stagger_cycles(*this);
+      out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead;
@@ -202,6 +204,13 @@ bool shared_slices_in_order(const Plan& plan) {
 bool shared_takes_slices_early(const Plan& plan) {
   return shared_slices_in_order(plan) && plan.register_len > 0 && plan.slice_clusters == 1 &&
          plan.num_slices >= kSharedEarlyDispatchMinRounds * (plan.grid / plan.ctas_per_slice);
+}
+
+int shared_stagger_cycles(const Plan& plan) {
+  if (plan.path != Path::kSharedResident || plan.ctas_per_slice < 2) return 0;
+  const int64_t groups = plan.grid / shared_cluster_ctas(plan);
+  if (groups < 1 || plan.num_slices * plan.slice_clusters <= groups) return 0;
+  return static_cast<int>(std::min<int64_t>(kSharedStaggerCycles, kSharedStaggerMaxSpreadCycles / groups));
 }
 
 WorkspaceLayout workspace_layout(const Plan& plan) {

@@ -73,6 +73,7 @@ struct KernelArgs {
   // after each group's first, zeroed before the launch; null: the groups stride over the slices.
   unsigned long long* slice_counter;
   bool take_slices_early;  // the counter is read before normalizing (planner.cpp shared_takes_slices_early)
+  int64_t stagger_cycles;  // between the first round's groups' starts (planner.cpp shared_stagger_cycles)
 };
 
 // Programmatic dependent launch (Hopper; launchers.h launch_dependent): a kernel so launched may be

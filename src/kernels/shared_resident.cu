@@ -9,7 +9,9 @@
 // copy per input in (and, for plans with register parts, the chunk's end loaded into registers
 // beside it), the op's reduction from shared memory, an exchange of the chunk partials within the
 // group, a rank-ordered combination (every CTA computes the same bits), then 16-byte stores.
-// The other CTAs on the SM overlap one CTA's reduction and exchange with their loads and stores.
+// The other CTAs on the SM overlap one CTA's reduction and exchange with their loads and stores;
+// where the grid takes several rounds, its groups start a few hundred cycles apart so that they do
+// not stay in step (config.h kSharedStaggerCycles).
 // Two exchanges, one per template instance (the planner picks, planner.cpp choose_exchange):
 // - cluster: the group is a thread-block cluster; thread 0 sends its chunk partial into every
 //   peer's shared memory with st.async, which completes bytes on the peer's mbarrier, and each CTA
@@ -223,6 +225,12 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
   }
 
   int64_t unit = blockIdx.x / group_size;
+  // Groups started together would load, exchange and store in step (config.h kSharedStaggerCycles).
+  if (args.stagger_cycles > 0) {
+    const long long start = clock64();
+    const long long delay = args.stagger_cycles * unit;
+    while (clock64() - start < delay) __nanosleep(64);
+  }
   for (int round = 0; unit < units; ++round) {
     const int64_t slice = kSpansClusters ? unit / slice_clusters : unit;
     const int part = kSpansClusters ? static_cast<int>(unit - slice * slice_clusters) : 0;

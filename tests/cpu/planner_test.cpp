@@ -225,6 +225,42 @@ TEST(Planner, EarlyDispatchFromSixtyFourRounds) {
   EXPECT_EQ(bf16.describe().find(" early"), std::string::npos);
 }
 
+// The first round's groups start kSharedStaggerCycles apart where there are several rounds of
+// groups of more than one CTA, at most kSharedStaggerMaxSpreadCycles from the first to the last.
+TEST(Planner, FirstRoundStaggeredByGroup) {
+  struct Stagger {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int cycles;
+  };
+  const Stagger staggers[] = {
+      {"1 MiB slices, 30 clusters of 8 over 4.3 rounds", DType::kFloat32, {2, 64, 512, 512}, 250},
+      {"30 slices: one round", DType::kFloat32, {1, 30, 512, 512}, 0},
+      {"31 slices: the 31st waits a round", DType::kFloat32, {1, 31, 512, 512}, 250},
+      {"mid-affine's 92 groups of four: the spread capped", DType::kFloat32, {32, 128, 256, 256}, 130},
+      {"odd-fp16's 792 groups of one CTA: none", DType::kFloat16, {16, 64, 127, 129}, 0},
+  };
+  for (const Stagger& s : staggers) {
+    const Plan plan = shared_plan_of(problem(s.dtype, s.shape));
+    SCOPED_TRACE(std::string(s.why) + ": " + plan.describe());
+    EXPECT_EQ(detail::shared_stagger_cycles(plan), s.cycles);
+    EXPECT_EQ(plan.describe().find(" stagger=" + std::to_string(s.cycles)) != std::string::npos, s.cycles > 0);
+  }
+  // The groups of a slice spanning clusters are its clusters: 16 of two CTAs a 4 MiB slice.
+  PlanOptions spans;
+  spans.force_path = Path::kSharedResident;
+  spans.force_ctas_per_slice = 32;
+  spans.force_slice_clusters = 16;
+  const Plan spanning = plan_of(problem(DType::kFloat32, {1, 32, 1024, 1024}), spans);
+  ASSERT_EQ(spanning.slice_clusters, 16) << spanning.describe();
+  EXPECT_EQ(detail::shared_stagger_cycles(spanning),
+            std::min<int64_t>(detail::kSharedStaggerCycles,
+                              detail::kSharedStaggerMaxSpreadCycles / (spanning.grid / 2)));
+  // Other paths never wait.
+  EXPECT_EQ(detail::shared_stagger_cycles(plan_of(problem(DType::kFloat32, {256, 256, 16, 16}))), 0);
+}
+
 // Slices in order from the counter from three rounds on, 16 KiB or more of a slice per CTA, with the
 // cluster exchange or none; the L2 exchange and shorter grids stride.
 TEST(Planner, SlicesInOrderFromThreeRoundsOfLongChunks) {
@@ -1593,7 +1629,7 @@ TEST(Planner, PlanMatchesOnlyCompatibleParams) {
 TEST(Planner, Describe) {
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {112, 64, 512, 512})).describe(),
             "shared_resident ctas_per_slice=8 ctas_per_sm=2 exchange=cluster threads=256 chunk=32768 registers=8192 "
-            "grid=240 in-order early");
+            "grid=240 in-order early stagger=250");
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).describe(),
             "group_registers group=32 items=2 vector threads=256 grid=8192");
 }

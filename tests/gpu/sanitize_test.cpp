@@ -80,6 +80,8 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
        Path::kSharedResident, 17, 0, Exchange::kGlobal},
       {"shared_resident, in order from the counter: 4 rounds of one cluster", {4, 1, 8192}, DType::kFloat32,
        Path::kSharedResident, 2, 3, Exchange::kCluster, 1},
+      {"shared_resident, the first round staggered: two clusters of two over three rounds", {6, 1, 8192},
+       DType::kFloat32, Path::kSharedResident, 2, 3, Exchange::kCluster, 2},
       {"shared_resident, a slice over three clusters of two (misaligned)", {2, 3, 4097}, DType::kFloat32,
        Path::kSharedResident, 6, 2, Exchange::kCluster, 0, Running::kNone, 1, Layout::kContiguous, 0, 3},
       {"split_pipelined, one part a slice (misaligned)", {2, 3, 4097}, DType::kFloat32, Path::kSplitPipelined, 0, 0,
