@@ -122,7 +122,7 @@ std::string Plan::describe() const {
       out << " grid=" << grid
           << (detail::shared_slices_in_order(*this) ? " in-order" : "")
           << (detail::shared_takes_slices_early(*this) ? " early" : "");
-      if (detail::shared_stagger_cycles(*this) > 0) out << " stagger=" << detail::shared_stagger_cycles(*this);
+      if (const int stagger = detail::shared_stagger_cycles(*this); stagger > 0) out << " stagger=" << stagger;
       out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:

@@ -247,16 +247,16 @@ TEST(Planner, FirstRoundStaggeredByGroup) {
     EXPECT_EQ(detail::shared_stagger_cycles(plan), s.cycles);
     EXPECT_EQ(plan.describe().find(" stagger=" + std::to_string(s.cycles)) != std::string::npos, s.cycles > 0);
   }
-  // The groups of a slice spanning clusters are its clusters: 16 of two CTAs a 4 MiB slice.
+  // The groups of a slice spanning clusters are its clusters: 16 of two CTAs a 4 MiB slice, 132 in
+  // the grid of 264, so the spread's cap gives 12,000 / 132 cycles.
   PlanOptions spans;
   spans.force_path = Path::kSharedResident;
   spans.force_ctas_per_slice = 32;
   spans.force_slice_clusters = 16;
   const Plan spanning = plan_of(problem(DType::kFloat32, {1, 32, 1024, 1024}), spans);
   ASSERT_EQ(spanning.slice_clusters, 16) << spanning.describe();
-  EXPECT_EQ(detail::shared_stagger_cycles(spanning),
-            std::min<int64_t>(detail::kSharedStaggerCycles,
-                              detail::kSharedStaggerMaxSpreadCycles / (spanning.grid / 2)));
+  EXPECT_EQ(spanning.grid, 264);
+  EXPECT_EQ(detail::shared_stagger_cycles(spanning), 90);
   // Other paths never wait.
   EXPECT_EQ(detail::shared_stagger_cycles(plan_of(problem(DType::kFloat32, {256, 256, 16, 16}))), 0);
 }
