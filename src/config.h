@@ -165,8 +165,27 @@ inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, 
 // 8x32x768x512 1.21 -> 1.15, 8x16x1536x384 1.24 -> 1.21-1.22, gn-seed-8groups (2 MiB) 1.18-1.19 ->
 // 1.15-1.16; clusters of four or eight won less or lost (gn-seed-8groups 1.18, 1.21), and at eight
 // CTAs a slice (the seed, 240 CTAs) clusters of two lost (1.05 -> 1.06). Other dtypes, the
-// backward and ops without register parts are not measured this way and keep their clusters.
+// backward and ops without register parts are not measured this way and keep their clusters;
+// slices no one cluster holds span pairs in every dtype and both passes (below).
 inline constexpr int kSharedPairClusterCtas = 2;
+// Slices that no one cluster holds (the planner's plan otherwise split_pipelined, or a group
+// through L2) span clusters of kSharedPairClusterCtas, the narrowest group of whole pairs with
+// register parts (planner.cpp plan_spanning_pairs), where the slices fill at least this many
+// rounds of the resident pairs: the forward's first and last rounds cost more than the backward's.
+// Measured on the H200 (dev/VARIANTS.md 86; forward x copy, backward x 1.5 copies, against the plan
+// replaced): forward mid-4mib-fp32 1.36-1.37 -> 1.30-1.31 (32 slices in 15 pairs, 4 rounds),
+// 4x32x1024x1024 1.30 -> 1.19-1.20, 16 of those slices (2 rounds) 1.45-1.47 -> 1.35-1.37, but 8
+// and 9 (1-1.1 rounds) 1.57-1.58 -> 1.59-1.61 and 4 or 7 lost 3-6%; 3 MiB float32 1.40-1.44 ->
+// 1.33-1.35, 1.5 MiB 16-bit (6 pairs) 1.36-1.38 -> 1.26-1.28, 2 MiB bfloat16 1.38-1.39 ->
+// 1.33-1.34, 3.5 MiB bfloat16 1.33 -> 1.26, 4 MiB float64 1.32-1.33 -> 1.30. Backward:
+// mid-1mib-bf16 (36 CTAs through L2) 1.34-1.35 -> 1.16-1.17, 2 MiB float32 1.35-1.44 -> 1.16-1.23
+// and at one round (8 slices) 1.25-1.26 -> 1.20-1.22, at half a round 1.58-1.60 -> 1.46-1.52;
+// gn-seed-8groups 1.35 -> 1.12-1.13, with weight gradients (sums per channel) 1.39-1.40 -> 1.29,
+// 1 MiB GroupNorm slices of 16 channels with weight gradients (32 CTAs through L2) 1.29-1.31 ->
+// 1.18-1.19. Narrowest won: 4 MiB float32 in 15 pairs 1.19-1.20 against 1.22-1.23 in 16, 1.1 MiB
+// bfloat16 backward in 9 pairs 1.16-1.17 against 1.19-1.21 in 10.
+inline constexpr int kSharedPairSpanMinRoundsForward = 2;
+inline constexpr int kSharedPairSpanMinRoundsBackward = 1;
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores
 // (kernels/shared_resident.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after

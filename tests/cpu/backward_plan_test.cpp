@@ -204,12 +204,56 @@ TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
 
 // The backward keeps shared_resident's wide groups, which the forward gives up for split_pipelined
 // (Planner.WideForwardGroupsSplit): 1.1 MiB bf16 slices, 36 CTAs through L2, ran 1.22x of 1.5
-// copies against split_pipelined's 1.42x.
+// copies against split_pipelined's 1.42x. Where their slices fill a round of clusters of two,
+// they span those instead (PlanBackward.SlicesNoClusterHoldsSpanPairs).
 TEST(PlanBackward, WideGroupsStayShared) {
-  const Plan plan = plan_of(problem(DType::kBFloat16, {4, 64, 768, 768}));
+  const Plan plan = plan_of(problem(DType::kBFloat16, {1, 13, 768, 768}));
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.ctas_per_slice, 36);
+  EXPECT_EQ(plan.ctas_per_slice, 36) << plan.describe();
   EXPECT_EQ(plan.exchange, Exchange::kGlobal);
+}
+
+// Slices that no one cluster holds span clusters of two, as in the forward
+// (Planner.SlicesNoClusterHoldsSpanPairs), where they fill one round of the H200's 132 pairs
+// (config.h kSharedPairSpanMinRoundsBackward).
+TEST(PlanBackward, SlicesNoClusterHoldsSpanPairs) {
+  struct Span {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int clusters;     // 0: the plan it would replace
+    Path otherwise;
+    int64_t grid = 264;  // every one of the 132 pairs, or as many as the slices take
+  };
+  const Span spans[] = {
+      // 2 MiB of x and 2 MiB of dy a slice in 15 pairs: eight slices a round.
+      {"eight 2 MiB fp32 slices: one round", DType::kFloat32, {1, 8, 724, 724}, 15, Path::kSplitPipelined, 240},
+      {"seven of them", DType::kFloat32, {1, 7, 724, 724}, 0, Path::kSplitPipelined},
+      // 36 CTAs through L2 otherwise (PlanBackward.WideGroupsStayShared); 14 slices a round.
+      {"mid-1mib-bf16", DType::kBFloat16, {4, 64, 768, 768}, 9, Path::kSharedResident},
+      {"2 MiB float64 slices", DType::kFloat64, {4, 32, 512, 512}, 15, Path::kSplitPipelined},
+      // 4 MiB of each input: past 16 pairs.
+      {"mid-4mib-fp32", DType::kFloat32, {1, 32, 1024, 1024}, 0, Path::kSplitPipelined},
+  };
+  for (const Span& s : spans) {
+    const Plan plan = plan_of(problem(s.dtype, s.shape));
+    SCOPED_TRACE(std::string(s.why) + ": " + plan.describe());
+    if (s.clusters == 0) {
+      EXPECT_EQ(plan.path, s.otherwise);
+      EXPECT_EQ(plan.slice_clusters, 1);
+      continue;
+    }
+    EXPECT_EQ(plan.path, Path::kSharedResident);
+    EXPECT_EQ(plan.ctas_per_slice, 2 * s.clusters);
+    EXPECT_EQ(plan.slice_clusters, s.clusters);
+    EXPECT_EQ(plan.ctas_per_sm, detail::kSharedRegisterCtasPerSm);
+    EXPECT_GT(plan.register_len, 0);
+    EXPECT_EQ(plan.grid, s.grid);
+  }
+  // With an activation the backward takes no register parts: split_pipelined.
+  BackwardParams relu = problem(DType::kFloat32, {1, 8, 724, 724});
+  relu.activation = Activation::kRelu;
+  EXPECT_EQ(plan_of(relu).path, Path::kSplitPipelined);
 }
 
 // The seed holds 2 MiB a slice on chip in the backward (1 MiB of x, 1 MiB of dy): the narrowest
@@ -237,16 +281,19 @@ TEST(PlanBackward, SeedUsesTheNarrowestClusterWithRegisterParts) {
 }
 
 // GroupNorm's weight gradients sum each channel inside a chunk: register parts only in clusters of
-// up to eight (config.h shared_register_part_max_group). 1 MiB fp32 slices of 16 channels take 32
-// CTAs through L2 at three per SM, where InstanceNorm's take the seed's cluster of 15.
+// up to eight (config.h shared_register_part_max_group). 1 MiB fp32 slices of 16 channels, which
+// one cluster would hold only in 15 CTAs, span eight clusters of two with register parts (through
+// L2 in 32 CTAs at three an SM, they ran 1.29-1.31x against 1.18-1.19x: config.h
+// kSharedPairSpanMinRoundsBackward), where InstanceNorm's take the seed's cluster of 15.
 TEST(PlanBackward, GroupNormWeightGradientsTakeNarrowRegisterClusters) {
   BackwardParams p = group_norm_weight_grads(DType::kFloat32, {32, 256, 128, 128}, 16);
   Plan plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.register_len, 0) << plan.describe();
-  EXPECT_EQ(plan.ctas_per_slice, 32);
-  EXPECT_EQ(plan.ctas_per_sm, 3);
-  EXPECT_EQ(plan.exchange, Exchange::kGlobal);
+  EXPECT_GT(plan.register_len, 0) << plan.describe();
+  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_EQ(plan.slice_clusters, 8);
+  EXPECT_EQ(plan.ctas_per_sm, 2);
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
   // Without weight gradients nothing is summed per channel: the cluster of 15.
   p.dweight = nullptr;
   plan = plan_of(p);

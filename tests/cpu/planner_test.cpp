@@ -360,8 +360,9 @@ TEST(Planner, WithoutSteadyPlanTwoCtasPerSmFirst) {
 }
 
 // The forward of slices that shared_resident would spread over 16 CTAs or more without register
-// parts runs split_pipelined (config.h kForwardSplitMinGroup); narrower groups, groups with
-// register parts and forced options keep shared_resident (the backward too:
+// parts runs split_pipelined (config.h kForwardSplitMinGroup), where too few slices fill the rounds
+// that clusters of two would take (Planner.SlicesNoClusterHoldsSpanPairs); narrower groups, groups
+// with register parts and forced options keep shared_resident (the backward too:
 // PlanBackward.WideGroupsStayShared).
 TEST(Planner, WideForwardGroupsSplit) {
   struct Shape {
@@ -372,9 +373,9 @@ TEST(Planner, WideForwardGroupsSplit) {
   };
   const Shape shapes[] = {
       // (1.1 MiB bf16 slices fit eight CTAs with wide register parts: Planner.WideRegisterParts.)
-      {"1.5 MiB bf16 slices: a cluster of 16", DType::kBFloat16, {4, 32, 1024, 768}, 16},
-      {"2 MiB bf16 slices: 32 CTAs through L2", DType::kBFloat16, {8, 16, 1024, 1024}, 32},
-      {"3.5 MiB bf16 slices: 56 CTAs through L2", DType::kBFloat16, {4, 64, 1344, 1344}, 56},
+      {"1.5 MiB bf16 slices: a cluster of 16", DType::kBFloat16, {1, 16, 1024, 768}, 16},
+      {"2 MiB bf16 slices: 32 CTAs through L2", DType::kBFloat16, {1, 16, 1024, 1024}, 32},
+      {"3.5 MiB bf16 slices: 56 CTAs through L2", DType::kBFloat16, {1, 16, 1344, 1344}, 56},
   };
   for (const Shape& s : shapes) {
     SCOPED_TRACE(s.why);
@@ -398,6 +399,57 @@ TEST(Planner, WideForwardGroupsSplit) {
   EXPECT_EQ(registers.slice_clusters, 8) << registers.describe();
   EXPECT_EQ(registers.grid, 264) << registers.describe();  // the 132 clusters of two an H200 holds
   EXPECT_GT(registers.register_len, 0);
+}
+
+// Slices that no one cluster holds (the plan would be split_pipelined, or a group through L2) span
+// clusters of two: the narrowest group of whole pairs with register parts (planner.cpp
+// plan_spanning_pairs), where the slices fill two rounds of the H200's 132 pairs in the forward
+// (config.h kSharedPairSpanMinRoundsForward; the backward's: PlanBackward.SlicesNoClusterHoldsSpanPairs).
+TEST(Planner, SlicesNoClusterHoldsSpanPairs) {
+  struct Span {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int clusters;  // 0: split_pipelined
+  };
+  const Span spans[] = {
+      // 15 pairs a slice: eight slices a round.
+      {"mid-4mib-fp32: 32 slices of 4 MiB", DType::kFloat32, {1, 32, 1024, 1024}, 15},
+      {"16 of them: two rounds", DType::kFloat32, {1, 16, 1024, 1024}, 15},
+      {"15 of them: fewer than two rounds", DType::kFloat32, {1, 15, 1024, 1024}, 0},
+      {"mid-3mib-fp16", DType::kFloat16, {2, 48, 112, 112, 112}, 10},
+      {"1.5 MiB bf16 slices, past a cluster of eight", DType::kBFloat16, {4, 32, 1024, 768}, 6},
+      {"4 MiB float64 slices", DType::kFloat64, {4, 32, 724, 724}, 15},
+      {"mid-6mib-bf16: past 16 pairs", DType::kBFloat16, {2, 24, 2048, 1536}, 0},
+  };
+  for (const Span& s : spans) {
+    const Plan plan = plan_of(problem(s.dtype, s.shape));
+    SCOPED_TRACE(std::string(s.why) + ": " + plan.describe());
+    if (s.clusters == 0) {
+      EXPECT_EQ(plan.path, Path::kSplitPipelined);
+      continue;
+    }
+    EXPECT_EQ(plan.path, Path::kSharedResident);
+    EXPECT_EQ(plan.ctas_per_slice, 2 * s.clusters);
+    EXPECT_EQ(plan.slice_clusters, s.clusters);
+    EXPECT_EQ(plan.ctas_per_sm, detail::kSharedRegisterCtasPerSm);
+    EXPECT_EQ(plan.exchange, Exchange::kCluster);
+    EXPECT_EQ(plan.register_len, detail::shared_register_len(s.dtype, 1));  // the narrow part
+    EXPECT_EQ(plan.grid, 264);  // every one of the 132 pairs
+    EXPECT_EQ(detail::shared_stagger_cycles(plan), 90);  // 12,000 cycles over 132 pairs
+  }
+  // Ops without register parts (an activation), views without 16-byte access and forced options
+  // keep split_pipelined.
+  ForwardParams activation = problem(DType::kFloat16, {2, 48, 112, 112, 112});
+  activation.activation = Activation::kLeakyRelu;
+  EXPECT_EQ(plan_of(activation).path, Path::kSplitPipelined);
+  ForwardParams misaligned = problem(DType::kFloat32, {1, 32, 1024, 1024});
+  misaligned.x = static_cast<const float*>(misaligned.x) + 1;
+  misaligned.y = static_cast<float*>(misaligned.y) + 1;
+  EXPECT_EQ(plan_of(misaligned).path, Path::kSplitPipelined);
+  PlanOptions parts;
+  parts.force_part_bytes = 32 * 1024;
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 32, 1024, 1024}), parts).path, Path::kSplitPipelined);
 }
 
 // The exchange follows CTAs per SM (planner.cpp choose_exchange): none for groups of one,
@@ -862,7 +914,8 @@ TEST(Planner, ResidentPartsForcedWithinTheirBounds) {
 // A part's stage can be forced smaller (more, shorter parts: a shorter lead in bytes) in 4 KiB
 // steps up to the stage the kernel is built for; anything else is refused.
 TEST(Planner, PartBytesForcedWithinTheirBounds) {
-  const ForwardParams p = problem(DType::kFloat32, {1, 32, 1024, 1024});  // 4 MiB slices: 64 parts of 64 KiB
+  // 4 MiB slices: 64 parts of 64 KiB (eight of them fill no two rounds of clusters of two)
+  const ForwardParams p = problem(DType::kFloat32, {1, 8, 1024, 1024});
   EXPECT_EQ(plan_of(p).parts_per_slice, 64);
   PlanOptions options;
   options.force_part_bytes = 16 * 1024;

@@ -230,6 +230,12 @@ TEST(GpuBackward, RegisterParts) {
   }
 }
 
+// Slices no one cluster holds spanning clusters of two, at the rounds boundary (expect_case.h).
+TEST(GpuBackward, SlicesSpanPairs) {
+  INORM_REQUIRE_GPU();
+  expect_slices_span_pairs(Pass::kBackward);
+}
+
 // group_registers with 16 and 64 lanes a slice and CTAs of one or two warps, forced (expect_case.h).
 TEST(GpuBackward, ForcedLaneGroups) {
   INORM_REQUIRE_GPU();

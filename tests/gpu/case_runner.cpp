@@ -91,6 +91,9 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   if (c.expect_ctas_per_sm != 0 && plan->ctas_per_sm != c.expect_ctas_per_sm) {
     failures.push_back(chose + ", expected ctas_per_sm " + std::to_string(c.expect_ctas_per_sm));
   }
+  if (c.expect_slice_clusters != 0 && plan->slice_clusters != c.expect_slice_clusters) {
+    failures.push_back(chose + ", expected " + std::to_string(c.expect_slice_clusters) + " clusters a slice");
+  }
   if (c.expect_exchange != Exchange::kAuto && plan->exchange != c.expect_exchange) {
     failures.push_back(chose + ", expected exchange " + exchange_name(c.expect_exchange));
   }

@@ -65,6 +65,7 @@ struct Case {
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
   int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
   int expect_ctas_per_sm = 0;      // when set, the plan must put this many CTAs on each SM
+  int expect_slice_clusters = 0;   // when set, the plan must spread a slice over this many clusters
   Exchange expect_exchange = Exchange::kAuto;  // when set, the plan must exchange this way
   std::optional<bool> expect_in_order;  // when set, whether shared_resident takes its slices from the counter
   std::optional<bool> expect_registers;  // when set, whether shared_resident holds part of each chunk in registers

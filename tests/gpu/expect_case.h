@@ -11,6 +11,7 @@
 
 #include "case_runner.h"
 #include "config.h"
+#include "plan_internal.h"
 
 namespace inorm::testing {
 
@@ -90,6 +91,71 @@ inline void expect_split_pipelined_orders_pass(Pass pass) {
         expect_passes(c, why + ", " + dtype_name(dtype));
         if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
       }
+    }
+  }
+}
+
+// Slices no one cluster holds span clusters of two (planner.cpp plan_spanning_pairs) from
+// kSharedPairSpanMinRounds* rounds of the pairs this device holds at two CTAs an SM; one slice
+// fewer keeps the plan they replace. The planner's own plans, offset data, GroupNorm's backward with
+// weight gradients (sums per channel) among them; a view off 16-byte alignment takes no register
+// part and so no pairs. The pairs a slice are the H200's (227 KiB of shared memory a block).
+inline void expect_slices_span_pairs(Pass pass) {
+  DeviceLimits limits;
+  ASSERT_TRUE(query_device_limits(0, &limits).ok());
+  ASSERT_TRUE(detail::fill_resident_clusters(&limits).ok());
+  const int64_t pairs = limits.resident_clusters[detail::kSharedRegisterCtasPerSm][detail::kSharedPairClusterCtas];
+  const int min_rounds =
+      pass == Pass::kForward ? detail::kSharedPairSpanMinRoundsForward : detail::kSharedPairSpanMinRoundsBackward;
+  struct Span {
+    const char* why;
+    int64_t channels;  // a slice's (GroupNorm's: one group of all of them)
+    int64_t spatial;
+    DType dtype;
+    int clusters;
+    Exchange below;  // the plan one slice fewer keeps: split_pipelined (kAuto) or a group through L2
+    int64_t x_offset = 0;
+  };
+  const std::vector<Span> spans =
+      pass == Pass::kForward
+          ? std::vector<Span>{
+                {"4 MiB float32 slices (mid-4mib-fp32's)", 1, 1048576, DType::kFloat32, 15, Exchange::kAuto},
+                {"1.5 MiB bfloat16 slices", 1, 786432, DType::kBFloat16, 6, Exchange::kAuto},
+                {"4 MiB float64 slices", 1, 524288, DType::kFloat64, 15, Exchange::kAuto},
+                {"4 MiB float32 slices of a misaligned view: no pairs", 1, 1048576, DType::kFloat32, 0,
+                 Exchange::kAuto, 1},
+            }
+          : std::vector<Span>{
+                {"2 MiB float32 slices", 1, 524288, DType::kFloat32, 15, Exchange::kAuto},
+                {"1.1 MiB bfloat16 slices (mid-1mib-bf16's)", 1, 589824, DType::kBFloat16, 9, Exchange::kGlobal},
+                {"1 MiB GroupNorm slices of 16 channels, weight gradients", 16, 16384, DType::kFloat32, 8,
+                 Exchange::kGlobal},
+            };
+  for (const Span& s : spans) {
+    const int64_t fill = s.clusters > 0 ? min_rounds * (pairs / s.clusters) : 16;
+    for (const int64_t slices : {fill, fill - 1}) {
+      Case c;
+      c.pass = pass;
+      c.shape = {slices, s.channels, s.spatial};
+      c.groups = s.channels > 1 ? 1 : 0;
+      c.dtype = s.dtype;
+      c.affine = true;
+      c.x_offset = c.y_offset = s.x_offset;
+      ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+      const bool spans_pairs = s.clusters > 0 && slices == fill;
+      if (spans_pairs) {
+        c.expect_path = Path::kSharedResident;
+        c.expect_ctas_per_slice = s.clusters * detail::kSharedPairClusterCtas;
+        c.expect_slice_clusters = s.clusters;
+        c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
+        c.expect_registers = true;
+      } else {
+        c.expect_path = s.below == Exchange::kGlobal ? Path::kSharedResident : Path::kSplitPipelined;
+        c.expect_exchange = s.below;
+      }
+      const std::string why = std::string(s.why) + ", " + std::to_string(slices) + " slices";
+      expect_passes(c, why);
+      if (spans_pairs && s.dtype == DType::kFloat32 && s.channels == 1) expect_passes_in_place_and_repeated(c, why);
     }
   }
 }

@@ -420,6 +420,12 @@ TEST(GpuForward, RegisterParts) {
   }
 }
 
+// Slices no one cluster holds spanning clusters of two, at the rounds boundary (expect_case.h).
+TEST(GpuForward, SlicesSpanPairs) {
+  INORM_REQUIRE_GPU();
+  expect_slices_span_pairs(Pass::kForward);
+}
+
 // group_registers with 16 and 64 lanes a slice and CTAs of one or two warps, forced (expect_case.h).
 TEST(GpuForward, ForcedLaneGroups) {
   INORM_REQUIRE_GPU();
