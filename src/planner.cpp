@@ -227,6 +227,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.chunk_partials = reserve(slices * partials * chunk_stats_bytes(plan.dtype));
     layout.slice_arrivals = reserve(slices * sizeof(unsigned));
   }
+  // Right after the arrivals: the launch zeroes both with one memset (kernels/shared_resident.cu).
   if (shared_slices_in_order(plan)) layout.slice_counter = reserve(sizeof(unsigned long long));
   // kChannelsLast works by channel (a slice's channels are its columns): a partial per tile of each
   // (the resident form's CTAs alone keep theirs on chip).

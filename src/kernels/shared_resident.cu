@@ -436,15 +436,17 @@ Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stre
   KernelFn kernel = nullptr;
   Status status = shared_kernel(plan, &kernel);
   if (!status.ok()) return status;
-  if (args.slice_counter != nullptr) {
-    status = cuda_status(cudaMemsetAsync(args.slice_counter, 0, sizeof(unsigned long long), stream),
-                         "cudaMemsetAsync(slice counter)");
-    if (!status.ok()) return status;
-  }
-  if (shared_exchanges_through_l2(plan)) {
-    status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
-                                         static_cast<std::size_t>(plan.num_slices) * sizeof(unsigned), stream),
-                         "cudaMemsetAsync(slice arrivals)");
+  // The arrival counts and the slice counter lie side by side, in that order (planner.cpp
+  // workspace_layout): one memset zeroes whichever the plan has, each memset being a launch of its
+  // own ahead of the kernel.
+  unsigned char* const arrivals = reinterpret_cast<unsigned char*>(args.slice_arrivals);
+  unsigned char* const counter = reinterpret_cast<unsigned char*>(args.slice_counter);
+  if (arrivals != nullptr || counter != nullptr) {
+    unsigned char* const first = arrivals != nullptr ? arrivals : counter;
+    const unsigned char* const end = counter != nullptr ? counter + sizeof(unsigned long long)
+                                                        : arrivals + plan.num_slices * sizeof(unsigned);
+    status = cuda_status(cudaMemsetAsync(first, 0, static_cast<std::size_t>(end - first), stream),
+                         "cudaMemsetAsync(slice arrivals and counter)");
     if (!status.ok()) return status;
   }
   cudaLaunchAttribute attribute{};
