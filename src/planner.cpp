@@ -1185,18 +1185,18 @@ bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
          shared.ctas_per_slice >= detail::kForwardSplitMinGroup;
 }
 
-// Where the planner's own plan holds no slice in one cluster (split_pipelined, or a group through
-// L2), a slice spans clusters of kSharedPairClusterCtas instead: the narrowest group of whole
-// pairs, at most kSharedMaxClusterCtas of them, that holds it at kSharedRegisterCtasPerSm CTAs an SM
-// with register parts, where the slices fill config.h kSharedPairSpanMinRounds* rounds of the
-// resident pairs. Not where any option is forced, nor for ops without register parts (an
-// activation, the forward's general op).
-bool plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+// Where the planner's own *plan holds no slice in one cluster (split_pipelined, or a group through
+// L2), replaces it with one whose slices span clusters of kSharedPairClusterCtas: the narrowest
+// group of whole pairs, at most kSharedMaxClusterCtas of them, that holds a slice at
+// kSharedRegisterCtasPerSm CTAs an SM with register parts, where the slices fill config.h
+// kSharedPairSpanMinRounds* rounds of the resident pairs. Not where any option is forced, nor for
+// ops without register parts (an activation, the forward's general op).
+void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const bool forced = options.force_path != Path::kAuto || shared_shape_forced(options) ||
                       options.force_resident_parts >= 0 || options.force_part_bytes != 0 ||
                       options.force_register_vecs != 0;
   const bool one_cluster = plan->path == Path::kSharedResident && plan->exchange != Exchange::kGlobal;
-  if (forced || one_cluster) return false;
+  if (forced || one_cluster) return;
   constexpr int kPair = detail::kSharedPairClusterCtas;
   const int resident = limits.resident_clusters[detail::kSharedRegisterCtasPerSm][kPair];
   const int64_t pairs_a_round =
@@ -1212,11 +1212,9 @@ bool plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const Pla
     if (!plan_shared(base, limits, pairs, &spanning).ok()) continue;
     // The narrowest group that holds the slice; without register parts (an op that takes none, or
     // no 16-byte access) it is not measured this way.
-    if (spanning.register_len == 0 || base.num_slices < min_rounds * (pairs_a_round / clusters)) return false;
-    *plan = spanning;
-    return true;
+    if (spanning.register_len > 0 && base.num_slices >= min_rounds * (pairs_a_round / clusters)) *plan = spanning;
+    return;
   }
-  return false;
 }
 
 }  // namespace
