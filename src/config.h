@@ -210,6 +210,17 @@ inline constexpr int kSharedEarlyDispatchMinRounds = 64;
 // staggered: 792 of them at even 100 cycles apart ran 2x slower.
 inline constexpr int kSharedStaggerCycles = 250;
 inline constexpr int kSharedStaggerMaxSpreadCycles = 12000;
+// Slices spanning clusters (Plan::slice_clusters) spread their first round over up to this many
+// cycles instead (132 pairs: 181 cycles apart). Measured on the H200 (dev/VARIANTS.md 87, x copy
+// forward, x 1.5 copies backward, at 0 / 3,000 / 6,000 / 12,000 / 24,000 / 36,000 / 48,000 /
+// 72,000 cycles): mid-4mib-fp32 1.34 / 1.29 / 1.29 / 1.29 / 1.21-1.22 / 1.24 / 1.25 / 1.36; 16 of
+// its slices 1.44 / 1.37 / 1.35-1.36 / 1.36-1.37 / 1.27-1.29 / 1.36 / 1.39 / 1.56; 4x32x1024x1024
+// 1.19 / 1.19-1.20 / 1.18-1.19 / 1.19-1.20 / 1.16-1.17 / 1.17 / 1.16 / 1.19; mid-3mib-fp16 without
+// affine 1.32 / 1.28 / 1.28 / 1.29 / 1.27 / 1.25 / 1.24 / 1.31; 1.5 MiB bfloat16 1.28 / 1.24-1.25 /
+// 1.23-1.24 / 1.25-1.26 / 1.23-1.25 / 1.21 / 1.22 / 1.29; gn-seed-8groups 1.15 / 1.14 / 1.13 /
+// 1.13 / 1.12-1.13 / 1.12 / 1.12 / 1.15; backward mid-1mib-bf16 1.18 / 1.16-1.17 / 1.16 / 1.17 /
+// 1.14-1.15 / 1.15 / 1.16 / 1.18, gn-seed-8groups 1.07-1.10 throughout.
+inline constexpr int kSharedSpanStaggerMaxSpreadCycles = 24000;
 // The shared memory region that holds `bytes` of one input's chunk: 16 bytes more, so the chunk can
 // mirror its tensor's alignment modulo 16 (the body then moves by bulk copy), rounded to 128. A CTA
 // has one region per input, one after the other.

@@ -210,7 +210,8 @@ int shared_stagger_cycles(const Plan& plan) {
   if (plan.path != Path::kSharedResident || plan.ctas_per_slice < 2) return 0;
   const int64_t groups = plan.grid / shared_cluster_ctas(plan);
   if (groups < 1 || plan.num_slices * plan.slice_clusters <= groups) return 0;
-  return static_cast<int>(std::min<int64_t>(kSharedStaggerCycles, kSharedStaggerMaxSpreadCycles / groups));
+  const int64_t spread = plan.slice_clusters > 1 ? kSharedSpanStaggerMaxSpreadCycles : kSharedStaggerMaxSpreadCycles;
+  return static_cast<int>(std::min<int64_t>(kSharedStaggerCycles, spread / groups));
 }
 
 WorkspaceLayout workspace_layout(const Plan& plan) {

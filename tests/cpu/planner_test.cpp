@@ -226,7 +226,8 @@ TEST(Planner, EarlyDispatchFromSixtyFourRounds) {
 }
 
 // The first round's groups start kSharedStaggerCycles apart where there are several rounds of
-// groups of more than one CTA, at most kSharedStaggerMaxSpreadCycles from the first to the last.
+// groups of more than one CTA, at most kSharedStaggerMaxSpreadCycles from the first to the last
+// (kSharedSpanStaggerMaxSpreadCycles where slices span clusters).
 TEST(Planner, FirstRoundStaggeredByGroup) {
   struct Stagger {
     const char* why;
@@ -248,7 +249,7 @@ TEST(Planner, FirstRoundStaggeredByGroup) {
     EXPECT_EQ(plan.describe().find(" stagger=" + std::to_string(s.cycles)) != std::string::npos, s.cycles > 0);
   }
   // The groups of a slice spanning clusters are its clusters: 16 of two CTAs a 4 MiB slice, 132 in
-  // the grid of 264, so the spread's cap gives 12,000 / 132 cycles.
+  // the grid of 264, so the spanning plans' cap gives 24,000 / 132 cycles.
   PlanOptions spans;
   spans.force_path = Path::kSharedResident;
   spans.force_ctas_per_slice = 32;
@@ -256,7 +257,7 @@ TEST(Planner, FirstRoundStaggeredByGroup) {
   const Plan spanning = plan_of(problem(DType::kFloat32, {1, 32, 1024, 1024}), spans);
   ASSERT_EQ(spanning.slice_clusters, 16) << spanning.describe();
   EXPECT_EQ(spanning.grid, 264);
-  EXPECT_EQ(detail::shared_stagger_cycles(spanning), 90);
+  EXPECT_EQ(detail::shared_stagger_cycles(spanning), 181);
   // Other paths never wait.
   EXPECT_EQ(detail::shared_stagger_cycles(plan_of(problem(DType::kFloat32, {256, 256, 16, 16}))), 0);
 }
@@ -436,7 +437,7 @@ TEST(Planner, SlicesNoClusterHoldsSpanPairs) {
     EXPECT_EQ(plan.exchange, Exchange::kCluster);
     EXPECT_EQ(plan.register_len, detail::shared_register_len(s.dtype, 1));  // the narrow part
     EXPECT_EQ(plan.grid, 264);  // every one of the 132 pairs
-    EXPECT_EQ(detail::shared_stagger_cycles(plan), 90);  // 12,000 cycles over 132 pairs
+    EXPECT_EQ(detail::shared_stagger_cycles(plan), 181);  // 24,000 cycles over 132 pairs
   }
   // Ops without register parts (an activation), views without 16-byte access and forced options
   // keep split_pipelined.
