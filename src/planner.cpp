@@ -613,6 +613,15 @@ Status choose_exchange(Exchange forced, Plan* plan) {
   return Status::Ok();
 }
 
+// The clusters of kSharedPairClusterCtas at kSharedRegisterCtasPerSm CTAs an SM resident at once:
+// the device's count where the limits know it, else the SM slots'.
+int64_t resident_pairs(const DeviceLimits& limits) {
+  constexpr int kPerSm = detail::kSharedRegisterCtasPerSm;
+  constexpr int kPair = detail::kSharedPairClusterCtas;
+  const int clusters = limits.resident_clusters[kPerSm][kPair];
+  return clusters > 0 ? clusters : int64_t{limits.sm_count} * kPerSm / kPair;
+}
+
 // Searches (CTAs per SM, CTAs per slice) for the plan that has at least two CTAs per SM, then
 // fits a cluster, then is the steady plan, then keeps the most CTA slots busy, then shares a slice
 // among the fewest CTAs (a shorter exchange), then has more CTAs per SM. The steady plan, for grids
@@ -847,10 +856,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     constexpr int kPair = detail::kSharedPairClusterCtas;
     const int64_t group = ceil_div(plan->ctas_per_slice, kPair) * kPair;
     const Chunks chunks = chunks_for(group, detail::kSharedRegisterCtasPerSm, kPair);
-    const int clusters = limits.resident_clusters[detail::kSharedRegisterCtasPerSm][kPair];
-    const int64_t pairs = std::min<int64_t>(
-        clusters > 0 ? clusters : static_cast<int64_t>(limits.sm_count) * detail::kSharedRegisterCtasPerSm / kPair,
-        base.num_slices * (group / kPair));
+    const int64_t pairs = std::min<int64_t>(resident_pairs(limits), base.num_slices * (group / kPair));
     if (chunks.register_len > 0 && fits(chunks.smem, detail::kSharedRegisterCtasPerSm) && pairs >= group / kPair) {
       plan->ctas_per_slice = static_cast<int>(group);
       plan->slice_clusters = static_cast<int>(group / kPair);
@@ -1199,9 +1205,7 @@ void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const Pla
   const bool one_cluster = plan->path == Path::kSharedResident && plan->exchange != Exchange::kGlobal;
   if (forced || one_cluster) return;
   constexpr int kPair = detail::kSharedPairClusterCtas;
-  const int resident = limits.resident_clusters[detail::kSharedRegisterCtasPerSm][kPair];
-  const int64_t pairs_a_round =
-      resident > 0 ? resident : int64_t{limits.sm_count} * detail::kSharedRegisterCtasPerSm / kPair;
+  const int64_t pairs_a_round = resident_pairs(limits);
   const int min_rounds = base.pass == Pass::kForward ? detail::kSharedPairSpanMinRoundsForward
                                                      : detail::kSharedPairSpanMinRoundsBackward;
   for (int clusters = 2; clusters <= detail::kSharedMaxClusterCtas; ++clusters) {
