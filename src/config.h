@@ -138,22 +138,30 @@ inline constexpr int shared_register_max_group(int inputs) {
   return kSharedRegisterMaxGroup * inputs < kSharedMaxClusterCtas ? kSharedRegisterMaxGroup * inputs
                                                                  : kSharedMaxClusterCtas;
 }
-// The widest cluster with register parts: none for an op with an activation or the forward's
-// general op (a channel affine), a full cluster for the forward's plain op on 4- and 8-byte
-// elements (its chunks hold the fewest elements to reduce), eight CTAs for GroupNorm's backward
-// with weight gradients (sums per channel inside its chunks), shared_register_max_group otherwise.
-// Measured on the H200 (dev/VARIANTS.md 61-63): the forward of float32 slices of 1.5-2 MiB in
+// The widest cluster with register parts: none for the backward with an activation, nor for the
+// forward's general op (an activation, a channel affine across chunks) unless its plan without
+// them would give way to split_pipelined (`in_place_of_split`: planner.cpp plan_slices); a full
+// cluster for the forward on 4- and 8-byte elements (its chunks hold the fewest elements to
+// reduce), eight CTAs for GroupNorm's backward with weight gradients (sums per channel inside its
+// chunks), shared_register_max_group otherwise.
+// Measured on the H200 (dev/VARIANTS.md 61-63, 88): the forward of float32 slices of 1.5-2 MiB in
 // clusters of 11-15 ran 1.13-1.20x copy against split_pipelined's 1.25-1.30x, of bfloat16
-// 1.42-1.43x against 1.31-1.35x (twice the elements a chunk); the general forward with register
-// parts ran 1.24-3.7x on 0.6-1 MiB slices against 1.22-1.55x without (float16 GroupNorm + SiLU
-// 3.0x against split_pipelined's 1.53x); the backward with an activation, whose register parts
-// take the activation's branch per element (kernels/backward_op.cuh channel_sums), ran 0.5-1 MiB
-// 16-bit slices 1.92-3.37x of 1.5 copies against 1.36-2.30x at three CTAs an SM without (float32:
-// 1.34x against 1.26-1.33x); GroupNorm's backward on 1 MiB float32 slices ran 2.07-2.55x with 15
-// CTAs a slice (16: 1.75-2.15x) against 1.67-1.93x with 32 through L2.
+// 1.42-1.43x against 1.31-1.35x (twice the elements a chunk). The general forward with register
+// parts, in place of split_pipelined (88; the spanning instance, which spills nothing:
+// kernels/shared_resident.cu): InstanceNorm + LeakyReLU on 1 MiB float16 slices 1.45 -> 1.37x,
+// GroupNorm(16) + SiLU 1.58 -> 1.52-1.54x, GroupNorm's affine on 1 MiB bfloat16 slices (chunks
+// of one channel: the plain op) 1.27 -> 1.19-1.20x, float32 2 and 4 MiB slices + LeakyReLU / ReLU
+// (in pairs) 1.28 -> 1.21x and 1.38 -> 1.26-1.27x, sd-vae-mid-gn-silu 1.70 -> 1.64-1.65x,
+// GroupNorm(16) + SiLU on 2 MiB float32 slices and nnunet-in3d-lrelu level; in place of the
+// steady plan it lost (GroupNorm(16) of 96x96 float32 channels, 576 KiB slices, five CTAs with
+// register parts against nine at three an SM: 1.20 -> 1.66x). The backward with an activation,
+// whose register parts take the activation's branch per element (kernels/backward_op.cuh
+// channel_sums), ran 0.5-1 MiB 16-bit slices 1.92-3.37x of 1.5 copies against 1.36-2.30x at three
+// CTAs an SM without (float32: 1.34x against 1.26-1.33x); GroupNorm's backward on 1 MiB float32
+// slices ran 2.07-2.55x with 15 CTAs a slice (16: 1.75-2.15x) against 1.67-1.93x with 32 through L2.
 inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, bool general_op, bool activation,
-                                                    bool channel_sums) {
-  if (activation || (inputs == 1 && general_op)) return 0;
+                                                    bool channel_sums, bool in_place_of_split) {
+  if ((inputs == 2 && activation) || (inputs == 1 && general_op && !in_place_of_split)) return 0;
   if (channel_sums) return kSharedRegisterMaxGroup;
   return inputs == 1 && elem_bytes >= 4 ? kSharedMaxClusterCtas : shared_register_max_group(inputs);
 }

@@ -629,8 +629,9 @@ int64_t resident_pairs(const DeviceLimits& limits) {
 // hold at most kSharedSteadyChunkBytes, as many of them per SM as kSharedSteadyBytesPerSm allows;
 // where that is more than kSharedRegisterMaxGroup CTAs, the narrowest group that holds the slice at
 // two per SM with register parts (config.h kSharedRegister*; seed fp32 1.09x → 1.04x copy), except
-// for an op with an activation and the forward's general op (a channel affine), which take no
-// register parts.
+// for the backward with an activation, and for the forward's general op (an activation, a channel
+// affine across chunks) unless `in_place_of_split` (plan_slices: its plan without them would give
+// way to split_pipelined) or a shape option is forced (config.h shared_register_part_max_group).
 // Where steady chunks lie in channels that op is plain again (GroupNorm's affine, a chunk's
 // channel's; 1 MiB slices of 64 KiB channels: float32 1.28x -> 1.16x, float16 2.6x -> 1.24x against
 // a register group of eight whose chunks cross channels), and split_pipelined does not take them
@@ -654,7 +655,8 @@ bool shared_shape_forced(const PlanOptions& options) {
          options.max_ctas_per_sm != 0 || options.force_exchange != Exchange::kAuto;
 }
 
-Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan,
+                   bool in_place_of_split = false) {
   // A slice over several clusters (forced only): each cluster's combined partial goes through L2,
   // into an inbox of kSharedMaxClusterCtas.
   const int slice_clusters = std::max(1, options.force_slice_clusters);
@@ -698,10 +700,12 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t smem = 0;
   };
   // (base has no chunks yet: GroupNorm's affine counts as the general op's, whatever chunks follow.)
+  const bool general_op = detail::runs_general_op(base);
   const int register_max_group = detail::shared_register_part_max_group(
-      base.inputs, static_cast<int>(elem), detail::runs_general_op(base), base.activation != Activation::kNone,
-      detail::sums_channels_in_slices(base));
-  const bool takes_wide_registers = base.inputs == 1 && register_max_group > 0;
+      base.inputs, static_cast<int>(elem), general_op, base.activation != Activation::kNone,
+      detail::sums_channels_in_slices(base), in_place_of_split || shared_shape_forced(options));
+  // (The general op's kernel holds the narrow part alone: kernels/shared_resident.cu.)
+  const bool takes_wide_registers = base.inputs == 1 && register_max_group > 0 && !general_op;
   std::vector<int64_t> register_lens;
   if (options.force_register_vecs != detail::kSharedWideRegisterVecs || !takes_wide_registers) {
     register_lens.push_back(detail::shared_register_len(base.dtype, base.inputs));
@@ -740,8 +744,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   const int64_t steady_chunk_bytes = chunk_len_for(base.slice_len, steady_group, elem) * elem * base.inputs;
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
-  // An op without register parts (one with an activation, the forward's general op: config.h
-  // shared_register_part_max_group) keeps the steady plan; so do steady chunks inside channels,
+  // An op without register parts (the backward with an activation, the forward's general op outside
+  // `in_place_of_split`: config.h shared_register_part_max_group) keeps the steady plan; so do steady chunks inside channels,
   // which run GroupNorm's affine in the plain op (plan_internal.h chunks_lie_in_channels).
   const bool steady_stays = register_max_group == 0;
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
@@ -1192,12 +1196,27 @@ bool splits_wide_forward(const Plan& shared, const PlanOptions& options) {
          shared.ctas_per_slice >= detail::kForwardSplitMinGroup;
 }
 
+// Where the forward's general op (an activation, a channel affine across chunks) would give way to
+// split_pipelined, its plan with register parts instead, if one holds the slice (config.h
+// shared_register_part_max_group: in place of split_pipelined they won or tied; in place of the
+// steady plan they lost). Returns whether *plan was replaced.
+bool plan_general_registers(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+  if (!detail::runs_general_op(base)) return false;
+  Plan registers;
+  if (!plan_shared(base, limits, options, &registers, /*in_place_of_split=*/true).ok() || registers.register_len == 0) {
+    return false;
+  }
+  *plan = registers;
+  return true;
+}
+
 // Where the planner's own *plan holds no slice in one cluster (split_pipelined, or a group through
 // L2), replaces it with one whose slices span clusters of kSharedPairClusterCtas: the narrowest
 // group of whole pairs, at most kSharedMaxClusterCtas of them, that holds a slice at
 // kSharedRegisterCtasPerSm CTAs an SM with register parts, where the slices fill config.h
-// kSharedPairSpanMinRounds* rounds of the resident pairs. Not where any option is forced, nor for
-// ops without register parts (an activation, the forward's general op).
+// kSharedPairSpanMinRounds* rounds of the resident pairs (the forward's general op with register
+// parts, as in place of split_pipelined). Not where any option is forced, nor for ops without
+// register parts (the backward with an activation).
 void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const bool forced = options.force_path != Path::kAuto || shared_shape_forced(options) ||
                       options.force_resident_parts >= 0 || options.force_part_bytes != 0 ||
@@ -1214,9 +1233,9 @@ void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const Pla
     pairs.force_slice_clusters = clusters;
     pairs.force_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
     Plan spanning;
-    if (!plan_shared(base, limits, pairs, &spanning).ok()) continue;
-    // The narrowest group that holds the slice; without register parts (an op that takes none, or
-    // no 16-byte access) it is not measured this way.
+    if (!plan_shared(base, limits, pairs, &spanning, /*in_place_of_split=*/true).ok()) continue;
+    // The narrowest group that holds the slice; without register parts (the backward with an
+    // activation, or no 16-byte access) it is not measured this way.
     if (spanning.register_len > 0 && base.num_slices >= min_rounds * (pairs_a_round / clusters)) *plan = spanning;
     return;
   }
@@ -1308,7 +1327,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
       break;
     case Path::kSharedResident:
       status = plan_shared(base, limits, options, plan);
-      if (status.ok() && splits_wide_forward(*plan, options)) {
+      if (status.ok() && splits_wide_forward(*plan, options) && !plan_general_registers(base, limits, options, plan)) {
         status = plan_split_pipelined(base, limits, options, plan);
       }
       break;

@@ -170,7 +170,8 @@ __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, 
 // kRegisterVecs > 0: each chunk of each input ends in a part held in registers (RegisterPart), at
 // kSharedRegisterCtasPerSm CTAs per SM, whose registers that leaves room for. kSpansClusters: a
 // slice spans args.slice_clusters clusters (an instance of its own: walking parts of slices cost
-// the one-cluster kernels 4-150 bytes of spills, ptxas -v).
+// the one-cluster kernels 4-150 bytes of spills, ptxas -v), or one (the forward's general op,
+// whose one-cluster instance spilled: shared_kernel_for).
 template <typename Op, int kThreads, bool kCluster, int kRegisterVecs, bool kSpansClusters = false>
 __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterCtasPerSm : kSharedThreadsPerSm / kThreads)
     shared_resident_kernel(const KernelArgs args) {
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
       exchange_through_l2(args, slice, rank, group_size, mine, stats);
     }
     typename Op::Totals totals = Op::combine(stats, group_size);
-    if constexpr (kSpansClusters) {  // the cluster's totals as one partial of the slice's, through L2
+    if (kSpansClusters && slice_clusters > 1) {  // the cluster's totals as one partial of the slice's, through L2
       const int64_t cluster_begin = min(args.slice_len, static_cast<int64_t>(part) * group_size * args.chunk_len);
       const Partial cluster_partial =
           Op::to_partial(totals, min(args.slice_len - cluster_begin, group_size * args.chunk_len));
@@ -274,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;
     if (args.out != nullptr) {  // (the offset again: kept live across the exchange, it cost a spill)
-      // The activation fixed around the loop (no op with one takes a register part).
+      // The activation fixed around the loop (the register part's too).
       coefficients.visit([&](const auto& activation) {
         chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned, window, begin,
                          [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, activation, v); });
@@ -290,15 +291,20 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 
 using KernelFn = void (*)(KernelArgs);
 
-// Whether an op runs with register parts: only one without the runtime epilogue, that is without an
-// activation nor, in the forward, a channel affine (config.h shared_register_part_max_group); the
-// others are not compiled with them.
+// Whether an op applies the runtime epilogue (an activation; in the forward, a channel affine).
 template <typename Op>
-inline constexpr bool kTakesRegisterParts = std::is_same_v<typename Op::Epilogue, IdentityEpilogue<typename Op::Acc>>;
+inline constexpr bool kRuntimeEpilogue = !std::is_same_v<typename Op::Epilogue, IdentityEpilogue<typename Op::Acc>>;
 
-// A wide register part (config.h kSharedWideRegisterVecs) only for the forward's plain op.
+// Which ops run with register parts (config.h shared_register_part_max_group): every forward, and
+// the backward without the runtime epilogue (whose register parts took an activation's branch per
+// element); the others are not compiled with them.
 template <typename Op>
-inline constexpr bool kTakesWideRegisterParts = kTakesRegisterParts<Op> && Op::kInputs == 1;
+inline constexpr bool kTakesRegisterParts = Op::kInputs == 1 || !kRuntimeEpilogue<Op>;
+
+// A wide register part (config.h kSharedWideRegisterVecs) only for the forward's plain op (the
+// general op's spilled 8-676 bytes at 128 registers, ptxas --resource-usage).
+template <typename Op>
+inline constexpr bool kTakesWideRegisterParts = Op::kInputs == 1 && !kRuntimeEpilogue<Op>;
 
 // A slice spanning clusters (spans_clusters) runs at kSharedRegisterCtasPerSm CTAs an SM, with or
 // without register parts (planner.cpp plan_shared); only those instances are compiled.
@@ -309,8 +315,15 @@ KernelFn shared_kernel_for(int threads, bool register_part, bool wide_registers,
     if constexpr (kCluster && kTakesRegisterParts<Op>) {
       if (threads == kSharedRegisterThreads && !wide_registers) {
         constexpr int kVecs = kSharedRegisterVecs / Op::kInputs;
-        return spans_clusters ? &shared_resident_kernel<Op, kSharedRegisterThreads, true, kVecs, true>
-                              : &shared_resident_kernel<Op, kSharedRegisterThreads, true, kVecs>;
+        // The forward's general op runs one cluster a slice in the spanning instance too: the
+        // one-cluster instance spilled 80-356 bytes at 128 registers (ptxas --resource-usage; 1 MiB
+        // float16 slices + LeakyReLU 1.72x a copy against 1.37x), the spanning one none.
+        if constexpr (kRuntimeEpilogue<Op>) {
+          return &shared_resident_kernel<Op, kSharedRegisterThreads, true, kVecs, true>;
+        } else {
+          return spans_clusters ? &shared_resident_kernel<Op, kSharedRegisterThreads, true, kVecs, true>
+                                : &shared_resident_kernel<Op, kSharedRegisterThreads, true, kVecs>;
+        }
       }
     }
     if constexpr (kCluster && kTakesWideRegisterParts<Op>) {
@@ -361,8 +374,8 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
     return Status(StatusCode::kInvalidArgument,
                   register_part ? "inorm: a shared_resident plan with a register part needs the cluster exchange, " +
                                       std::to_string(kSharedRegisterThreads) +
-                                      " threads, and an op without an activation (nor the forward's with a "
-                                      "channel affine); a wide one, the forward's plain op"
+                                      " threads, and the forward or a backward without an activation; a wide one, "
+                                      "the forward's plain op"
                                 : std::string("inorm: the plan names a shared_resident thread count that is not compiled in") +
                                       (plan.slice_clusters > 1 ? " for a slice spanning clusters (" +
                                                                      std::to_string(shared_threads_for(kSharedRegisterCtasPerSm)) +

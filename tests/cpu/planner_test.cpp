@@ -138,8 +138,9 @@ TEST(Planner, RegisterPartsHoldWideSlicesInNarrowClusters) {
     }
   }
   // Past eight narrow chunks, 16-bit elements take eight wide ones (and no wider clusters); the ops
-  // with an activation or a channel's affine take no register part (16 CTAs at two per SM hold
-  // these slices in shared memory alone).
+  // with an activation or a channel's affine take no register part in the plan shared_resident
+  // keeps (16 CTAs at two per SM hold these slices in shared memory alone; in place of
+  // split_pipelined they do: Planner.GeneralForwardRegisterPartsInPlaceOfSplit).
   const Plan half = shared_plan_of(problem(DType::kBFloat16, {1, 64, 2 * eight + 8}));
   EXPECT_EQ(half.register_len, detail::shared_wide_register_len(DType::kBFloat16)) << half.describe();
   EXPECT_EQ(half.ctas_per_slice, 8) << half.describe();
@@ -184,33 +185,55 @@ TEST(Planner, WideRegisterParts) {
   EXPECT_NE(status.message().find("register vectors"), std::string::npos) << status.message();
 }
 
-// The forward's general op (an activation, or GroupNorm's affine across a chunk's channels) takes no
-// register parts: the steady plan stays, or split_pipelined where that is 16 CTAs or more (config.h
-// shared_register_part_max_group). The backward keeps them.
-TEST(Planner, GeneralForwardTakesNoRegisterParts) {
-  // InstanceNorm + LeakyReLU on 1 MiB float32 and float16 slices: 16 steady CTAs, so split_pipelined.
+// The forward's general op (an activation, or GroupNorm's affine across a chunk's channels) takes
+// register parts only where its plan without them would give way to split_pipelined (16 steady CTAs
+// or more), or where shared_resident's shape is forced; the steady plan stays elsewhere (config.h
+// shared_register_part_max_group). Its parts are narrow ones.
+TEST(Planner, GeneralForwardRegisterPartsInPlaceOfSplit) {
+  // InstanceNorm + LeakyReLU on 1 MiB float32 and float16 slices: 16 steady CTAs, which would
+  // split, so eight at two per SM with register parts, in one cluster.
   for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
     ForwardParams p = problem(dtype, {8, 64, 512, dtype == DType::kFloat32 ? 512 : 1024});
     p.activation = Activation::kLeakyRelu;
     const Plan plan = plan_of(p);
-    EXPECT_EQ(plan.path, Path::kSplitPipelined) << plan.describe();
-    // Eight CTAs at two per SM hold the slice only with register parts: refused.
+    SCOPED_TRACE(plan.describe());
+    EXPECT_EQ(plan.path, Path::kSharedResident);
+    EXPECT_EQ(plan.ctas_per_slice, 8);
+    EXPECT_EQ(plan.slice_clusters, 1);
+    EXPECT_EQ(plan.ctas_per_sm, detail::kSharedRegisterCtasPerSm);
+    EXPECT_EQ(plan.register_len, detail::shared_register_len(dtype, 1));
+    EXPECT_TRUE(detail::runs_general_op(plan));
+    // Forced, the same shape takes them too; the wide part is refused (the narrow one is held).
     PlanOptions eight;
     eight.force_path = Path::kSharedResident;
     eight.force_ctas_per_slice = 8;
     eight.force_ctas_per_sm = 2;
-    Plan refused;
-    EXPECT_EQ(plan_forward(p, hopper_h200_limits(), &refused, eight).code(), StatusCode::kInvalidArgument);
-    p.activation = Activation::kNone;  // the plain op: a register group of eight
-    EXPECT_GT(plan_of(p).register_len, 0) << plan_of(p).describe();
+    EXPECT_EQ(plan_of(p, eight).register_len, detail::shared_register_len(dtype, 1));
+    PlanOptions wide;
+    wide.force_register_vecs = detail::kSharedWideRegisterVecs;
+    EXPECT_EQ(plan_of(p, wide).register_len, detail::shared_register_len(dtype, 1));
   }
+  // 2 MiB float32 slices + ReLU: a register cluster of 16, so eight pairs (config.h
+  // kSharedPairClusterCtas), as the plain op.
+  ForwardParams relu = problem(DType::kFloat32, {4, 64, 512, 1024});
+  relu.activation = Activation::kRelu;
+  const Plan pairs = plan_of(relu);
+  EXPECT_EQ(pairs.ctas_per_slice, 16) << pairs.describe();
+  EXPECT_EQ(pairs.slice_clusters, 8) << pairs.describe();
+  EXPECT_GT(pairs.register_len, 0) << pairs.describe();
   // GroupNorm(16) of 96x96 channels (576 KiB slices, chunks across channels): nine steady CTAs at
-  // three per SM.
-  const Plan plan = plan_of(affine_groups(DType::kFloat32, {16, 256, 96, 96}, 16));
-  EXPECT_EQ(plan.path, Path::kSharedResident);
-  EXPECT_EQ(plan.ctas_per_slice, 9);
-  EXPECT_EQ(plan.ctas_per_sm, 3);
-  EXPECT_EQ(plan.register_len, 0);
+  // three per SM stay (five with register parts lost: 1.20 -> 1.66x a copy).
+  const Plan steady = plan_of(affine_groups(DType::kFloat32, {16, 256, 96, 96}, 16));
+  EXPECT_EQ(steady.path, Path::kSharedResident);
+  EXPECT_EQ(steady.ctas_per_slice, 9);
+  EXPECT_EQ(steady.ctas_per_sm, 3);
+  EXPECT_EQ(steady.register_len, 0);
+  // 1 MiB bfloat16 GroupNorm slices whose 16 steady chunks lie in channels: the plain op, which does
+  // not split; its steady plan stays.
+  const Plan by_channel = plan_of(affine_groups(DType::kBFloat16, {16, 128, 256, 256}, 16));
+  EXPECT_EQ(by_channel.ctas_per_slice, 16) << by_channel.describe();
+  EXPECT_EQ(by_channel.register_len, 0);
+  EXPECT_FALSE(detail::runs_general_op(by_channel));
 }
 
 // Register-part plans take each next slice before normalizing from 64 rounds of slices up.
@@ -439,11 +462,13 @@ TEST(Planner, SlicesNoClusterHoldsSpanPairs) {
     EXPECT_EQ(plan.grid, 264);  // every one of the 132 pairs
     EXPECT_EQ(detail::shared_stagger_cycles(plan), 181);  // 24,000 cycles over 132 pairs
   }
-  // Ops without register parts (an activation), views without 16-byte access and forced options
-  // keep split_pipelined.
+  // The general op spans them too (mid-3mib-fp16 + LeakyReLU, ten pairs); views without 16-byte
+  // access and forced options keep split_pipelined.
   ForwardParams activation = problem(DType::kFloat16, {2, 48, 112, 112, 112});
   activation.activation = Activation::kLeakyRelu;
-  EXPECT_EQ(plan_of(activation).path, Path::kSplitPipelined);
+  const Plan activated = plan_of(activation);
+  EXPECT_EQ(activated.slice_clusters, 10) << activated.describe();
+  EXPECT_GT(activated.register_len, 0) << activated.describe();
   ForwardParams misaligned = problem(DType::kFloat32, {1, 32, 1024, 1024});
   misaligned.x = static_cast<const float*>(misaligned.x) + 1;
   misaligned.y = static_cast<float*>(misaligned.y) + 1;
@@ -812,15 +837,20 @@ TEST(Planner, SteadyChunksInsideChannelsStay) {
   plan = plan_of(p);
   EXPECT_EQ(plan.ctas_per_slice, 8);
   EXPECT_GT(plan.register_len, 0);
-  // With an activation the op is general whatever the chunks, and 16 CTAs without register parts
-  // give way to split_pipelined.
+  // With an activation the op is general whatever the chunks; 16 CTAs without register parts would
+  // split, so eight with them (chunks of two channels).
   p = affine_groups(DType::kFloat32, {32, 256, 128, 128}, 16);
   p.activation = Activation::kSilu;
-  EXPECT_EQ(plan_of(p).path, Path::kSplitPipelined);
-  // Steady chunks inside channels but wider than a cluster (32 of 64 KiB a 2 MiB bfloat16 slice):
-  // split_pipelined, as any forward group of 16 or more without register parts.
+  plan = plan_of(p);
+  EXPECT_EQ(plan.ctas_per_slice, 8) << plan.describe();
+  EXPECT_GT(plan.register_len, 0);
+  EXPECT_TRUE(detail::runs_general_op(plan));
+  // Steady chunks inside channels but wider than a cluster (32 of 64 KiB a 2 MiB bfloat16 slice),
+  // which no cluster of eight holds: its 32 slices fill two rounds of pairs (eight a slice, in
+  // chunks of one channel: the plain op).
   plan = plan_of(affine_groups(DType::kBFloat16, {1, 512, 256, 256}, 32));
-  EXPECT_EQ(plan.path, Path::kSplitPipelined);
+  EXPECT_EQ(plan.slice_clusters, 8) << plan.describe();
+  EXPECT_GT(plan.register_len, 0);
   EXPECT_FALSE(detail::runs_general_op(plan)) << plan.describe();
 }
 

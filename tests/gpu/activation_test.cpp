@@ -150,8 +150,9 @@ TEST(GpuActivation, WithoutBias) {
 // Every activation in every contiguous family of both passes, InstanceNorm and GroupNorm (slices of
 // two channels), each plan forced: the families fix the activation around their loops (a copy of
 // each loop for each activation, kernels/backward_op.cuh channel_sums), so every pair is code of its
-// own. float32 and bfloat16 in turn. (No op with an activation takes shared_resident's register
-// parts: config.h shared_register_part_max_group; PlanBackward.ActivationTakesNoRegisterParts.)
+// own. float32 and bfloat16 in turn. (These forced shapes need no register parts; the forward's
+// with them: GpuActivation.GeneralForwardRegisterParts. The backward with an activation takes none:
+// PlanBackward.ActivationTakesNoRegisterParts.)
 TEST(GpuActivation, EveryFamily) {
   INORM_REQUIRE_GPU();
   struct Reach {
@@ -220,6 +221,40 @@ TEST(GpuActivation, GroupRegistersGeneralForward) {
     Case c = activated_case(Pass::kForward, {3, 5, slice_len}, dtype, Activation::kSilu);
     c.expect_path = Path::kGroupRegisters;
     expect_passes(c, with(Activation::kSilu, std::string("the planner's lanes, ") + dtype_name(dtype)));
+  }
+}
+
+// The forward's general op takes register parts where its plan without them would give way to
+// split_pipelined (config.h shared_register_part_max_group; Planner.GeneralForwardRegisterPartsInPlaceOfSplit):
+// slices of 16 steady 64 KiB chunks (16 bytes past 15) in a register cluster at two CTAs an SM (the
+// spanning kernel instance on one cluster), and slices of exactly 15, which keep the steady plan
+// without them. InstanceNorm, and GroupNorm over three channels whose ends fall inside chunks and
+// register parts (the channel window moves there); every dtype, the activations in turn, 64
+// slices, offset data; in place and repeated for float32.
+TEST(GpuActivation, GeneralForwardRegisterParts) {
+  INORM_REQUIRE_GPU();
+  int turn = 0;
+  for (DType dtype : kAllDtypes) {
+    const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+    for (const bool past_split : {true, false}) {
+      for (const int64_t groups : {int64_t{0}, int64_t{1}}) {
+        const Activation activation = kActivations[turn++ % 3];
+        const int64_t slice_channels = groups > 0 ? 3 : 1;  // GroupNorm: one group of three channels
+        const int64_t channel_bytes = 15 * detail::kSharedSteadyChunkBytes / slice_channels + (past_split ? 16 : 0);
+        Case c = activated_case(Pass::kForward, {groups > 0 ? 64 : 16, groups > 0 ? 3 : 4, channel_bytes / elem}, dtype,
+                                activation);
+        c.groups = groups;
+        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+        c.expect_path = Path::kSharedResident;
+        c.expect_registers = past_split;
+        c.expect_ctas_per_sm = past_split ? detail::kSharedRegisterCtasPerSm : 3;
+        c.expect_general_op = true;
+        const std::string why = with(activation, std::string(past_split ? "16" : "15") + " steady chunks a slice, " +
+                                                     dtype_name(dtype) + (groups > 0 ? ", GroupNorm" : ""));
+        expect_passes(c, why);
+        if (past_split && dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
+      }
+    }
   }
 }
 

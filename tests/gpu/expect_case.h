@@ -115,6 +115,7 @@ inline void expect_slices_span_pairs(Pass pass) {
     int clusters;
     Exchange below;  // the plan one slice fewer keeps: split_pipelined (kAuto) or a group through L2
     int64_t x_offset = 0;
+    Activation activation = Activation::kNone;  // one makes the forward's general op
   };
   const std::vector<Span> spans =
       pass == Pass::kForward
@@ -124,6 +125,11 @@ inline void expect_slices_span_pairs(Pass pass) {
                 {"4 MiB float64 slices", 1, 524288, DType::kFloat64, 15, Exchange::kAuto},
                 {"4 MiB float32 slices of a misaligned view: no pairs", 1, 1048576, DType::kFloat32, 0,
                  Exchange::kAuto, 1},
+                // The general op: an activation; GroupNorm's affine over chunks of two channels.
+                {"4 MiB float32 slices + ReLU", 1, 1048576, DType::kFloat32, 15, Exchange::kAuto, 0,
+                 Activation::kRelu},
+                {"2 MiB bfloat16 GroupNorm slices of 32 channels + SiLU (sd-vae-mid-gn-silu's)", 32, 32768,
+                 DType::kBFloat16, 8, Exchange::kAuto, 0, Activation::kSilu},
             }
           : std::vector<Span>{
                 {"2 MiB float32 slices", 1, 524288, DType::kFloat32, 15, Exchange::kAuto},
@@ -141,6 +147,8 @@ inline void expect_slices_span_pairs(Pass pass) {
       c.dtype = s.dtype;
       c.affine = true;
       c.x_offset = c.y_offset = s.x_offset;
+      c.activation = s.activation;
+      c.negative_slope = 0.2;
       ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
       const bool spans_pairs = s.clusters > 0 && slices == fill;
       if (spans_pairs) {
@@ -149,6 +157,7 @@ inline void expect_slices_span_pairs(Pass pass) {
         c.expect_slice_clusters = s.clusters;
         c.expect_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
         c.expect_registers = true;
+        if (s.activation != Activation::kNone) c.expect_general_op = true;
       } else {
         c.expect_path = s.below == Exchange::kGlobal ? Path::kSharedResident : Path::kSplitPipelined;
         c.expect_exchange = s.below;

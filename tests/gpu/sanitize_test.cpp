@@ -197,14 +197,18 @@ TEST(GpuSanitize, GroupNormPlans) {
       expect_plan_passes(pass, r, std::nullopt, Activation::kSilu);
       expect_plan_passes(pass, r, std::nullopt, Activation::kNone);
     }
-    // The backward's slices of two channels as long as RegisterParts' slices of one, without an
-    // activation (no op with one, nor the forward's general op, takes register parts: config.h
-    // shared_register_part_max_group).
+    // Register parts on slices of two channels: the backward's without an activation (no backward
+    // with one takes them), the forward's general op with SiLU in one cluster (its spanning
+    // instance: kernels/shared_resident.cu) and over two (config.h shared_register_part_max_group).
+    Reach registers{"register parts, two channels of a slice", {2, 2, pass == Pass::kForward ? 65540 : 32770},
+                    DType::kFloat32, Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1};
+    registers.groups = 1;
     if (pass == Pass::kBackward) {
-      Reach registers{"register parts, two channels of a slice", {2, 2, 32770}, DType::kFloat32,
-                      Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1};
-      registers.groups = 1;
       expect_plan_passes(pass, registers, true);
+    } else {
+      expect_plan_passes(pass, registers, true, Activation::kSilu);
+      registers.slice_clusters = 2;
+      expect_plan_passes(pass, registers, true, Activation::kSilu);
     }
     // Chunks of 8 inside channels of 48 (the forward's plain op, a chunk's channel's affine), the
     // last four of 16 CTAs without a chunk.
