@@ -745,8 +745,9 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   int64_t steady_ctas_per_sm =
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // An op without register parts (the backward with an activation, the forward's general op outside
-  // `in_place_of_split`: config.h shared_register_part_max_group) keeps the steady plan; so do steady chunks inside channels,
-  // which run GroupNorm's affine in the plain op (plan_internal.h chunks_lie_in_channels).
+  // `in_place_of_split`: config.h shared_register_part_max_group) keeps the steady plan; so do steady
+  // chunks inside channels, which run GroupNorm's affine in the plain op (plan_internal.h
+  // chunks_lie_in_channels).
   const bool steady_stays = register_max_group == 0;
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
   // shared_register_max_group, or wider with register parts up to shared_register_part_max_group)
@@ -1233,9 +1234,10 @@ void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const Pla
     pairs.force_slice_clusters = clusters;
     pairs.force_ctas_per_sm = detail::kSharedRegisterCtasPerSm;
     Plan spanning;
-    if (!plan_shared(base, limits, pairs, &spanning, /*in_place_of_split=*/true).ok()) continue;
-    // The narrowest group that holds the slice; without register parts (the backward with an
-    // activation, or no 16-byte access) it is not measured this way.
+    if (!plan_shared(base, limits, pairs, &spanning).ok()) continue;
+    // The narrowest group that holds the slice (the forward's general op takes register parts in
+    // forced shapes); without register parts (the backward with an activation, or no 16-byte
+    // access) it is not measured this way.
     if (spanning.register_len > 0 && base.num_slices >= min_rounds * (pairs_a_round / clusters)) *plan = spanning;
     return;
   }
