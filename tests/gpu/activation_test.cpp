@@ -225,12 +225,13 @@ TEST(GpuActivation, GroupRegistersGeneralForward) {
 }
 
 // The forward's general op takes register parts where its plan without them would give way to
-// split_pipelined (config.h shared_register_part_max_group; Planner.GeneralForwardRegisterPartsInPlaceOfSplit):
-// slices of 16 steady 64 KiB chunks (16 bytes past 15) in a register cluster at two CTAs an SM (the
-// spanning kernel instance on one cluster), and slices of exactly 15, which keep the steady plan
-// without them. InstanceNorm, and GroupNorm over three channels whose ends fall inside chunks and
-// register parts (the channel window moves there); every dtype, the activations in turn, 64
-// slices, offset data; in place and repeated for float32.
+// split_pipelined (config.h shared_register_part_max_group;
+// Planner.GeneralForwardRegisterPartsInPlaceOfSplit): slices of 16 steady 64 KiB chunks (16 bytes
+// a channel past 15) in a register cluster at two CTAs an SM (the spanning kernel instance on one
+// cluster), and slices of exactly 15, which keep the steady plan without them. InstanceNorm, and
+// GroupNorm over three channels whose ends fall inside chunks and register parts (the channel
+// window moves there); every dtype, the activations in turn, 64 slices, offset data; in place and
+// repeated for float32.
 TEST(GpuActivation, GeneralForwardRegisterParts) {
   INORM_REQUIRE_GPU();
   int turn = 0;
