@@ -176,6 +176,12 @@ inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, 
 // backward and ops without register parts are not measured this way and keep their clusters;
 // slices no one cluster holds span pairs in every dtype and both passes (below).
 inline constexpr int kSharedPairClusterCtas = 2;
+// The most clusters a slice spans (Plan::slice_clusters): the spanning kernel's inbox holds that
+// many combined partials, two inboxes a CTA (as the L2 exchange's one of kSharedMaxCtasPerSlice),
+// inside kSharedStaticReserve.
+inline constexpr int kSharedMaxSliceClusters = 32;
+static_assert(2 * kSharedMaxSliceClusters <= kSharedMaxCtasPerSlice,
+              "the spanning kernel's two inboxes take no more static shared memory than the L2 exchange's one");
 // Slices that no one cluster holds (the planner's plan otherwise split_pipelined, or a group
 // through L2) span clusters of kSharedPairClusterCtas, the narrowest group of whole pairs with
 // register parts (planner.cpp plan_spanning_pairs), where the slices fill at least this many
@@ -194,6 +200,20 @@ inline constexpr int kSharedPairClusterCtas = 2;
 // bfloat16 backward in 9 pairs 1.16-1.17 against 1.19-1.21 in 10.
 inline constexpr int kSharedPairSpanMinRoundsForward = 2;
 inline constexpr int kSharedPairSpanMinRoundsBackward = 1;
+// The widest group of pairs that rule takes, in pairs (at most kSharedMaxSliceClusters): the
+// backward every one the kernel takes (4.4 MiB of x and of dy a slice), the forward's plain op 26
+// (7 MiB of 16-bit types or 7.1 MiB of float32 a slice), its general op (an activation; GroupNorm's
+// affine across chunks) 16. Measured on the H200 (dev/VARIANTS.md 89; forward x copy, backward x
+// 1.5 copies, against split_pipelined in the same process, two rounds): backward 2.5 MiB float32
+// (18 pairs) 1.41-1.43 -> 1.13, mid-3mib-fp16 (20) 1.48 -> 1.33, 3 MiB bfloat16 (22) 1.41-1.42 ->
+// 1.23-1.24, mid-4mib-fp32 (30) 1.44-1.46 -> 1.25-1.26, eight of its slices (two rounds) 1.58-1.60
+// -> 1.32-1.34, GroupNorm(8) with weight gradients on 4 MiB float32 slices (30) 1.53-1.54 -> 1.51;
+// forward 5 MiB float32 (19) 1.33 -> 1.22, mid-6mib-bf16 (22) 1.37 -> 1.34, 24 of its slices
+// 1.42 -> 1.35, 7 MiB bfloat16 (26) 1.46-1.47 -> 1.42-1.43, but 8 MiB slices (29) lost: vol3d 1.31
+// -> 1.33, float16 1.40 -> 1.41-1.42, and the general op's sd-vae-gn-silu 1.57 -> 1.91.
+inline constexpr int kSharedPairSpanMaxClustersBackward = kSharedMaxSliceClusters;
+inline constexpr int kSharedPairSpanMaxClustersForward = 26;
+inline constexpr int kSharedPairSpanMaxClustersGeneralForward = kSharedMaxClusterCtas;
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores
 // (kernels/shared_resident.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after

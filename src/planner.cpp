@@ -658,13 +658,13 @@ bool shared_shape_forced(const PlanOptions& options) {
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan,
                    bool in_place_of_split = false) {
   // A slice over several clusters (forced only): each cluster's combined partial goes through L2,
-  // into an inbox of kSharedMaxClusterCtas.
+  // into an inbox of kSharedMaxSliceClusters.
   const int slice_clusters = std::max(1, options.force_slice_clusters);
-  if (options.force_slice_clusters < 0 || options.force_slice_clusters > detail::kSharedMaxClusterCtas ||
+  if (options.force_slice_clusters < 0 || options.force_slice_clusters > detail::kSharedMaxSliceClusters ||
       (slice_clusters > 1 && options.force_exchange != Exchange::kAuto &&
        options.force_exchange != Exchange::kCluster) ||
       options.force_ctas_per_slice % slice_clusters != 0) {
-    return invalid("forced clusters a slice must be in 1.." + std::to_string(detail::kSharedMaxClusterCtas) +
+    return invalid("forced clusters a slice must be in 1.." + std::to_string(detail::kSharedMaxSliceClusters) +
                    ", with the cluster exchange and a whole number of CTAs each; got " +
                    std::to_string(options.force_slice_clusters) + " clusters, " +
                    std::to_string(options.force_ctas_per_slice) + " CTAs a slice, exchange " +
@@ -1213,7 +1213,7 @@ bool plan_general_registers(const Plan& base, const DeviceLimits& limits, const 
 
 // Where the planner's own *plan holds no slice in one cluster (split_pipelined, or a group through
 // L2), replaces it with one whose slices span clusters of kSharedPairClusterCtas: the narrowest
-// group of whole pairs, at most kSharedMaxClusterCtas of them, that holds a slice at
+// group of whole pairs, at most config.h kSharedPairSpanMaxClusters* of them, that holds a slice at
 // kSharedRegisterCtasPerSm CTAs an SM with register parts, where the slices fill config.h
 // kSharedPairSpanMinRounds* rounds of the resident pairs (the forward's general op with register
 // parts, as in place of split_pipelined). Not where any option is forced, nor for ops without
@@ -1228,7 +1228,10 @@ void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const Pla
   const int64_t pairs_a_round = resident_pairs(limits);
   const int min_rounds = base.pass == Pass::kForward ? detail::kSharedPairSpanMinRoundsForward
                                                      : detail::kSharedPairSpanMinRoundsBackward;
-  for (int clusters = 2; clusters <= detail::kSharedMaxClusterCtas; ++clusters) {
+  const int max_clusters = base.pass == Pass::kBackward      ? detail::kSharedPairSpanMaxClustersBackward
+                           : detail::runs_general_op(base) ? detail::kSharedPairSpanMaxClustersGeneralForward
+                                                           : detail::kSharedPairSpanMaxClustersForward;
+  for (int clusters = 2; clusters <= max_clusters; ++clusters) {
     PlanOptions pairs;
     pairs.force_ctas_per_slice = clusters * kPair;
     pairs.force_slice_clusters = clusters;

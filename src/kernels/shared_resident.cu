@@ -186,7 +186,10 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
   __shared__ Barrier loaded;
   __shared__ typename AllSum::TempStorage reduce_storage;
   // The group's chunk partials of a round; the cluster exchange alternates two inboxes.
-  __shared__ alignas(16) Partial inbox[kCluster ? 2 : 1][kCluster ? kSharedMaxClusterCtas : kSharedMaxCtasPerSlice];
+  // (Where a slice spans clusters, the second exchange fills it with the slice's cluster partials.)
+  __shared__ alignas(16) Partial inbox[kCluster ? 2 : 1][!kCluster      ? kSharedMaxCtasPerSlice
+                                                         : kSpansClusters ? kSharedMaxSliceClusters
+                                                                          : kSharedMaxClusterCtas];
   __shared__ uint64_t arrived[2];  // the cluster exchange's barriers, one per inbox
   // The next slice from the counter, alternating by round like the inbox, and its barriers.
   __shared__ int64_t next_slot[2];
@@ -413,9 +416,9 @@ cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribut
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   // A plan edited by hand must still fit the kernel's inboxes and its exchange (the clusters a
-  // slice spans: an inbox of a cluster's size).
+  // slice spans: the spanning kernel's inbox of kSharedMaxSliceClusters).
   const bool spans_clusters = plan.slice_clusters > 1;
-  if (plan.ctas_per_slice < 1 || plan.slice_clusters < 1 || plan.slice_clusters > kSharedMaxClusterCtas ||
+  if (plan.ctas_per_slice < 1 || plan.slice_clusters < 1 || plan.slice_clusters > kSharedMaxSliceClusters ||
       plan.ctas_per_slice % plan.slice_clusters != 0 ||
       shared_cluster_ctas(plan) > shared_max_group(plan.exchange == Exchange::kCluster) ||
       (spans_clusters && plan.exchange != Exchange::kCluster) ||

@@ -428,7 +428,8 @@ TEST(Planner, WideForwardGroupsSplit) {
 // Slices that no one cluster holds (the plan would be split_pipelined, or a group through L2) span
 // clusters of two: the narrowest group of whole pairs with register parts (planner.cpp
 // plan_spanning_pairs), where the slices fill two rounds of the H200's 132 pairs in the forward
-// (config.h kSharedPairSpanMinRoundsForward; the backward's: PlanBackward.SlicesNoClusterHoldsSpanPairs).
+// (config.h kSharedPairSpanMinRoundsForward; the backward's: PlanBackward.SlicesNoClusterHoldsSpanPairs),
+// up to 26 pairs a slice (16 for the general op: config.h kSharedPairSpanMaxClusters*).
 TEST(Planner, SlicesNoClusterHoldsSpanPairs) {
   struct Span {
     const char* why;
@@ -444,7 +445,10 @@ TEST(Planner, SlicesNoClusterHoldsSpanPairs) {
       {"mid-3mib-fp16", DType::kFloat16, {2, 48, 112, 112, 112}, 10},
       {"1.5 MiB bf16 slices, past a cluster of eight", DType::kBFloat16, {4, 32, 1024, 768}, 6},
       {"4 MiB float64 slices", DType::kFloat64, {4, 32, 724, 724}, 15},
-      {"mid-6mib-bf16: past 16 pairs", DType::kBFloat16, {2, 24, 2048, 1536}, 0},
+      // Past 16 pairs, up to kSharedPairSpanMaxClustersForward: 22 pairs a slice, six slices a round.
+      {"mid-6mib-bf16", DType::kBFloat16, {2, 24, 2048, 1536}, 22},
+      {"7 MiB bfloat16 slices: the widest, five a round", DType::kBFloat16, {1, 16, 2048, 1792}, 26},
+      {"vol3d: 8 MiB float32 slices would take 29 pairs", DType::kFloat32, {2, 32, 128, 128, 128}, 0},
   };
   for (const Span& s : spans) {
     const Plan plan = plan_of(problem(s.dtype, s.shape));
@@ -469,6 +473,11 @@ TEST(Planner, SlicesNoClusterHoldsSpanPairs) {
   const Plan activated = plan_of(activation);
   EXPECT_EQ(activated.slice_clusters, 10) << activated.describe();
   EXPECT_GT(activated.register_len, 0) << activated.describe();
+  // ... up to 16 pairs (config.h kSharedPairSpanMaxClustersGeneralForward): mid-6mib-bf16 + SiLU
+  // would take 22.
+  ForwardParams wide_activation = problem(DType::kBFloat16, {2, 24, 2048, 1536});
+  wide_activation.activation = Activation::kSilu;
+  EXPECT_EQ(plan_of(wide_activation).path, Path::kSplitPipelined);
   ForwardParams misaligned = problem(DType::kFloat32, {1, 32, 1024, 1024});
   misaligned.x = static_cast<const float*>(misaligned.x) + 1;
   misaligned.y = static_cast<float*>(misaligned.y) + 1;
@@ -601,7 +610,7 @@ TEST(Planner, ForcedSliceOverClusters) {
   const Refused refused[] = {
       {"a cluster's partials go through L2 only beside the cluster exchange", 32, 4, Exchange::kGlobal},
       {"32 CTAs are not three whole clusters", 32, 3, Exchange::kAuto},
-      {"the inbox holds 16 clusters' partials", 34, 17, Exchange::kAuto},
+      {"the inbox holds 32 clusters' partials", 66, 33, Exchange::kAuto},
       {"a negative count", 32, -1, Exchange::kAuto},
   };
   for (const Refused& r : refused) {
@@ -612,7 +621,7 @@ TEST(Planner, ForcedSliceOverClusters) {
     Plan p;
     const Status status = plan_forward(mid, hopper_h200_limits(), &p, o);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << r.why;
-    EXPECT_NE(status.message().find("forced clusters a slice must be in 1..16"), std::string::npos)
+    EXPECT_NE(status.message().find("forced clusters a slice must be in 1..32"), std::string::npos)
         << r.why << ": " << status.message();
   }
   // Clusters wider than the cluster exchange allows.

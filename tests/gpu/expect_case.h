@@ -130,12 +130,20 @@ inline void expect_slices_span_pairs(Pass pass) {
                  Activation::kRelu},
                 {"2 MiB bfloat16 GroupNorm slices of 32 channels + SiLU (sd-vae-mid-gn-silu's)", 32, 32768,
                  DType::kBFloat16, 8, Exchange::kAuto, 0, Activation::kSilu},
+                // Past 16 pairs (config.h kSharedPairSpanMaxClustersForward): the spanning kernel's
+                // wider inbox.
+                {"6 MiB bfloat16 slices (mid-6mib-bf16's)", 1, 3145728, DType::kBFloat16, 22, Exchange::kAuto},
+                {"7 MiB bfloat16 slices: the forward's widest", 1, 3670016, DType::kBFloat16, 26, Exchange::kAuto},
             }
           : std::vector<Span>{
                 {"2 MiB float32 slices", 1, 524288, DType::kFloat32, 15, Exchange::kAuto},
                 {"1.1 MiB bfloat16 slices (mid-1mib-bf16's)", 1, 589824, DType::kBFloat16, 9, Exchange::kGlobal},
                 {"1 MiB GroupNorm slices of 16 channels, weight gradients", 16, 16384, DType::kFloat32, 8,
                  Exchange::kGlobal},
+                // Past 16 pairs (config.h kSharedPairSpanMaxClustersBackward): the spanning kernel's
+                // wider inbox.
+                {"3 MiB float16 slices (mid-3mib-fp16's)", 1, 1404928, DType::kFloat16, 20, Exchange::kAuto},
+                {"4 MiB float32 slices (mid-4mib-fp32's)", 1, 1048576, DType::kFloat32, 30, Exchange::kAuto},
             };
   for (const Span& s : spans) {
     const int64_t fill = s.clusters > 0 ? min_rounds * (pairs / s.clusters) : 16;
