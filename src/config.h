@@ -178,10 +178,17 @@ inline constexpr int shared_register_part_max_group(int inputs, int elem_bytes, 
 inline constexpr int kSharedPairClusterCtas = 2;
 // The most clusters a slice spans (Plan::slice_clusters): the spanning kernel's inbox holds that
 // many combined partials, two inboxes a CTA (as the L2 exchange's one of kSharedMaxCtasPerSlice),
-// inside kSharedStaticReserve.
+// inside kSharedStaticReserve. The ops with a runtime epilogue (an activation; the forward's
+// channel affine across chunks: plan_internal.h runs_runtime_epilogue) keep inboxes of a cluster's
+// kSharedMaxClusterCtas: with 512 bytes more of static shared memory a CTA, the two CTAs an SM of
+// sd-vae-mid-gn-silu's plan (96 KiB buffers) passed 196 KiB, and it ran 1.63 -> 1.69-1.74x a copy
+// (dev/VARIANTS.md 89); nothing else moved.
 inline constexpr int kSharedMaxSliceClusters = 32;
 static_assert(2 * kSharedMaxSliceClusters <= kSharedMaxCtasPerSlice,
               "the spanning kernel's two inboxes take no more static shared memory than the L2 exchange's one");
+INORM_HOST_DEVICE inline constexpr int shared_max_slice_clusters(bool runtime_epilogue) {
+  return runtime_epilogue ? kSharedMaxClusterCtas : kSharedMaxSliceClusters;
+}
 // Slices that no one cluster holds (the planner's plan otherwise split_pipelined, or a group
 // through L2) span clusters of kSharedPairClusterCtas, the narrowest group of whole pairs with
 // register parts (planner.cpp plan_spanning_pairs), where the slices fill at least this many
@@ -213,7 +220,7 @@ inline constexpr int kSharedPairSpanMinRoundsBackward = 1;
 // -> 1.33, float16 1.40 -> 1.41-1.42, and the general op's sd-vae-gn-silu 1.57 -> 1.91.
 inline constexpr int kSharedPairSpanMaxClustersBackward = kSharedMaxSliceClusters;
 inline constexpr int kSharedPairSpanMaxClustersForward = 26;
-inline constexpr int kSharedPairSpanMaxClustersGeneralForward = kSharedMaxClusterCtas;
+inline constexpr int kSharedPairSpanMaxClustersGeneralForward = shared_max_slice_clusters(true);
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores
 // (kernels/shared_resident.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after

@@ -109,6 +109,11 @@ inline bool chunks_lie_in_channels(const Plan& plan) {
 inline bool runs_general_op(const Plan& plan) {
   return plan.activation != Activation::kNone || (plan.channel_affine && !chunks_lie_in_channels(plan));
 }
+// Whether the op applies a runtime epilogue (kernels/shared_resident.cu kRuntimeEpilogue): an
+// activation in either pass, or the forward's general op.
+inline bool runs_runtime_epilogue(const Plan& plan) {
+  return plan.activation != Activation::kNone || (plan.pass == Pass::kForward && runs_general_op(plan));
+}
 // Whether the backward's weight gradients come from per-channel sums inside slices (GroupNorm):
 // each chunk of a slice leaves, per channel it overlaps, sum(dz) and sum(dz * (x - center)) in the
 // workspace (kernels/backward_op.cuh), which the channel reduction combines per channel.

@@ -658,13 +658,15 @@ bool shared_shape_forced(const PlanOptions& options) {
 Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan,
                    bool in_place_of_split = false) {
   // A slice over several clusters (forced only): each cluster's combined partial goes through L2,
-  // into an inbox of kSharedMaxSliceClusters.
+  // into the spanning kernel's inbox (base has no chunks yet: GroupNorm's affine counts as the
+  // general op's).
   const int slice_clusters = std::max(1, options.force_slice_clusters);
-  if (options.force_slice_clusters < 0 || options.force_slice_clusters > detail::kSharedMaxSliceClusters ||
+  const int max_slice_clusters = detail::shared_max_slice_clusters(detail::runs_runtime_epilogue(base));
+  if (options.force_slice_clusters < 0 || options.force_slice_clusters > max_slice_clusters ||
       (slice_clusters > 1 && options.force_exchange != Exchange::kAuto &&
        options.force_exchange != Exchange::kCluster) ||
       options.force_ctas_per_slice % slice_clusters != 0) {
-    return invalid("forced clusters a slice must be in 1.." + std::to_string(detail::kSharedMaxSliceClusters) +
+    return invalid("forced clusters a slice must be in 1.." + std::to_string(max_slice_clusters) +
                    ", with the cluster exchange and a whole number of CTAs each; got " +
                    std::to_string(options.force_slice_clusters) + " clusters, " +
                    std::to_string(options.force_ctas_per_slice) + " CTAs a slice, exchange " +

@@ -167,6 +167,11 @@ __device__ __forceinline__ int64_t next_slice(const cg::cluster_group& cluster, 
   return -1;  // read from the slot after the caller's barrier
 }
 
+// Whether an op applies the runtime epilogue (an activation; in the forward, a channel affine):
+// plan_internal.h runs_runtime_epilogue.
+template <typename Op>
+inline constexpr bool kRuntimeEpilogue = !std::is_same_v<typename Op::Epilogue, IdentityEpilogue<typename Op::Acc>>;
+
 // kRegisterVecs > 0: each chunk of each input ends in a part held in registers (RegisterPart), at
 // kSharedRegisterCtasPerSm CTAs per SM, whose registers that leaves room for. kSpansClusters: a
 // slice spans args.slice_clusters clusters (an instance of its own: walking parts of slices cost
@@ -188,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
   // The group's chunk partials of a round; the cluster exchange alternates two inboxes.
   // (Where a slice spans clusters, the second exchange fills it with the slice's cluster partials.)
   __shared__ alignas(16) Partial inbox[kCluster ? 2 : 1][!kCluster      ? kSharedMaxCtasPerSlice
-                                                         : kSpansClusters ? kSharedMaxSliceClusters
+                                                         : kSpansClusters ? shared_max_slice_clusters(kRuntimeEpilogue<Op>)
                                                                           : kSharedMaxClusterCtas];
   __shared__ uint64_t arrived[2];  // the cluster exchange's barriers, one per inbox
   // The next slice from the counter, alternating by round like the inbox, and its barriers.
@@ -293,10 +298,6 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 }
 
 using KernelFn = void (*)(KernelArgs);
-
-// Whether an op applies the runtime epilogue (an activation; in the forward, a channel affine).
-template <typename Op>
-inline constexpr bool kRuntimeEpilogue = !std::is_same_v<typename Op::Epilogue, IdentityEpilogue<typename Op::Acc>>;
 
 // Which ops run with register parts (config.h shared_register_part_max_group): every forward, and
 // the backward without the runtime epilogue (whose register parts took an activation's branch per
@@ -416,9 +417,10 @@ cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribut
 
 Status launch_shared(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   // A plan edited by hand must still fit the kernel's inboxes and its exchange (the clusters a
-  // slice spans: the spanning kernel's inbox of kSharedMaxSliceClusters).
+  // slice spans: the spanning kernel's inbox, config.h shared_max_slice_clusters).
   const bool spans_clusters = plan.slice_clusters > 1;
-  if (plan.ctas_per_slice < 1 || plan.slice_clusters < 1 || plan.slice_clusters > kSharedMaxSliceClusters ||
+  if (plan.ctas_per_slice < 1 || plan.slice_clusters < 1 ||
+      plan.slice_clusters > shared_max_slice_clusters(runs_runtime_epilogue(plan)) ||
       plan.ctas_per_slice % plan.slice_clusters != 0 ||
       shared_cluster_ctas(plan) > shared_max_group(plan.exchange == Exchange::kCluster) ||
       (spans_clusters && plan.exchange != Exchange::kCluster) ||

@@ -624,6 +624,21 @@ TEST(Planner, ForcedSliceOverClusters) {
     EXPECT_NE(status.message().find("forced clusters a slice must be in 1..32"), std::string::npos)
         << r.why << ": " << status.message();
   }
+  // Ops with a runtime epilogue (here an activation) keep inboxes of 16 (config.h
+  // shared_max_slice_clusters); 17 clusters of two hold 4 MiB float32 slices otherwise.
+  ForwardParams relu = mid;
+  relu.activation = Activation::kRelu;
+  PlanOptions seventeen = options;
+  seventeen.force_ctas_per_slice = 34;
+  seventeen.force_slice_clusters = 17;
+  Plan plain;
+  ASSERT_TRUE(plan_forward(mid, hopper_h200_limits(), &plain, seventeen).ok());
+  EXPECT_EQ(plain.slice_clusters, 17) << plain.describe();
+  Plan general;
+  const Status refused_general = plan_forward(relu, hopper_h200_limits(), &general, seventeen);
+  EXPECT_EQ(refused_general.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused_general.message().find("forced clusters a slice must be in 1..16"), std::string::npos)
+      << refused_general.message();
   // Clusters wider than the cluster exchange allows.
   PlanOptions wide = options;
   wide.force_ctas_per_slice = 34;
