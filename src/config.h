@@ -209,8 +209,9 @@ inline constexpr int kSharedPairSpanMinRoundsForward = 2;
 inline constexpr int kSharedPairSpanMinRoundsBackward = 1;
 // The widest group of pairs that rule takes, in pairs (at most kSharedMaxSliceClusters): the
 // backward every one the kernel takes (4.4 MiB of x and of dy a slice), the forward's plain op 26
-// (about 7.2 MiB a slice), its general op (an activation; GroupNorm's affine across chunks) 16. Measured on the H200 (dev/VARIANTS.md 89; forward x copy, backward x
-// 1.5 copies, against split_pipelined in the same process, two rounds): backward 2.5 MiB float32
+// (about 7.2 MiB a slice), its general op (an activation; GroupNorm's affine across chunks) 16.
+// Measured on the H200 (dev/VARIANTS.md 89; forward x copy, backward x 1.5 copies, against
+// split_pipelined in the same process, two rounds): backward 2.5 MiB float32
 // (18 pairs) 1.41-1.43 -> 1.13, mid-3mib-fp16 (20) 1.48 -> 1.33, 3 MiB bfloat16 (22) 1.41-1.42 ->
 // 1.23-1.24, mid-4mib-fp32 (30) 1.44-1.46 -> 1.25-1.26, eight of its slices (two rounds) 1.58-1.60
 // -> 1.32-1.34, GroupNorm(8) with weight gradients on 4 MiB float32 slices (30) 1.53-1.54 -> 1.51;

@@ -232,7 +232,7 @@ TEST(PlanBackward, SlicesNoClusterHoldsSpanPairs) {
       // 36 CTAs through L2 otherwise (PlanBackward.WideGroupsStayShared); 14 slices a round.
       {"mid-1mib-bf16", DType::kBFloat16, {4, 64, 768, 768}, 9, Path::kSharedResident},
       {"2 MiB float64 slices", DType::kFloat64, {4, 32, 512, 512}, 15, Path::kSplitPipelined},
-      // 4 MiB of each input: past 16 pairs, up to kSharedMaxSliceClusters (four slices a round).
+      // 4 MiB of each input: past 16 pairs, up to kSharedPairSpanMaxClustersBackward (four slices a round).
       {"mid-4mib-fp32", DType::kFloat32, {1, 32, 1024, 1024}, 30, Path::kSplitPipelined},
       {"mid-3mib-fp16", DType::kFloat16, {2, 48, 112, 112, 112}, 20, Path::kSplitPipelined},
       // 6 MiB of each input: past 32 pairs.
