@@ -11,7 +11,9 @@ arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")
 if arch_list.replace("+PTX", "").strip() not in ("9.0", "9.0a"):
     raise SystemExit(f"inorm builds for sm_90 (Hopper) only; TORCH_CUDA_ARCH_LIST={arch_list!r}: set it to 9.0")
 
-library_sources = sorted(glob.glob("src/*.cpp") + glob.glob("src/*.cu") + glob.glob("src/kernels/*.cu"))
+library_sources = sorted(
+    glob.glob("src/*.cpp") + glob.glob("src/*.cu") + glob.glob("src/kernels/*.cu") + glob.glob("src/kernels/instances/*.cu")
+)
 
 setup(
     ext_modules=[

@@ -101,7 +101,7 @@ inline constexpr int kSharedSteadyMinRounds = 2;
 // Static shared memory of the kernel (barriers, CUB storage, the inbox of kSharedMaxCtasPerSlice
 // chunk statistics) stays below this.
 inline constexpr int kSharedStaticReserve = 3072;
-// Slices handed out in order from a counter (kernels/shared_resident.cu next_slice) where the grid
+// Slices handed out in order from a counter (kernels/shared_resident.cuh next_slice) where the grid
 // runs at least this many rounds of slices, each CTA's share of a slice at least this long; below,
 // the groups stride. Measured (dev/VARIANTS.md 34): in order took the seed fp32 from 1.12x copy
 // to 1.09x and the half seeds from 1.12x to 1.04-1.06x, and slices of 32 KiB and more over 4-45
@@ -148,7 +148,7 @@ inline constexpr int shared_register_max_group(int inputs) {
 // clusters of 11-15 ran 1.13-1.20x copy against split_pipelined's 1.25-1.30x, of bfloat16
 // 1.42-1.43x against 1.31-1.35x (twice the elements a chunk). The general forward with register
 // parts, in place of split_pipelined (88; the spanning instance, which spills nothing:
-// kernels/shared_resident.cu): InstanceNorm + LeakyReLU on 1 MiB float16 slices 1.45 -> 1.37x,
+// kernels/shared_resident.cuh): InstanceNorm + LeakyReLU on 1 MiB float16 slices 1.45 -> 1.37x,
 // GroupNorm(16) + SiLU 1.58 -> 1.52-1.54x, GroupNorm's affine on 1 MiB bfloat16 slices (chunks
 // of one channel: the plain op) 1.27 -> 1.19-1.20x, float32 2 and 4 MiB slices + LeakyReLU / ReLU
 // (in pairs) 1.28 -> 1.21x and 1.38 -> 1.26-1.27x, sd-vae-mid-gn-silu 1.70 -> 1.64-1.65x,
@@ -223,14 +223,14 @@ inline constexpr int kSharedPairSpanMaxClustersForward = 26;
 inline constexpr int kSharedPairSpanMaxClustersGeneralForward = shared_max_slice_clusters(true);
 // Plans with register parts over at least this many rounds of slices take each next slice from the
 // counter before normalizing the current one, its latency hidden under the stores
-// (kernels/shared_resident.cu). Measured on the H200 (dev/VARIANTS.md 35), against taking it after
+// (kernels/shared_resident.cuh). Measured on the H200 (dev/VARIANTS.md 35), against taking it after
 // the stores: seed fp32 (239 rounds) 3.735 → 3.682 ms, 2048 1 MiB bf16 slices (68 rounds) -0.7%,
 // 34 rounds -0.3% to +0.5%, 4-26 rounds +0% to +3% (slices taken early leave the last round
 // unevenly spread); at three CTAs per SM it lost everywhere (seed bf16 +0.9%, mid-affine +1.3%),
 // where the SM's other two CTAs hide the latency anyway.
 inline constexpr int kSharedEarlyDispatchMinRounds = 64;
 // Where the grid takes its groups' slices in more than one round, group k starts its first load
-// k x this many SM cycles after the grid starts (kernels/shared_resident.cu), the groups' first
+// k x this many SM cycles after the grid starts (kernels/shared_resident.cuh), the groups' first
 // round spread over at most kSharedStaggerMaxSpreadCycles (beyond 48 groups each waits less).
 // Started together, every group loads, reduces, exchanges and stores in step with the others: the
 // first round's loads run with no stores beside them, the last round's stores with no loads, and
@@ -353,7 +353,7 @@ inline constexpr int kSplitCombineInFlight = 1;
 inline constexpr int kChannelsLastFinishThreads = 128;
 inline constexpr int64_t kChannelsLastFinishGrid = 16384;  // CTAs of the finish kernel at most (each loops)
 // The finish kernel takes a slice a warp where it has at most this many partials (its channels'
-// tiles), else a slice a CTA (kernels/channels_last.cu channels_last_finish_kernel).
+// tiles), else a slice a CTA (kernels/channels_last.cuh channels_last_finish_kernel).
 inline constexpr int64_t kChannelsLastFinishWarpParts = 256;
 // Bytes of a slice's elementwise coefficients in the workspace (the largest op's: the float64
 // backward with an activation).

@@ -109,7 +109,7 @@ inline bool chunks_lie_in_channels(const Plan& plan) {
 inline bool runs_general_op(const Plan& plan) {
   return plan.activation != Activation::kNone || (plan.channel_affine && !chunks_lie_in_channels(plan));
 }
-// Whether the op applies a runtime epilogue (kernels/shared_resident.cu kRuntimeEpilogue): an
+// Whether the op applies a runtime epilogue (kernels/shared_resident.cuh kRuntimeEpilogue): an
 // activation in either pass, or the forward's general op.
 inline bool runs_runtime_epilogue(const Plan& plan) {
   return plan.activation != Activation::kNone || (plan.pass == Pass::kForward && runs_general_op(plan));
@@ -168,7 +168,7 @@ int64_t shared_sm_share(const DeviceLimits& limits, int ctas_per_sm);
 int64_t ctas_fitting_on_sm(const DeviceLimits& limits, int64_t smem_bytes);
 
 // kChannelsLast: whether the tiles hold every channel (one contiguous run of each tensor, staged by
-// bulk copies in both passes); whether the plan runs the resident form (kernels/channels_last.cu:
+// bulk copies in both passes); whether the plan runs the resident form (kernels/channels_last.cuh:
 // a group of CTAs holds an item's tiles, a sample's or a channel block's), and whether its groups
 // are of more than one CTA (the partials exchanged through L2, an arrival counter an item); its
 // items (samples x channel blocks); and the dynamic shared memory of a tile of every input (a

@@ -706,7 +706,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   const int register_max_group = detail::shared_register_part_max_group(
       base.inputs, static_cast<int>(elem), general_op, base.activation != Activation::kNone,
       detail::sums_channels_in_slices(base), in_place_of_split || shared_shape_forced(options));
-  // (The general op's kernel holds the narrow part alone: kernels/shared_resident.cu.)
+  // (The general op's kernel holds the narrow part alone: kernels/shared_resident.cuh.)
   const bool takes_wide_registers = base.inputs == 1 && register_max_group > 0 && !general_op;
   std::vector<int64_t> register_lens;
   if (options.force_register_vecs != detail::kSharedWideRegisterVecs || !takes_wide_registers) {
@@ -807,7 +807,7 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                      : widest;
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
-      // (A slice spanning clusters runs at two CTAs an SM only: shared_resident.cu compiles no other.)
+      // (A slice spanning clusters runs at two CTAs an SM only: shared_resident.cuh compiles no other.)
       if (group % slice_clusters != 0 ||
           (slice_clusters > 1 && ctas_per_sm != detail::kSharedRegisterCtasPerSm)) {
         continue;

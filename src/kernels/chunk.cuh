@@ -104,7 +104,7 @@ __device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& load
 
 // Whether an op's elements (a chunk, a channels_last column, a group's slice) are held in
 // registers, so that a second pass over them loads nothing: group_registers' are
-// (group_registers.cu specializes it); the others' each pass loads again (ForwardOp::kOnePass).
+// (group_registers.cuh specializes it); the others' each pass loads again (ForwardOp::kOnePass).
 // Over them the backward takes the activation's branch per element (BackwardOp::channel_sums).
 template <typename Elements>
 inline constexpr bool kElementsInRegisters = false;

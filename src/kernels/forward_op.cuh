@@ -1,5 +1,5 @@
-// The forward as an op of the slice engine (kernels/chunk.cuh; the families in group_registers.cu,
-// shared_resident.cu and split_pipelined.cu): it reads x, reduces each slice to its mean and the
+// The forward as an op of the slice engine (kernels/chunk.cuh; the families in group_registers.cuh,
+// shared_resident.cuh and split_pipelined.cu): it reads x, reduces each slice to its mean and the
 // sum of squared deviations (one pass of float64 sums around a shift where reduce's kOnePass holds,
 // corrected two-pass elsewhere; from on-chip data), and writes
 // y = activation(((x - mean) * rstd) * weight + bias). kGeneral: the runtime activation of
@@ -21,7 +21,7 @@
 //   Totals combine(partials, count)        the partials of a slice's chunks, in rank order
 //   Partial to_partial(totals, count)      a group's totals over `count` elements as one partial,
 //                                          which combines again (a cluster's, where a slice spans
-//                                          several: shared_resident.cu)
+//                                          several: shared_resident.cuh)
 //   SplitPartial to_split(partial), combine_split<kInFlight>(partial, parts, lane, lanes, all_sum),
 //   from_split(split)                      the same in float64 through global memory (split_pipelined,
 //                                          channels_last), combined by a CTA or a group of lanes, each

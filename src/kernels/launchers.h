@@ -104,26 +104,52 @@ Status dispatch_dtype(DType dtype, F&& f) {
   return Status(StatusCode::kInvalidArgument, "inorm: unknown dtype");
 }
 
-// Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of its element type: the general
-// op (kGeneral) where the plan has an activation or an affine by channel inside its slices, and in
-// the backward with that affine GroupNorm's own (kSpansChannels; kGeneral only with an activation),
+// Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of element type T: the general op
+// (kGeneral) where the plan has an activation or an affine by channel inside its slices, and in the
+// backward with that affine GroupNorm's own (kSpansChannels; kGeneral only with an activation),
 // which a family compiles only where kGroupNorm says it runs GroupNorm.
+template <typename T, bool kGroupNorm = true, typename F>
+Status dispatch_op_of(const Plan& plan, F&& f) {
+  const bool general = runs_general_op(plan);
+  if (plan.pass == Pass::kForward) return general ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
+  if (!general) return f(BackwardOp<T, false>{});
+  if (!plan.channel_affine) return f(BackwardOp<T, true>{});
+  if constexpr (kGroupNorm) {
+    if (plan.activation == Activation::kNone) return f(BackwardOp<T, false, true>{});
+    return f(BackwardOp<T, true, true>{});
+  } else {
+    return Status(StatusCode::kUnsupported, std::string("inorm: GroupNorm's backward does not run on path ") +
+                                                path_name(plan.path));
+  }
+}
+
+// The same for the plan's element type.
 template <bool kGroupNorm = true, typename F>
 Status dispatch_op(const Plan& plan, F&& f) {
-  return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const bool general = runs_general_op(plan);
-    if (plan.pass == Pass::kForward) return general ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
-    if (!general) return f(BackwardOp<T, false>{});
-    if (!plan.channel_affine) return f(BackwardOp<T, true>{});
-    if constexpr (kGroupNorm) {
-      if (plan.activation == Activation::kNone) return f(BackwardOp<T, false, true>{});
-      return f(BackwardOp<T, true, true>{});
-    } else {
-      return Status(StatusCode::kUnsupported, std::string("inorm: GroupNorm's backward does not run on path ") +
-                                                  path_name(plan.path));
-    }
-  });
+  return dispatch_dtype(plan.dtype,
+                        [&](auto tag) -> Status { return dispatch_op_of<decltype(tag), kGroupNorm>(plan, f); });
 }
+
+// The largest families compiled one element type a file (kernels/instances/), so that a build
+// compiles the four side by side: shared_resident's kernels took 215 s of one core in one file
+// (nvcc -O3, sm_90), its float32 ones 50 s. Each takes the element type's tag, as dispatch_dtype
+// gives it, and is defined where that type's kernels are compiled.
+using KernelFn = void (*)(KernelArgs);
+// shared_resident's kernel for the plan (kernels/shared_resident.cuh), or null where none is
+// compiled for it.
+KernelFn shared_kernel_of(float, const Plan& plan);
+KernelFn shared_kernel_of(double, const Plan& plan);
+KernelFn shared_kernel_of(__half, const Plan& plan);
+KernelFn shared_kernel_of(__nv_bfloat16, const Plan& plan);
+// group_registers' launch of the plan (kernels/group_registers.cuh).
+Status launch_group_of(float, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_group_of(double, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_group_of(__half, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_group_of(__nv_bfloat16, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+// channels_last's launch of a plan the launcher has checked (kernels/channels_last.cuh).
+Status launch_channels_last_of(float, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_channels_last_of(double, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_channels_last_of(__half, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+Status launch_channels_last_of(__nv_bfloat16, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 
 }  // namespace inorm::detail

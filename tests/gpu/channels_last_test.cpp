@@ -1,5 +1,5 @@
 // GPU tests of channels_last input (NHWC / NDHWC: a slice's elements are C apart), both passes,
-// both forms (kernels/channels_last.cu: the resident one where a sample fits the chip, the three
+// both forms (kernels/channels_last.cuh: the resident one where a sample fits the chip, the three
 // kernels) and every way a tile moves: every dtype x shapes with odd C and odd spatial extents,
 // offset data, a NaN slice, misaligned views, in place, running stats and eval mode, bitwise
 // repeats and the tile and group boundaries, every output checked in full against the float64

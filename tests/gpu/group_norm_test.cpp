@@ -191,7 +191,7 @@ TEST(GpuGroupNorm, WithoutBiasAndEachGradientAlone) {
   }
 }
 
-// channels_last (kernels/channels_last.cu): a group's channels are columns of the tiles, reduced
+// channels_last (kernels/channels_last.cuh): a group's channels are columns of the tiles, reduced
 // apart and combined per group; each channel's coefficients follow its weight and bias. Every
 // group count and dtype on shapes of each way a tile moves, silu and leaky_relu in turn.
 const std::vector<GroupShape>& channels_last_group_shapes() {

@@ -208,7 +208,7 @@ TEST(GpuSanitize, GroupNormPlans) {
     }
     // Register parts on slices of two channels: the backward's without an activation (no backward
     // with one takes them), the forward's general op with SiLU in one cluster (its spanning
-    // instance: kernels/shared_resident.cu) and over two (config.h shared_register_part_max_group).
+    // instance: kernels/shared_resident.cuh) and over two (config.h shared_register_part_max_group).
     Reach registers{"register parts, two channels of a slice", {2, 2, pass == Pass::kForward ? 65540 : 32770},
                     DType::kFloat32, Path::kSharedResident, 4, detail::kSharedRegisterCtasPerSm, Exchange::kCluster, 1};
     registers.groups = 1;

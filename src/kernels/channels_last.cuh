@@ -1,0 +1,815 @@
+// channels_last tensors (NHWC / NDHWC), where a slice's elements are C apart. A template over the
+// op (kernels/forward_op.cuh, kernels/backward_op.cuh), in three kernels over tiles of
+// [tile_rows spatial positions x channel_block channels]:
+//   reduce  each tile is staged in shared memory, then every channel's column is reduced from
+//           there with the op's reduce (the threads of a column sum through shared memory in a
+//           fixed order), one float64 partial per (channel of a sample, tile);
+//   finish  a warp or a CTA per slice combines the partials of its channels' tiles (one channel, or
+//           a GroupNorm group's C / groups; the op's combine_split, as the split path does) and
+//           keeps each of its channels' elementwise coefficients in the workspace;
+//   apply   each tile again, from the last: every output element from its inputs and its
+//           channel's coefficients.
+// How a tile moves (TileLoad): where it holds every channel (C <= kChannelsLastThreads) it is one
+// contiguous run of each tensor, staged by a bulk copy in both passes (kBulk), as shared_resident
+// stages its chunks; wider C is split in channel blocks whose rows are runs C apart, moved by the
+// threads in 16-byte runs of channels where every row is aligned (kVector), else element by
+// element (kScalar), the elementwise pass straight from global memory. The inputs are read twice
+// from HBM, as on the split path; the second and third kernels are programmatic dependents of the
+// one before (launch_dependent).
+// The resident form (plan.exchange == Exchange::kGlobal; planner.cpp says where it runs) is one
+// kernel over tiles of whole rows that a group of CTAs holds for a sample from its reduction to its
+// elementwise pass: the inputs are read once (channels_last_resident_kernel).
+// The kernels, compiled one element type a file (kernels/instances/); the launch and its checks:
+// kernels/channels_last.cu.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include <cuda/atomic>
+#include <cuda/barrier>
+#include <cuda/ptx>
+
+#include "config.h"
+#include "kernels/chunk.cuh"
+#include "kernels/common.cuh"
+#include "kernels/launchers.h"
+#include "plan_internal.h"
+
+namespace inorm::detail {
+namespace {
+
+// Where a thread works in the reduction of a tile: rows `row`, `row + rows`, ... of channel
+// `column` of the block.
+struct TileThread {
+  int channel_block;
+  int rows;  // rows a pass: blockDim.x / channel_block
+  int row;
+  int column;
+  __device__ explicit TileThread(int block)
+      : channel_block(block), rows(static_cast<int>(blockDim.x) / block),
+        row(static_cast<int>(threadIdx.x) / block), column(static_cast<int>(threadIdx.x) % block) {}
+};
+
+// One item of the kernels' grid-stride loop: a tile, rows [begin, begin + rows) of channels
+// [first_channel, first_channel + width) of one sample.
+struct Tile {
+  int64_t sample;
+  int64_t first_channel;
+  int width;
+  int64_t index;  // of the tile in its slices
+  int64_t begin;
+  int64_t rows;
+  int64_t offset;  // of its first element in every tensor
+};
+// A channel's S spatial positions are args.channel_len (a GroupNorm slice spans several channels).
+__device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, int64_t blocks) {
+  const int64_t tiles = args.parts_per_slice;
+  Tile tile;
+  tile.index = item % tiles;
+  tile.sample = item / tiles / blocks;
+  tile.first_channel = (item / tiles % blocks) * args.channel_block;
+  tile.width = static_cast<int>(min(static_cast<int64_t>(args.channel_block), args.channels - tile.first_channel));
+  tile.begin = tile.index * args.tile_rows;
+  tile.rows = min(args.tile_rows, args.channel_len - tile.begin);
+  tile.offset = (tile.sample * args.channel_len + tile.begin) * args.channels + tile.first_channel;
+  return tile;
+}
+
+// The batch (N): the slices over those a sample holds (plan_internal.h batch_of).
+__device__ __forceinline__ int64_t samples_of(const KernelArgs& args) {
+  return args.num_slices * args.slice_channels / args.channels;
+}
+
+// Items of the grid-stride loop: samples x channel blocks x tiles.
+__device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t* blocks) {
+  *blocks = (args.channels + args.channel_block - 1) / args.channel_block;
+  return samples_of(args) * *blocks * args.parts_per_slice;
+}
+
+// How a tile moves between global and shared memory (the file's head says when each is used).
+enum class TileLoad { kBulk, kVector, kScalar };
+
+// What a thread moves at once on the channel-block paths: a 16-byte run of channels, or one element.
+template <typename T, TileLoad kLoad>
+using UnitOf = std::conditional_t<kLoad == TileLoad::kVector, Pack<T>, T>;
+template <typename T, TileLoad kLoad>
+inline constexpr int kUnitElems = kLoad == TileLoad::kVector ? kVecOf<T> : 1;
+// Units of every input a thread loads before it stores any, `kBytes` in all: enough in flight.
+template <typename T, TileLoad kLoad, int kInputs, int kBytes>
+inline constexpr int kUnitBatch =
+    std::min(16, std::max(1, kBytes / static_cast<int>(sizeof(UnitOf<T, kLoad>) * kInputs)));
+// The staging loads 128 bytes a thread at three CTAs an SM; the elementwise pass straight from
+// global memory, whose threads also hold a coefficient set per channel of their run, 64 at two
+// (its register bound).
+inline constexpr int kStageBatchBytes = 128;
+inline constexpr int kApplyBatchBytes = 64;
+inline constexpr int kApplyCtasPerSm = 2;
+
+template <typename T, TileLoad kLoad>
+__device__ __forceinline__ UnitOf<T, kLoad> load_unit(const T* p) {
+  if constexpr (kLoad == TileLoad::kVector) {
+    return load_pack(p);
+  } else {
+    return *p;
+  }
+}
+template <typename T, TileLoad kLoad>
+__device__ __forceinline__ void store_unit(T* p, const UnitOf<T, kLoad>& unit) {
+  if constexpr (kLoad == TileLoad::kVector) {
+    store_pack_l2(p, unit);
+  } else {
+    *p = unit;
+  }
+}
+template <typename T>
+__device__ __forceinline__ T& element_of(Pack<T>& unit, int e) {
+  return unit.v[e];
+}
+template <typename T>
+__device__ __forceinline__ T& element_of(T& unit, int) {
+  return unit;
+}
+template <typename T>
+__device__ __forceinline__ const T& element_of(const Pack<T>& unit, int e) {
+  return unit.v[e];
+}
+template <typename T>
+__device__ __forceinline__ const T& element_of(const T& unit, int) {
+  return unit;
+}
+
+// The output unit of the inputs' units `v`, element e with its channel's coefficients c[e].
+template <typename Op, TileLoad kLoad, typename Act, typename T = typename Op::Elem>
+__device__ __forceinline__ UnitOf<T, kLoad> apply_unit(const UnitOf<T, kLoad> (&v)[Op::kInputs],
+                                                       const typename Op::Coefficients (&c)[kUnitElems<T, kLoad>],
+                                                       const Act& activation) {
+  UnitOf<T, kLoad> result;
+#pragma unroll
+  for (int e = 0; e < kUnitElems<T, kLoad>; ++e) {
+    typename Op::Acc element[Op::kInputs];
+#pragma unroll
+    for (int i = 0; i < Op::kInputs; ++i) element[i] = Traits<T>::to_acc(element_of(v[i], e));
+    element_of(result, e) = Traits<T>::from_acc(Op::apply(c[e], activation, element));
+  }
+  return result;
+}
+
+// A tile staged in shared memory: element (r, c) of input i at staged[i][r * channel_block + c]
+// (channel_block = C on the bulk path, where each buffer mirrors its source's alignment modulo 16
+// and `range` is the layout of its run: Chunk's, chunk.cuh).
+template <typename T, int kInputs>
+struct StagedTile {
+  const T* staged[kInputs];
+  RaggedRange<T> range;
+};
+
+// Stages the tile of every input (inputs[i]: the tensor's first element): on the bulk path one
+// bulk copy of each run (start_staged_loads), waited for; else the CTA's threads taking consecutive
+// units of the rows, then a barrier. Every thread of the CTA calls it; the buffer is free (every
+// thread is past its last read of it).
+template <TileLoad kLoad, int kInputs, typename T>
+__device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inputs, const Tile& tile,
+                                                             unsigned char* smem, Barrier& loaded,
+                                                             const KernelArgs& args) {
+  const T* from[kInputs];
+#pragma unroll
+  for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
+  StagedTile<T, kInputs> result;
+  if constexpr (kLoad == TileLoad::kBulk) {
+    const int64_t region = shared_region_bytes(args.tile_rows * args.channels * static_cast<int64_t>(sizeof(T)));
+    T* bufs[kInputs];
+    RaggedRange<T> ranges[kInputs];
+    Barrier::arrival_token token =
+        start_staged_loads<T, kInputs>(loaded, smem, region, from, tile.rows * args.channels, bufs, ranges);
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) result.staged[i] = bufs[i];
+    result.range = ranges[0];
+    loaded.wait(std::move(token));
+  } else {
+    using Unit = UnitOf<T, kLoad>;
+    constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kStageBatchBytes>;
+    T* to[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) {
+      to[i] = reinterpret_cast<T*>(smem) + i * args.tile_rows * args.channel_block;
+      result.staged[i] = to[i];
+    }
+    const int units_a_row = tile.width / kUnitElems<T, kLoad>;
+    const int units = static_cast<int>(tile.rows) * units_a_row;
+    for (int first = static_cast<int>(threadIdx.x); first < units; first += kBatch * static_cast<int>(blockDim.x)) {
+      Unit v[kBatch][kInputs];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int u = first + b * static_cast<int>(blockDim.x);
+        if (u >= units) break;
+        const int64_t at =
+            static_cast<int64_t>(u / units_a_row) * args.channels + (u % units_a_row) * kUnitElems<T, kLoad>;
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + at);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int u = first + b * static_cast<int>(blockDim.x);
+        if (u >= units) break;
+        const int at = (u / units_a_row) * args.channel_block + (u % units_a_row) * kUnitElems<T, kLoad>;
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + at) = v[b][i];
+      }
+    }
+    __syncthreads();
+  }
+  return result;
+}
+
+// The bulk path's barrier, initialized by thread 0 for every thread of the CTA; the caller
+// synchronizes before its first use.
+__device__ __forceinline__ void init_tile_barrier(Barrier& loaded) {
+  if (threadIdx.x == 0) {
+    init(&loaded, blockDim.x);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
+  }
+}
+
+template <typename T, int kInputs>
+struct TileColumn {
+  const T* inputs[kInputs];  // the thread's first element in each staged tile
+  int step;                  // rows a pass * channel_block
+  int row;                   // the thread's first row
+  int rows;                  // rows a pass
+  int count;                 // the thread's rows: row, row + rows, ...
+  template <typename F>
+  __device__ __forceinline__ void for_each(F&& f) const {
+    for (int k = 0; k < count; ++k) visit(k, f);
+  }
+  // f(v) for the thread's rows in [begin, end) (GroupNorm's backward sums a chunk per channel; a
+  // column is one channel, so it asks for every row).
+  template <typename F>
+  __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
+    for (int k = 0; k < count; ++k) {
+      const int64_t r = row + static_cast<int64_t>(k) * rows;
+      if (r >= begin && r < end) visit(k, f);
+    }
+  }
+  template <typename F>
+  __device__ __forceinline__ void visit(int k, F& f) const {
+    AccOf<T> v[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(inputs[i][k * step]);
+    f(v);
+  }
+};
+
+// The op's all_sum over a column (one channel of the tile): a tree over the rows in a fixed order,
+// so the sums are the same bits every run; every thread of the column gets its column's sum. Every
+// thread of the CTA calls it (it synchronizes the CTA).
+struct ColumnSum {
+  unsigned char* scratch;  // a cell of up to kCellBytes a thread
+  TileThread t;
+  static constexpr int kCellBytes = 32;
+
+  template <typename V>
+  __device__ V operator()(V v) const {
+    static_assert(sizeof(V) <= kCellBytes, "a column sum's value fits its cell");
+    V* cell = reinterpret_cast<V*>(scratch);
+    cell[threadIdx.x] = v;
+    __syncthreads();
+    for (int n = t.rows; n > 1;) {
+      const int half = (n + 1) / 2;
+      if (t.row < n - half) cell[threadIdx.x] = cell[threadIdx.x] + cell[threadIdx.x + half * t.channel_block];
+      __syncthreads();
+      n = half;
+    }
+    const V total = cell[t.column];
+    __syncthreads();  // the cells are free for the next sum
+    return total;
+  }
+  template <typename V>
+  __device__ V last(V v) const {
+    return (*this)(v);
+  }
+  // Whether `p` holds in any thread of the CTA (every column sums in step), returned to every thread.
+  __device__ bool any(bool p) const { return __syncthreads_or(p) != 0; }
+};
+
+// A thread's column of a tile: its channel (of the batch's N * C), the channel's slice (a GroupNorm
+// group's channels are consecutive) and the op's context of that slice. Taken before the tile is
+// staged, so that the context's loads travel while the tile lands (dev/VARIANTS.md 81).
+template <typename Op>
+struct TileColumnOf {
+  bool active;
+  int64_t channel;
+  int64_t slice;
+  typename Op::Context ctx;
+};
+template <typename Op>
+__device__ __forceinline__ TileColumnOf<Op> tile_column_of(const KernelArgs& args, const Tile& tile,
+                                                          const TileThread& t) {
+  TileColumnOf<Op> of;
+  of.active = t.column < tile.width;
+  of.channel = tile.sample * args.channels + tile.first_channel + (of.active ? t.column : 0);
+  of.slice = of.channel / args.slice_channels;
+  of.ctx = Op::context(args, of.slice);
+  return of;
+}
+
+// The reduction of a staged tile: each column's partial (the op's reduce over its rows, summed by
+// ColumnSum), given by the column's first thread to keep(partial, column, channel) (channel: of
+// the batch's N * C). `of`: the thread's column (tile_column_of). Every thread of the CTA calls it;
+// it ends with a barrier after its last read of the tile.
+template <typename Op, typename T, int kInputs, typename Keep>
+__device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, const Tile& tile,
+                                                    const StagedTile<T, kInputs>& staged, const TileThread& t,
+                                                    const TileColumnOf<Op>& of, const ColumnSum& all_sum,
+                                                    const Keep& keep) {
+  const bool active = of.active;
+  const int64_t channel = of.channel;
+  const int64_t slice = of.slice;
+  const int64_t local = channel % args.slice_channels;
+  TileColumn<T, kInputs> column;
+#pragma unroll
+  for (int i = 0; i < kInputs; ++i) column.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column;
+  column.step = t.rows * args.channel_block;
+  column.row = t.row;
+  column.rows = t.rows;
+  column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
+  // The column as a chunk of its slice: the slice's chunks are its channels' tiles in order
+  // (plan_internal.h channel_partial_channel_len).
+  const ChunkPlace place{slice, local * args.channel_len + tile.begin, local * args.parts_per_slice + tile.index,
+                         active && t.row == 0};
+  const typename Op::Partial part = Op::reduce(args, of.ctx, column, place, tile.rows, all_sum);
+  if (active && t.row == 0) keep(Op::to_split(part), t.column, channel);
+  __syncthreads();  // every thread is past its last read of the staged tile
+}
+
+// Where a column's partial is kept: partials[channel * tiles + index]. kFenced where CTAs of the same
+// grid read it (the resident form's group, after its arrival counter); the three kernels' finish
+// kernel sees every write of the reduction once it begins (begin_dependent_kernel), and a fence a
+// channel would stand in each tile's last steps (dev/VARIANTS.md 80).
+template <typename Op, bool kFenced>
+struct KeepInPartials {
+  typename Op::SplitPartial* partials;
+  int64_t tiles;
+  int64_t index;
+  __device__ void operator()(const typename Op::SplitPartial& partial, int, int64_t channel) const {
+    partials[channel * tiles + index] = partial;
+    if constexpr (kFenced) __threadfence();
+  }
+};
+
+template <typename Op, TileLoad kLoad>
+__global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using T = typename Op::Elem;
+  constexpr int kInputs = Op::kInputs;
+  extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ Barrier loaded;
+  __shared__ alignas(16) unsigned char scratch[kChannelsLastThreads * ColumnSum::kCellBytes];
+  if constexpr (kLoad == TileLoad::kBulk) init_tile_barrier(loaded);
+  __syncthreads();
+  const TileThread t(args.channel_block);
+  const ColumnSum all_sum{scratch, t};
+  const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
+  int64_t blocks = 0;
+  const int64_t items = channels_last_items(args, &blocks);
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const Tile tile = tile_of(args, item, blocks);
+    const KeepInPartials<Op, false> keep{static_cast<typename Op::SplitPartial*>(args.split_partials),
+                                         args.parts_per_slice, tile.index};
+    const TileColumnOf<Op> of = tile_column_of<Op>(args, tile, t);
+    reduce_tile_columns<Op>(args, tile, stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args), t, of,
+                            all_sum, keep);
+  }
+}
+
+// Channel `local` of `slice`'s elementwise coefficients: the slice's (`c`, from Op::finish), moved
+// to the channel's weight and bias where the op applies them by channel (GroupNorm's affine).
+template <typename Op>
+__device__ __forceinline__ typename Op::Coefficients channel_coefficients(const KernelArgs& args, int64_t slice,
+                                                                          typename Op::Coefficients c, int64_t local) {
+  static_assert(sizeof(c) <= kSliceCoefficientBytes, "a channel's coefficients fit their cell");
+  ChannelWindow<Op> window(args, slice, c);
+  window.seek(local * args.channel_len);
+  return c;
+}
+
+// The sum over a slice's lanes in the finish kernel: the CTA's, or the warp's.
+template <int kGroups>
+__device__ __forceinline__ auto finish_combine_sum() {
+  if constexpr (kGroups == 1) {
+    __shared__ typename BlockAllSum<double, kChannelsLastFinishThreads>::TempStorage storage;
+    return BlockAllSum<double, kChannelsLastFinishThreads>{storage};
+  } else {
+    return GroupAllSum<32, kChannelsLastFinishThreads>{};
+  }
+}
+
+// The finish kernel's slices: a CTA's each (kLanes = its threads), or a warp's each (kLanes = 32)
+// where a slice has few partials (config.h kChannelsLastFinishWarpParts), so that a CTA's threads
+// do not wait at its barriers on a few loads each. A CTA takes finish_slices_a_cta(kLanes) at once.
+__host__ __device__ constexpr int finish_slices_a_cta(int lanes) { return kChannelsLastFinishThreads / lanes; }
+template <typename Op, int kLanes>
+__global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_finish_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using Coefficients = typename Op::Coefficients;
+  using SplitSums = typename Op::SplitPartial;
+  constexpr int kGroups = finish_slices_a_cta(kLanes);
+  static_assert(kLanes == 32 || kGroups == 1, "a warp a slice, or the CTA");
+  const auto* partials = static_cast<const SplitSums*>(args.split_partials);
+  auto* coefficients = static_cast<unsigned char*>(args.slice_coefficients);
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  // The partials of a slice's channels lie together: the tiles of each, channel after channel.
+  const int64_t parts = args.slice_channels * args.parts_per_slice;  // the planner keeps it in int
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kGroups;
+  for (int64_t slice = blockIdx.x * kGroups + threadIdx.x / kLanes; slice < args.num_slices; slice += step) {
+    const SplitSums* slice_partials = partials + slice * parts;
+    auto combine_sum = finish_combine_sum<kGroups>();
+    const auto partial = [&](int i) { return load_l2<SplitSums>(slice_partials + i); };
+    const SplitSums stats =
+        Op::template combine_split<kCombineInFlight>(partial, static_cast<int>(parts), lane, kLanes, combine_sum);
+    // Every lane has the slice's sums and finishes it alike; the first writes its outputs.
+    const Coefficients c = Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), lane == 0);
+    for (int64_t local = lane; local < args.slice_channels; local += kLanes) {
+      *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) =
+          channel_coefficients<Op>(args, slice, c, local);
+    }
+  }
+}
+
+// The elementwise pass of a staged tile of whole rows (the bulk path): every element of the run
+// from its inputs and its channel's coefficients (`coefficients`: the sample's first slice's), with
+// 16-byte stores (L2 only) where every tensor is aligned alike modulo 16 (`coaligned`). The CTA's
+// threads are a multiple of C, so a thread's channels are the same in every vector (or element) it
+// takes: it loads their coefficients once. A thread stores only elements it read: dst may be an
+// input.
+template <typename Op, typename T, int kInputs, typename Act>
+__device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& tile, int64_t len, T* dst,
+                                                  bool coaligned, const unsigned char* coefficients,
+                                                  int64_t channels, const Act& activation) {
+  using Acc = typename Op::Acc;
+  using Coefficients = typename Op::Coefficients;
+  const auto coefficients_of = [&](int64_t j) {  // element j's channel's; written by the finish kernel
+    return *reinterpret_cast<const Coefficients*>(coefficients + (j % channels) * kSliceCoefficientBytes);
+  };
+  const auto output = [&](const Coefficients& c, int64_t j) {
+    Acc v[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(tile.staged[i][j]);
+    return Traits<T>::from_acc(Op::apply(c, activation, v));
+  };
+  const int64_t threads = blockDim.x;
+  if (coaligned) {
+    constexpr int kVec = kVecOf<T>;
+    const RaggedRange<T>& range = tile.range;
+    Coefficients c[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) c[e] = coefficients_of(range.head + threadIdx.x * kVec + e);
+    for (int64_t b = threadIdx.x; b < range.body_vecs; b += threads) {
+      Pack<T> packs[kInputs];
+#pragma unroll
+      for (int i = 0; i < kInputs; ++i) packs[i] = reinterpret_cast<const Pack<T>*>(tile.staged[i] + range.head)[b];
+      Pack<T> out;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        Acc v[kInputs];
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
+        out.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, v));
+      }
+      store_pack_l2(dst + range.head + b * kVec, out);
+    }
+    if (threadIdx.x < range.ragged()) {
+      const int64_t j = range.ragged_index(threadIdx.x);
+      dst[j] = output(coefficients_of(j), j);
+    }
+  } else {
+    const Coefficients c = coefficients_of(threadIdx.x);
+    for (int64_t j = threadIdx.x; j < len; j += threads) dst[j] = output(c, j);
+  }
+}
+
+// The elementwise pass walks the tiles from the last: the reduction's CTAs took them in order, so
+// the tiles it read last are the likeliest still in L2 (dev/VARIANTS.md 79).
+template <typename Op, TileLoad kLoad>
+__global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channels_last_apply_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using T = typename Op::Elem;
+  using Coefficients = typename Op::Coefficients;
+  constexpr int kInputs = Op::kInputs;
+  const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
+  T* const out = static_cast<T*>(args.out);
+  const auto* coefficients = static_cast<const unsigned char*>(args.slice_coefficients);
+  int64_t blocks = 0;
+  const int64_t items = channels_last_items(args, &blocks);
+  const typename Op::Epilogue epilogue = Op::Epilogue::of(args);  // the activation, visited once
+  if constexpr (kLoad == TileLoad::kBulk) {
+    extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+    __shared__ Barrier loaded;
+    init_tile_barrier(loaded);
+    __syncthreads();
+    for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
+      const Tile tile = tile_of(args, items - 1 - walked, blocks);
+      const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
+      epilogue.visit([&](const auto& activation) {
+        apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
+                              coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels,
+                              activation);
+      });
+      __syncthreads();  // every thread is past its last read of the staged tile
+    }
+  } else {
+    // Straight from global memory: a thread takes one unit of the block's row, the
+    // same in every row it takes.
+    using Unit = UnitOf<T, kLoad>;
+    constexpr int kElems = kUnitElems<T, kLoad>;
+    constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kApplyBatchBytes>;
+    const int units_a_row = args.channel_block / kElems;
+    const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;
+    const int row = static_cast<int>(threadIdx.x) / units_a_row;
+    const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+    epilogue.visit([&](const auto& activation) {
+      for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
+        const Tile tile = tile_of(args, items - 1 - walked, blocks);
+        if (unit * kElems >= tile.width || row >= tile.rows) continue;
+        const int64_t first_slice = tile.sample * args.channels + tile.first_channel + unit * kElems;
+        Coefficients c[kElems];  // written by the finish kernel
+#pragma unroll
+        for (int e = 0; e < kElems; ++e) {
+          c[e] = *reinterpret_cast<const Coefficients*>(coefficients + (first_slice + e) * kSliceCoefficientBytes);
+        }
+        const int64_t first = tile.offset + static_cast<int64_t>(row) * args.channels + unit * kElems;
+        const int64_t step_elems = static_cast<int64_t>(rows_a_pass) * args.channels;
+        const int64_t own_rows = (tile.rows - row + rows_a_pass - 1) / rows_a_pass;
+        // A batch is loaded before any of it is stored: out may be an input (each element is its own).
+        for (int64_t k = 0; k < own_rows; k += kBatch) {
+          Unit v[kBatch][kInputs];
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            if (k + b >= own_rows) break;
+#pragma unroll
+            for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(inputs[i] + first + (k + b) * step_elems);
+          }
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            if (k + b >= own_rows) break;
+            store_unit<T, kLoad>(out + first + (k + b) * step_elems, apply_unit<Op, kLoad>(v[b], c, activation));
+          }
+        }
+      }
+    });
+  }
+}
+
+// The resident form combines a sample's partials by groups of kCombineLanes lanes, each group a
+// slice (the op's combine_split over its channels' tiles): enough loads in flight at once for every
+// slice, without a CTA-wide sum per slice.
+inline constexpr int kCombineLanes = 4;
+
+// f(index, lane, owner) for indices [0, count), kCombineLanes lanes each (`lane`: this thread's place
+// among them), over the CTA's whole warps: every lane of those warps calls f in every round (the
+// lanes shuffle), those past the last index with it again and `owner` false.
+template <typename F>
+__device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f) {
+  const int threads = static_cast<int>(blockDim.x) / 32 * 32;
+  if (static_cast<int>(threadIdx.x) >= threads) return;
+  const int per_round = threads / kCombineLanes;
+  const int group = static_cast<int>(threadIdx.x) / kCombineLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kCombineLanes;
+  for (int64_t first = 0; first < count; first += per_round) {
+    f(min(first + group, count - 1), lane, first + group < count);
+  }
+}
+
+// The elementwise pass of a staged tile of a channel block (rows packed in shared memory, C apart
+// in global memory): a thread takes one unit of the block's row (a 16-byte run of channels, or an
+// element), the same in every row it takes, so it reads its channels' coefficients (`coefficients`:
+// the block's, a cell a channel) once. A thread stores only elements it read: dst may be an input.
+template <typename Op, TileLoad kLoad, typename T, int kInputs, typename Act>
+__device__ __forceinline__ void apply_staged_block(const KernelArgs& args, const Tile& tile,
+                                                   const StagedTile<T, kInputs>& staged, T* dst,
+                                                   const unsigned char* coefficients, const Act& activation) {
+  using Coefficients = typename Op::Coefficients;
+  using Unit = UnitOf<T, kLoad>;
+  constexpr int kElems = kUnitElems<T, kLoad>;
+  const int units_a_row = args.channel_block / kElems;
+  const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;  // the planner's threads: whole rows
+  const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+  if (unit * kElems >= tile.width) return;
+  Coefficients c[kElems];
+#pragma unroll
+  for (int e = 0; e < kElems; ++e) {
+    c[e] = *reinterpret_cast<const Coefficients*>(coefficients + (unit * kElems + e) * kSliceCoefficientBytes);
+  }
+  for (int64_t r = threadIdx.x / units_a_row; r < tile.rows; r += rows_a_pass) {
+    Unit v[kInputs];
+#pragma unroll
+    for (int i = 0; i < kInputs; ++i) {
+      v[i] = *reinterpret_cast<const Unit*>(staged.staged[i] + r * args.channel_block + unit * kElems);
+    }
+    store_unit<T, kLoad>(dst + r * args.channels + unit * kElems, apply_unit<Op, kLoad>(v, c, activation));
+  }
+}
+
+// The resident form (plan.exchange == Exchange::kGlobal): a group of parts_per_slice CTAs holds an
+// item's tiles, one each, in shared memory from their reduction to their elementwise pass, so every
+// input is read once. An item is a sample in tiles of whole rows (kLoad kBulk), where the sample's
+// tiles fit on chip at once; or, on channel blocks (kVector), a block of whole slices' channels
+// whose every row one CTA holds (a group of one). A group of more than one exchanges its partials
+// through L2, one a slice from each CTA: each CTA arrives on the item's counter, and once the whole
+// group has, every CTA combines every slice of the item (the op's combine_split, kCombineLanes
+// lanes a slice) into its channels' coefficients in shared memory, then writes its tile; the
+// cooperative launch keeps every CTA of a group resident. A CTA alone holds whole slices: it
+// combines them from shared memory, with no exchange. The groups stride over the items. kThreads:
+// at most kChannelsLastThreads at up to kChannelsLastResidentCtasPerSm CTAs an SM, or
+// kChannelsLastResidentWideThreads alone on its SM, whole rows a pass.
+template <typename Op, int kThreads, TileLoad kLoad>
+__global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads      ? 1
+                                            : kLoad == TileLoad::kBulk ? kChannelsLastResidentCtasPerSm
+                                                                       : kChannelsLastBlockCtasPerSm)
+    channels_last_resident_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using T = typename Op::Elem;
+  using SplitSums = typename Op::SplitPartial;
+  using Coefficients = typename Op::Coefficients;
+  constexpr int kInputs = Op::kInputs;
+  static_assert(sizeof(SplitSums) <= ColumnSum::kCellBytes, "a slice's sums fit a column sum's cell");
+  extern __shared__ __align__(128) unsigned char smem[];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ Barrier loaded;
+  __shared__ alignas(16) unsigned char scratch[kThreads * ColumnSum::kCellBytes];
+  if constexpr (kLoad == TileLoad::kBulk) init_tile_barrier(loaded);
+  __syncthreads();
+  const TileThread t(args.channel_block);
+  const ColumnSum all_sum{scratch, t};
+  const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
+  auto* const partials = static_cast<SplitSums*>(args.split_partials);
+  // The block's coefficients, a cell per channel after the tile's regions (plan_internal.h
+  // channels_last_smem_bytes).
+  const int64_t tile_bytes = args.tile_rows * args.channel_block * static_cast<int64_t>(sizeof(T));
+  unsigned char* const coefficients =
+      smem + kInputs * (kLoad == TileLoad::kBulk ? shared_region_bytes(tile_bytes) : tile_bytes);
+  // A CTA alone keeps each slice's sums in the column sums' cells, free once the tile is reduced
+  // (a block holds no more slices than the CTA has threads).
+  auto* const slice_sums = reinterpret_cast<SplitSums*>(scratch);
+  const int group = args.parts_per_slice;
+  const bool alone = group == 1;
+  const int rank = static_cast<int>(blockIdx.x % group);
+  const int64_t groups = gridDim.x / group;
+  int64_t blocks = 0;
+  const int64_t items = channels_last_items(args, &blocks) / group;
+  const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
+  for (int64_t item = blockIdx.x / group; item < items; item += groups) {
+    const Tile tile = tile_of(args, item * group + rank, blocks);
+    const TileColumnOf<Op> of = tile_column_of<Op>(args, tile, t);
+    const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
+    // The tile's slices (whole ones: a block starts at a slice's first channel).
+    const int64_t first_slice = (tile.sample * args.channels + tile.first_channel) / args.slice_channels;
+    const int64_t slices = tile.width / args.slice_channels;
+    // A slice's partial: in a group, one a CTA at partials[slice * group + rank]; alone, in
+    // slice_sums. A GroupNorm slice's channels are combined in the CTA first (their partials kept
+    // meanwhile in the coefficient cells), so that a group's combine reads `group` partials a
+    // slice, not channels x group.
+    if (args.slice_channels == 1) {
+      if (alone) {
+        reduce_tile_columns<Op>(args, tile, staged, t, of, all_sum,
+                                [&](const SplitSums& partial, int c, int64_t) { slice_sums[c] = partial; });
+      } else {
+        reduce_tile_columns<Op>(args, tile, staged, t, of, all_sum, KeepInPartials<Op, true>{partials, group, rank});
+      }
+    } else {
+      auto* const cells = reinterpret_cast<SplitSums*>(coefficients);
+      static_assert(sizeof(SplitSums) <= kSliceCoefficientBytes, "a channel's partial fits its coefficient cell");
+      reduce_tile_columns<Op>(args, tile, staged, t, of, all_sum,
+                              [&](const SplitSums& partial, int c, int64_t) { cells[c] = partial; });
+      for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
+        GroupAllSum<kCombineLanes, kThreads> lane_sum;
+        const auto partial = [&](int i) { return cells[s * args.slice_channels + i]; };
+        const SplitSums combined = Op::template combine_split<kCombineInFlight>(
+            partial, static_cast<int>(args.slice_channels), lane, kCombineLanes, lane_sum);
+        if (owner && lane == 0) {
+          if (alone) {
+            slice_sums[s] = combined;
+          } else {
+            partials[(first_slice + s) * group + rank] = combined;
+            __threadfence();
+          }
+        }
+      });
+      __syncthreads();  // every slice's partial is kept; the cells are free for the coefficients
+    }
+    if (!alone) {
+      if (threadIdx.x == 0) {  // after the barrier that follows every partial's fence
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[item]);
+        arrivals.fetch_add(1u, cuda::memory_order_release);
+        while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(group)) {
+        }
+      }
+      __syncthreads();
+    }
+    for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
+      const int64_t slice = first_slice + s;
+      const SplitSums* slice_partials = partials + slice * group;
+      GroupAllSum<kCombineLanes, kThreads> lane_sum;
+      const auto partial = [&](int i) { return alone ? slice_sums[s] : load_l2<SplitSums>(slice_partials + i); };
+      const SplitSums stats =
+          Op::template combine_split<kCombineInFlight>(partial, group, lane, kCombineLanes, lane_sum);
+      if (!owner) return;
+      const Coefficients c =
+          Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), rank == 0 && lane == 0);
+      for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) {
+        *reinterpret_cast<Coefficients*>(coefficients + (s * args.slice_channels + local) * kSliceCoefficientBytes) =
+            channel_coefficients<Op>(args, slice, c, local);
+      }
+    });
+    __syncthreads();
+    if (args.out != nullptr) {
+      T* const dst = static_cast<T*>(args.out) + tile.offset;
+      epilogue.visit([&](const auto& activation) {
+        if constexpr (kLoad == TileLoad::kBulk) {
+          apply_staged_rows<Op>(staged, tile.rows * args.channels, dst, args.coaligned, coefficients, args.channels,
+                                activation);
+        } else {
+          apply_staged_block<Op, kLoad>(args, tile, staged, dst, coefficients, activation);
+        }
+      });
+    }
+    __syncthreads();  // the tile and the coefficients are free for the next item
+  }
+}
+
+// The plan's TileLoad (the file's head says which is which).
+TileLoad tile_load_of(const Plan& plan) {
+  if (channels_last_whole_rows(plan)) return TileLoad::kBulk;
+  return plan.vector_io ? TileLoad::kVector : TileLoad::kScalar;
+}
+
+// The launch of a plan launch_channels_last has checked, for element type T (launchers.h
+// launch_channels_last_of).
+template <typename T>
+Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  return dispatch_op_of<T, /*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
+    using Op = decltype(op);
+    if (channels_last_resident(plan)) {
+      const bool wide = plan.threads > kChannelsLastThreads;
+      const auto kernel =
+          channels_last_whole_rows(plan)
+              ? (wide ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads, TileLoad::kBulk>
+                      : &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kBulk>)
+              : (wide ? &channels_last_resident_kernel<Op, kChannelsLastResidentWideThreads, TileLoad::kVector>
+                      : &channels_last_resident_kernel<Op, kChannelsLastThreads, TileLoad::kVector>);
+      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel));
+      if (!status.ok()) return status;
+      const auto threads = static_cast<unsigned>(plan.threads);
+      const auto smem = static_cast<std::size_t>(plan.smem_bytes);
+      if (!channels_last_exchanges(plan)) {  // CTAs alone: none waits for another
+        return launch_dependent("channels_last resident launch", kernel, static_cast<unsigned>(plan.grid), threads,
+                                smem, stream, args);
+      }
+      status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
+                                           static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned),
+                                           stream),
+                           "cudaMemsetAsync(arrivals)");
+      if (!status.ok()) return status;
+      // A group's CTAs wait for each other.
+      return launch_co_resident("channels_last resident launch", kernel, static_cast<unsigned>(plan.grid), threads,
+                                smem, stream, args);
+    }
+    const auto launch = [&](auto load_tag) -> Status {
+      constexpr TileLoad kLoad = decltype(load_tag)::value;
+      const auto threads = static_cast<unsigned>(plan.threads);
+      const auto smem = static_cast<std::size_t>(plan.smem_bytes);
+      // Only the bulk path stages the elementwise pass's tiles.
+      const std::size_t apply_smem = kLoad == TileLoad::kBulk ? smem : 0;
+      const auto grid = static_cast<unsigned>(plan.grid);
+      void (*const reduce)(KernelArgs) = &channels_last_reduce_kernel<Op, kLoad>;
+      void (*const apply)(KernelArgs) = &channels_last_apply_kernel<Op, kLoad>;
+      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
+      if (status.ok()) status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
+      if (status.ok()) status = launch_dependent("channels_last reduce launch", reduce, grid, threads, smem, stream, args);
+      if (!status.ok()) return status;
+      const bool warps = plan.slice_channels * plan.parts_per_slice <= kChannelsLastFinishWarpParts;
+      const int64_t slices_a_cta = finish_slices_a_cta(warps ? 32 : kChannelsLastFinishThreads);
+      const auto finish_grid = static_cast<unsigned>(
+          std::min<int64_t>((plan.num_slices + slices_a_cta - 1) / slices_a_cta, kChannelsLastFinishGrid));
+      status = launch_dependent("channels_last finish launch",
+                                warps ? &channels_last_finish_kernel<Op, 32>
+                                      : &channels_last_finish_kernel<Op, kChannelsLastFinishThreads>,
+                                finish_grid, kChannelsLastFinishThreads, 0, stream, args);
+      if (!status.ok() || args.out == nullptr) return status;  // the backward without dx: weight gradients only
+      return launch_dependent("channels_last apply launch", apply, grid, threads, apply_smem, stream, args);
+    };
+    switch (tile_load_of(plan)) {
+      case TileLoad::kBulk: return launch(std::integral_constant<TileLoad, TileLoad::kBulk>{});
+      case TileLoad::kVector: return launch(std::integral_constant<TileLoad, TileLoad::kVector>{});
+      case TileLoad::kScalar: break;
+    }
+    return launch(std::integral_constant<TileLoad, TileLoad::kScalar>{});
+  });
+}
+
+}  // namespace
+}  // namespace inorm::detail

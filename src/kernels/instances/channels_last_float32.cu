@@ -1,0 +1,10 @@
+// channels_last's float32 kernels (kernels/channels_last.cuh), a file of their own: launchers.h.
+#include "kernels/channels_last.cuh"
+
+namespace inorm::detail {
+
+Status launch_channels_last_of(float, const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  return launch_channels_last_typed<float>(plan, args, stream);
+}
+
+}  // namespace inorm::detail

@@ -1,0 +1,10 @@
+// group_registers' float16 kernels (kernels/group_registers.cuh), a file of their own: launchers.h.
+#include "kernels/group_registers.cuh"
+
+namespace inorm::detail {
+
+Status launch_group_of(__half, const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  return launch_group_typed<__half>(plan, args, stream);
+}
+
+}  // namespace inorm::detail
