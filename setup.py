@@ -11,9 +11,8 @@ arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")
 if arch_list.replace("+PTX", "").strip() not in ("9.0", "9.0a"):
     raise SystemExit(f"inorm builds for sm_90 (Hopper) only; TORCH_CUDA_ARCH_LIST={arch_list!r}: set it to 9.0")
 
-library_sources = sorted(
-    glob.glob("src/*.cpp") + glob.glob("src/*.cu") + glob.glob("src/kernels/*.cu") + glob.glob("src/kernels/instances/*.cu")
-)
+# Every .cpp and .cu file under src/ (tests/python/test_packaging.py checks CMake lists the same).
+library_sources = sorted(glob.glob("src/**/*.cpp", recursive=True) + glob.glob("src/**/*.cu", recursive=True))
 
 setup(
     ext_modules=[

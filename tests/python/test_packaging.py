@@ -20,8 +20,9 @@ def test_one_version_everywhere():
 
 
 def test_extension_compiles_exactly_the_cmake_library_sources():
-    # setup.py globs src/; CMake lists the files: a kernel added to one build must be in the other.
+    # setup.py globs every .cpp and .cu under src/; CMake lists the files: a kernel added to one
+    # build must be in the other.
     cmake_sources = re.search(r"add_library\(inorm\s+([^)]*)\)", read("CMakeLists.txt")).group(1).split()
-    globbed = [os.path.relpath(p, REPO) for pattern in ("src/*.cpp", "src/*.cu", "src/kernels/*.cu")
-               for p in glob.glob(os.path.join(REPO, pattern))]
+    globbed = [os.path.relpath(p, REPO) for pattern in ("src/**/*.cpp", "src/**/*.cu")
+               for p in glob.glob(os.path.join(REPO, pattern), recursive=True)]
     assert sorted(cmake_sources) == sorted(globbed)
