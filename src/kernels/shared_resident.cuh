@@ -350,7 +350,6 @@ KernelFn shared_kernel_for(int threads, bool register_part, bool wide_registers,
 static_assert(kSharedMinThreads == 128 && kSharedMaxThreads == 512,
               "shared_kernel_for lists every power of two the planner may choose");
 
-
 // The plan's kernel for element type T, or null where none is compiled for it (launchers.h
 // shared_kernel_of; the launch checks the plan first: shared_resident.cu).
 template <typename T>
