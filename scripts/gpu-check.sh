@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# One full run on a GPU machine, in three parts that INORM_ONLY picks one at a time (default: all):
-#   cpp       build with all cores, GPU and CPU tests, the suites forward (public.json) and backward
-#             (train.json), layouts.json and fused.json both passes, the variant sweeps of both passes
+# One full run on a GPU machine, in parts; INORM_ONLY picks some, as a comma list (default: all):
+#   tests     GPU tests (in shards side by side, as ctest runs them) and CPU tests
+#   bench     the suites forward (public.json) and backward (train.json), layouts.json and
+#             fused.json both passes, the variant sweeps of both passes, inorm-bench --overhead
+#   cpp       tests and bench
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck on the smallest plan of
 #             every family and exchange (GpuSanitize.*), and the synccheck reproducer
 #   python    the package built into the build directory (scripts/build-python.sh), pytest,
 #             python -m inorm.bench (forward on public.json and fused.json, --train on train.json and
 #             fused.json, and --overhead against the C++ suite's times)
-#   bench     the build and the C++ benchmarks only (with inorm-bench --overhead)
-# Results and one log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most
-# 8 files. Set INORM_COMMIT to the commit being measured (the device copy has no .git).
+# The C++ parts build with all cores into $INORM_BUILD_DIR (default build-gpu), or, where
+# INORM_PREBUILT names a folder, run the binaries already built there for sm_90 (inorm_gpu_tests,
+# inorm_cpu_tests, inorm-bench, inorm-dev-synccheck-repro; each may be gzipped; those of the parts
+# run, where the CPU tests, which CI runs, may be left out), as when a build from a machine without
+# a GPU is carried to one. Results and one log (run.log) go to $OUT
+# (default ./gpu-out); the device tool brings back at most 8 files. Set INORM_COMMIT to the commit
+# being measured (the device copy has no .git).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 export INORM_COMMIT=${INORM_COMMIT:-unknown}
-build=${INORM_BUILD_DIR:-build-gpu}
+build=${INORM_PREBUILT:-${INORM_BUILD_DIR:-build-gpu}}
 status=0
 log=$out/run.log
 : >"$log"
@@ -32,19 +38,49 @@ step() {  # step NAME SECONDS COMMAND...: runs with a time limit, appends its ou
   rm -f "$out/step.log"
   [ $rc -eq 0 ] || status=1
 }
+gpu_tests_sharded() {  # the GPU tests in 8 shards side by side; fails if any shard does
+  local shards=8 index pids=() rc=0
+  trap 'kill "${pids[@]}" 2>/dev/null' TERM  # step's time limit stops the shards too
+  for ((index = 0; index < shards; index++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$index "$build/inorm_gpu_tests" --gtest_brief=1 \
+      >"$out/gpu-shard-$index.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((index = 0; index < shards; index++)); do
+    wait "${pids[$index]}" || rc=1
+    echo "--- shard $((index + 1)) of $shards"
+    cat "$out/gpu-shard-$index.log"
+    rm -f "$out/gpu-shard-$index.log"
+  done
+  return $rc
+}
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -2; } >>"$log" 2>&1
 only=${INORM_ONLY:-}
-part() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+part() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+[ -n "$only" ] && part cpp && only="$only,tests,bench"
 
-if part cpp || part bench || part sanitize; then
-  step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
-  step build 300 cmake --build "$build" --parallel "$(nproc)"
+if part tests || part bench || part sanitize; then
+  if [ -n "${INORM_PREBUILT:-}" ]; then
+    for binary in inorm_gpu_tests inorm_cpu_tests inorm-bench inorm-dev-synccheck-repro; do
+      [ -f "$build/$binary.gz" ] && gunzip -f "$build/$binary.gz"
+      [ -f "$build/$binary" ] && chmod +x "$build/$binary"
+    done
+  else
+    step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+    step build 300 cmake --build "$build" --parallel "$(nproc)"
+  fi
 fi
-if part cpp; then
-  step tests 420 "$build/inorm_gpu_tests" --gtest_brief=1
-  step cpu-tests 60 "$build/inorm_cpu_tests" --gtest_brief=1
+if part tests; then
+  export -f gpu_tests_sharded
+  export build out
+  step tests 420 bash -c gpu_tests_sharded
+  if [ -n "${INORM_PREBUILT:-}" ] && [ ! -f "$build/inorm_cpu_tests" ]; then
+    echo "=== cpu-tests: not run, $build holds no inorm_cpu_tests (CI runs them)" | tee -a "$log"
+  else
+    step cpu-tests 60 "$build/inorm_cpu_tests" --gtest_brief=1
+  fi
 fi
-if part cpp || part bench; then
+if part bench; then
   step bench-suite 180 "$build/inorm-bench" --suite bench/suites/public.json \
     --json "$out/suite.json" --markdown "$out/suite.md"
   step bench-backward 180 "$build/inorm-bench" --backward --suite bench/suites/train.json \
@@ -72,8 +108,9 @@ if part sanitize; then
     step "sanitize-$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$build/inorm_gpu_tests" --gtest_brief=1 --gtest_filter="$filter"
   done
-  # The reproducer: expected to fault under synccheck in the first line's shape, and to pass in the
-  # others (one cluster; no cluster launch; small shared memory). Recorded, not counted as a failure.
+  # The reproducer: 21 clusters of 16 fault under synccheck in every mode, with 72 KiB of shared
+  # memory a CTA or 8 (as measured, bench/results/2026-12-04-h200-split-build/gpu-tests/); one
+  # cluster, no cluster launch and clusters of two pass. Recorded, not counted as a failure.
   for args in "bulk 16 72 21" "plain 16 72 21" "exchange 16 72 21" "bulk 16 72 1" "bulk 0 72 336" \
               "bulk 2 72 168" "plain 2 100 132" "bulk 16 8 21"; do
     echo "=== synccheck repro $args" >>"$log"
@@ -81,7 +118,7 @@ if part sanitize; then
     echo "synccheck repro $args: rc=$?" | tee -a "$log"
   done
 fi
-if part cpp || part bench; then
+if part bench; then
   step bench-overhead 60 "$build/inorm-bench" --overhead
 fi
 if part python; then
