@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 62, third call: the package built again on a fresh machine from the tree at 2657ed8
+# Session 62, third call: the package built again on a fresh machine from the tree at d0fa42e
 # (the library of 948d2fe), then python -m inorm.bench on fused.json, forward and --train, and
 # --overhead against the C++ suite's kernel times of the first calls (inorm-bench/suite.json), so
 # that every table of the README comes from one build of the kernels.
@@ -9,7 +9,7 @@ o=$OUT/f; mkdir -p $o
 SECONDS=0
 INORM_BUILD_DIR=build timeout 300 scripts/build-python.sh > $o/build.txt 2>&1
 echo "rc=$? build $SECONDS s" >> $o/steps.txt
-export PYTHONPATH=$PWD/build/python INORM_COMMIT=2657ed8
+export PYTHONPATH=$PWD/build/python INORM_COMMIT=d0fa42e
 for item in fused:fused fused-train:fused:--train; do
   IFS=: read -r name suite flag <<< "$item"
   mkdir -p $o/$name
