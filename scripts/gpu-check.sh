@@ -9,11 +9,11 @@
 #   python    the package built into the build directory (scripts/build-python.sh), pytest,
 #             python -m inorm.bench (forward on public.json and fused.json, --train on train.json and
 #             fused.json, and --overhead against the C++ suite's times)
-# The C++ parts build with all cores into $INORM_BUILD_DIR (default build-gpu), or, where
-# INORM_PREBUILT names a folder, run the binaries already built there for sm_90 (inorm_gpu_tests,
-# inorm_cpu_tests, inorm-bench, inorm-dev-synccheck-repro; each may be gzipped; those of the parts
-# run, where the CPU tests, which CI runs, may be left out), as when a build from a machine without
-# a GPU is carried to one. Results and one log (run.log) go to $OUT
+# Every part builds with all cores into $INORM_BUILD_DIR (default build-gpu); where INORM_PREBUILT
+# names a folder, the C++ parts run the binaries already built there for sm_90 instead, as when a
+# build from a machine without a GPU is carried to one: inorm_gpu_tests, inorm_cpu_tests,
+# inorm-bench and inorm-dev-synccheck-repro, those that the parts asked for run (each may be
+# gzipped; the CPU tests, which CI runs, may be left out). Results and one log (run.log) go to $OUT
 # (default ./gpu-out); the device tool brings back at most 8 files. Set INORM_COMMIT to the commit
 # being measured (the device copy has no .git).
 set -uo pipefail
@@ -21,7 +21,8 @@ cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 export INORM_COMMIT=${INORM_COMMIT:-unknown}
-build=${INORM_PREBUILT:-${INORM_BUILD_DIR:-build-gpu}}
+package_build=${INORM_BUILD_DIR:-build-gpu}
+build=${INORM_PREBUILT:-$package_build}
 status=0
 log=$out/run.log
 : >"$log"
@@ -123,8 +124,8 @@ if part bench; then
 fi
 if part python; then
   # The package as scripts/test.sh builds it (build/python, nothing installed).
-  step build-python 400 env INORM_BUILD_DIR="$build" scripts/build-python.sh
-  export PYTHONPATH="$(cd "$build/python" 2>/dev/null && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+  step build-python 400 env INORM_BUILD_DIR="$package_build" scripts/build-python.sh
+  export PYTHONPATH="$(cd "$package_build/python" 2>/dev/null && pwd)${PYTHONPATH:+:$PYTHONPATH}"
   step pytest 480 python3 -m pytest tests/python -q -rs -p no:cacheprovider
   step torch-bench 300 python3 -m inorm.bench --out "$out"
   step torch-bench-fused 300 python3 -m inorm.bench --suite bench/suites/fused.json --out "$out"
