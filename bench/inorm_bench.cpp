@@ -10,10 +10,10 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
-//            pipelined-resident132,pipelined-part32-lead1,lanes16,lanes0-cta64,cl-kernels,
+//            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
 //            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,alone8,regv8 (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
-//            slack per CTA, its resident parts a slice and its part's stage in KiB (edits joined by
+//            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
 //            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
 //            its resident form (at K CTAs an SM; over channel blocks of K channels), the three
 //            kernels' tiles (channels x rows, 0 the planner's) and their grid edited, and
@@ -57,14 +57,16 @@ struct Variant {
   std::string name;  // "" for the planner's own choice
   PlanOptions options;
   double split_slack_per_cta = -1;  // >= 0: split_pipelined's lead edited to parts + grid * this
+  int split_evict_first = -1;       // 0 or 1: split_pipelined's Plan::evict_first edited to this
   int64_t channels_last_grid = 0;   // > 0: a channels_last plan's grid edited to this (at most its items)
   int alone_ctas_per_sm = 0;        // > 0: a shared_resident plan of one CTA a slice edited to this many an SM
                                     // and its grid with it (past the planner's cap; CTAs beyond what fits run
                                     // in waves)
 };
 
-// The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead, of
-// the channels_last kernels' grid, or of shared_resident's CTAs an SM where a CTA takes a slice.
+// The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead or L2
+// hints, of the channels_last kernels' grid, or of shared_resident's CTAs an SM where a CTA takes a
+// slice.
 void edit_plan(const Variant& variant, Plan* plan) {
   if (variant.channels_last_grid > 0 && plan->path == Path::kChannelsLast) {
     const int64_t samples = plan->num_slices * plan->slice_channels / plan->channels;
@@ -75,9 +77,13 @@ void edit_plan(const Variant& variant, Plan* plan) {
     plan->grid = std::min(plan->num_slices, plan->grid / plan->ctas_per_sm * variant.alone_ctas_per_sm);
     plan->ctas_per_sm = variant.alone_ctas_per_sm;
   }
-  if (variant.split_slack_per_cta < 0 || plan->path != Path::kSplitPipelined) return;
-  plan->pipeline_lead = std::min(plan->num_slices * plan->parts_per_slice,
-                                 plan->parts_per_slice + static_cast<int64_t>(plan->grid * variant.split_slack_per_cta));
+  if (plan->path != Path::kSplitPipelined) return;
+  if (variant.split_slack_per_cta >= 0) {
+    plan->pipeline_lead =
+        std::min(plan->num_slices * plan->parts_per_slice,
+                 plan->parts_per_slice + static_cast<int64_t>(plan->grid * variant.split_slack_per_cta));
+  }
+  if (variant.split_evict_first >= 0) plan->evict_first = variant.split_evict_first == 1;
 }
 
 struct Options {
@@ -560,7 +566,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       }
     } else if (item == "pipelined" || item.rfind("pipelined-", 0) == 0) {
       // split_pipelined, with edits joined by '-': the lead's slack per CTA (lead0.5), resident parts
-      // a slice (resident132), a part's stage in KiB (part32); e.g. pipelined-part32-lead1
+      // a slice (resident132), a part's stage in KiB (part32), its L2 hints off or on (evict0,
+      // evict1); e.g. pipelined-part32-lead1, pipelined-lead2-evict0
       v.options.force_path = Path::kSplitPipelined;
       std::stringstream edits(item.substr(std::strlen("pipelined")));
       std::string edit;
@@ -572,6 +579,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
                    v.options.force_resident_parts >= 0) {
         } else if (std::sscanf(edit.c_str(), "part%d", &part_kib) == 1 && part_kib > 0) {
           v.options.force_part_bytes = part_kib * 1024;
+        } else if (edit == "evict0" || edit == "evict1") {
+          v.split_evict_first = edit == "evict1" ? 1 : 0;
         } else {
           return false;
         }

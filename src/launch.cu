@@ -205,6 +205,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.slice_arrivals = args.next_item + 1;
     args.pipeline_lead = plan.pipeline_lead;
     args.resident_parts = plan.resident_parts;
+    args.evict_first = plan.evict_first;
   }
   if (plan.path == Path::kChannelsLast) {
     args.split_partials = ws + layout.split_partials;

@@ -128,6 +128,7 @@ std::string Plan::describe() const {
     case Path::kSplitPipelined:
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead;
       if (resident_parts > 0) out << " resident=" << resident_parts;
+      if (evict_first) out << " evict-first";
       out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kChannelsLast:
@@ -914,7 +915,11 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
   const int64_t ctas_per_sm =
       std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
-  plan->pipeline_lead = std::min(base.num_slices * parts, parts + plan->grid * detail::kSplitPipelinedSlackPerCta);
+  // Short slices: a short lead, whose parts read again L2 keeps between their reads (config.h).
+  plan->evict_first = base.slice_len * elem_size * base.inputs <= detail::kSplitShortLeadMaxSliceBytes;
+  const auto slack = static_cast<int64_t>(plan->grid * (plan->evict_first ? detail::kSplitShortLeadSlackPerCta
+                                                                           : detail::kSplitPipelinedSlackPerCta));
+  plan->pipeline_lead = std::min(base.num_slices * parts, parts + slack);
   // Resident parts wait for the rest of their slice; fewer of them than the grid's CTAs (and, with
   // nothing to write, none: a part is read twice only for its output).
   const int64_t most_resident = std::min(parts, plan->grid - 1);

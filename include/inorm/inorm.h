@@ -270,6 +270,8 @@ struct Plan {
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int resident_parts = 0;     // kSplitPipelined: of each slice's parts, the last this many stay in the shared
                               // memory of the CTA that reduced them, which then writes their output: read once
+  bool evict_first = false;   // kSplitPipelined: what is read or written once (a resident part's load, the second
+                              // read, the output) is marked evict-first in L2, so the parts read again stay there
   int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 
   std::size_t workspace_bytes = 0;

@@ -49,20 +49,27 @@ struct RegisterPart<T, kThreads, 0> {
 using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
 // Starts copying src[k][0, ranges[k]'s len) into bufs[k] for every input, each buffer mirroring its
-// source's alignment modulo 16: one bulk async copy of each body by thread 0, ragged ends by
-// ordinary loads; every thread arrives once, thread 0 expecting the bodies' bytes.
+// source's alignment modulo 16: one bulk async copy of each body by thread 0 (its lines evict-first
+// in L2 where `evict_first`), ragged ends by ordinary loads; every thread arrives once, thread 0
+// expecting the bodies' bytes.
 template <typename T, int kInputs>
 __device__ __forceinline__ Barrier::arrival_token start_chunk_loads(Barrier& loaded, T* const (&bufs)[kInputs],
                                                                     const T* const (&srcs)[kInputs],
-                                                                    const RaggedRange<T> (&ranges)[kInputs]) {
+                                                                    const RaggedRange<T> (&ranges)[kInputs],
+                                                                    bool evict_first = false) {
   if (threadIdx.x == 0) {
     uint32_t bytes = 0;
 #pragma unroll
     for (int k = 0; k < kInputs; ++k) {
       if (ranges[k].body_vecs == 0) continue;
       const uint32_t body_bytes = static_cast<uint32_t>(ranges[k].body_vecs * 16);
-      cuda::device::memcpy_async_tx(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head,
-                                    cuda::aligned_size_t<16>(body_bytes), loaded);
+      if (evict_first) {
+        bulk_copy_evict_first(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head, body_bytes,
+                              cuda::device::barrier_native_handle(loaded));
+      } else {
+        cuda::device::memcpy_async_tx(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head,
+                                      cuda::aligned_size_t<16>(body_bytes), loaded);
+      }
       bytes += body_bytes;
     }
     if (bytes > 0) return cuda::device::barrier_arrive_tx(loaded, 1, bytes);
@@ -83,13 +90,14 @@ template <typename T, int kInputs>
 __device__ __forceinline__ Barrier::arrival_token start_staged_loads(Barrier& loaded, unsigned char* smem,
                                                                      int64_t region, const T* const (&srcs)[kInputs],
                                                                      int64_t len, T* (&bufs)[kInputs],
-                                                                     RaggedRange<T> (&ranges)[kInputs]) {
+                                                                     RaggedRange<T> (&ranges)[kInputs],
+                                                                     bool evict_first = false) {
 #pragma unroll
   for (int k = 0; k < kInputs; ++k) {
     ranges[k] = RaggedRange<T>(srcs[k], len);
     bufs[k] = reinterpret_cast<T*>(smem + k * region) + ranges[k].misalign;
   }
-  return start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges);
+  return start_chunk_loads<T, kInputs>(loaded, bufs, srcs, ranges, evict_first);
 }
 
 // One input: start_chunk_loads for a single tensor.
@@ -123,15 +131,16 @@ struct Chunk {
   RegisterPart<T, kThreads, kVecs> part[kInputs];
 
   // Points the chunk at elements [0, shared_len) of every input (srcs[k]: its first), each held in
-  // its region of `smem` (`region` bytes apart), and starts their load (start_staged_loads).
-  // Returns the barrier's arrival token to wait on. The register part is the caller's to load.
+  // its region of `smem` (`region` bytes apart), and starts their load (start_staged_loads; its
+  // lines evict-first in L2 where `evict_first`). Returns the barrier's arrival token to wait on.
+  // The register part is the caller's to load.
   __device__ __forceinline__ Barrier::arrival_token start_load(Barrier& loaded, unsigned char* smem, int64_t region,
                                                                const T* const (&srcs)[kInputs], int64_t shared_len,
-                                                               bool coaligned) {
+                                                               bool coaligned, bool evict_first = false) {
     T* bufs[kInputs];
     RaggedRange<T> ranges[kInputs];
     const Barrier::arrival_token token = start_staged_loads<T, kInputs>(loaded, smem, region, srcs, shared_len, bufs,
-                                                                        ranges);
+                                                                        ranges, evict_first);
 #pragma unroll
     for (int k = 0; k < kInputs; ++k) buf[k] = bufs[k];
     range = ranges[0];
@@ -246,10 +255,11 @@ struct Chunk {
   // vector that crosses a channel's end. 16-byte stores (L2 only) where every tensor, dst too, is
   // aligned alike (`coaligned`, passed at the store: a flag kept in the chunk across the exchange
   // cost the forward a register spill); a thread stores only elements it read, so dst may be an
-  // input. The register part first, as it was loaded last.
+  // input. The register part first, as it was loaded last. `evict_first`: the body's 16-byte stores
+  // are marked evict-first in L2 (Plan::evict_first).
   template <typename Window, typename G>
-  __device__ __forceinline__ void store_each(T* dst, bool coaligned, Window&& window, int64_t first,
-                                             G&& g) const {
+  __device__ __forceinline__ void store_each(T* dst, bool coaligned, Window&& window, int64_t first, G&& g,
+                                             bool evict_first = false) const {
     // The output vector of the inputs' vectors at element j of the chunk.
     // Two loops, not a check per element inside one: that cost the general op 12-20% more
     // (dev/VARIANTS.md 43).
@@ -294,7 +304,12 @@ struct Chunk {
         Pack<T> packs[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) packs[i] = body(i)[b];
-        store_pack_l2(dst + range.head + b * kVec, map_pack(packs, range.head + b * kVec));
+        const Pack<T> out = map_pack(packs, range.head + b * kVec);
+        if (evict_first) {
+          store_pack_evict_first(dst + range.head + b * kVec, out);
+        } else {
+          store_pack_l2(dst + range.head + b * kVec, out);
+        }
       }
       if (threadIdx.x < range.ragged()) store_element(range.ragged_index(threadIdx.x));
     } else {

@@ -60,6 +60,7 @@ struct KernelArgs {
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item
   int64_t resident_parts;    // kSplitPipelined: of each slice's parts, the last ones read once (Plan::resident_parts)
+  bool evict_first;          // kSplitPipelined: Plan::evict_first
   // kSharedResident: the group size (the cluster kernel reads its cluster's instead), the clusters a
   // slice spans (Plan::slice_clusters), and the L2 exchange's workspace
   int ctas_per_slice;
@@ -188,6 +189,28 @@ __device__ __forceinline__ void store_pack_l2(T* ptr, const Pack<T>& pack) {
   uint4 raw;
   memcpy(&raw, &pack, sizeof(raw));
   __stcg(reinterpret_cast<uint4*>(ptr), raw);
+}
+// 16-byte store marked evict-first in L2 (st.global.cs), where L2 should keep other lines
+// (Plan::evict_first).
+template <typename T>
+__device__ __forceinline__ void store_pack_evict_first(T* ptr, const Pack<T>& pack) {
+  uint4 raw;
+  memcpy(&raw, &pack, sizeof(raw));
+  __stcs(reinterpret_cast<uint4*>(ptr), raw);
+}
+
+// A bulk async copy of `bytes` (a multiple of 16) from global `src` to shared `dst`, completing on
+// the mbarrier `barrier`, its lines marked evict-first in L2. By hand: neither
+// cuda::device::memcpy_async_tx nor cuda::ptx::cp_async_bulk takes an L2 cache hint.
+__device__ __forceinline__ void bulk_copy_evict_first(void* dst, const void* src, uint32_t bytes,
+                                                      uint64_t* barrier) {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+      "l"(src), "r"(bytes), "r"(static_cast<uint32_t>(__cvta_generic_to_shared(barrier))), "l"(policy)
+      : "memory");
 }
 
 // A value another CTA of the running grid wrote, read from L2 (ld.global.cg: an SM's L1 may hold a

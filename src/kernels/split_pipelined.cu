@@ -74,9 +74,10 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
     const T* srcs[kInputs];
 #pragma unroll
     for (int k = 0; k < kInputs; ++k) srcs[k] = inputs[k] + offset;
-    auto token = chunk.start_load(loaded, smem, region, srcs, len, args.coaligned);
     // An elementwise item, or a resident part's reduction item, whose part is still in the buffer.
     const bool normalizes = work.elementwise || work.part >= parts - resident;
+    // Read for the last time: evict-first where the plan says so (Plan::evict_first), as its output is.
+    auto token = chunk.start_load(loaded, smem, region, srcs, len, args.coaligned, args.evict_first && normalizes);
     const typename Op::Context ctx = Op::context(args, work.slice, normalizes);
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[work.slice]);
     if (!work.elementwise) {
@@ -115,7 +116,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       if (args.out != nullptr) {
         coefficients.visit([&](const auto& activation) {
           chunk.store_each(static_cast<T*>(args.out) + offset, args.coaligned, window, begin,
-                           [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, activation, v); });
+                           [&](const Acc(&v)[kInputs]) { return Op::apply(coefficients, activation, v); },
+                           args.evict_first);
         });
       }
     }

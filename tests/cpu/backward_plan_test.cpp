@@ -259,6 +259,20 @@ TEST(PlanBackward, SlicesNoClusterHoldsSpanPairs) {
   EXPECT_EQ(plan_of(relu).path, Path::kSplitPipelined);
 }
 
+// split_pipelined's short lead and L2 hints count every input of a slice: 8 MiB slices of x are
+// 16 MiB with dy (the short lead, as in the forward), 16 MiB slices 32 MiB (the long one).
+TEST(PlanBackward, SplitShortLeadCountsBothInputs) {
+  const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
+  ASSERT_EQ(vol.path, Path::kSplitPipelined);
+  EXPECT_EQ(vol.parts_per_slice, 256);  // 32 KiB of each input a part
+  EXPECT_TRUE(vol.evict_first);
+  EXPECT_EQ(vol.pipeline_lead, 256 + vol.grid / 2);
+  const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
+  ASSERT_EQ(few.path, Path::kSplitPipelined);
+  EXPECT_FALSE(few.evict_first);
+  EXPECT_EQ(few.pipeline_lead, 512 + 2 * few.grid);
+}
+
 // The seed holds 2 MiB a slice on chip in the backward (1 MiB of x, 1 MiB of dy): the narrowest
 // cluster that holds it at two CTAs per SM with register parts, 15 CTAs, each with 52.5 KiB of x and
 // of dy in shared memory and 16 KiB of each in registers (the forward's seed plan, a cluster of 8,
