@@ -916,7 +916,7 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
       std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
   // Short slices: a short lead, whose parts read again L2 keeps between their reads (config.h).
-  plan->evict_first = base.slice_len * elem_size * base.inputs <= detail::kSplitShortLeadMaxSliceBytes;
+  plan->evict_first = base.slice_len * elem_size <= detail::kSplitShortLeadMaxInputBytes;
   const auto slack = static_cast<int64_t>(plan->grid * (plan->evict_first ? detail::kSplitShortLeadSlackPerCta
                                                                            : detail::kSplitPipelinedSlackPerCta));
   plan->pipeline_lead = std::min(base.num_slices * parts, parts + slack);

@@ -259,9 +259,9 @@ TEST(PlanBackward, SlicesNoClusterHoldsSpanPairs) {
   EXPECT_EQ(plan_of(relu).path, Path::kSplitPipelined);
 }
 
-// split_pipelined's short lead and L2 hints count every input of a slice: 8 MiB slices of x are
-// 16 MiB with dy (the short lead, as in the forward), 16 MiB slices 32 MiB (the long one).
-TEST(PlanBackward, SplitShortLeadCountsBothInputs) {
+// split_pipelined's short lead and L2 hints go by the bytes of each input, as in the forward: 8 MiB
+// slices of x (and 8 of dy) take it, 16 MiB slices the long lead.
+TEST(PlanBackward, SplitShortLeadByEachInputsBytes) {
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   ASSERT_EQ(vol.path, Path::kSplitPipelined);
   EXPECT_EQ(vol.parts_per_slice, 256);  // 32 KiB of each input a part

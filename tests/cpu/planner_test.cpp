@@ -893,7 +893,7 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 
 // Slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs per SM
 // (what the stage buffer allows), statistics half an item per CTA ahead of one slice with L2 hints
-// up to 16 MiB a slice (two items per CTA without them beyond), and resident parts (read once) one
+// up to 8 MiB a slice (two items per CTA without them beyond), and resident parts (read once) one
 // per SM, at most half of a slice's.
 TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
@@ -902,17 +902,24 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(few.chunk_len, 16384);
   EXPECT_EQ(few.smem_bytes, 65536 + 128);  // + 16 to mirror x's alignment, rounded to 128 (a region)
   EXPECT_EQ(few.grid, 396);
-  EXPECT_EQ(few.pipeline_lead, 256 + 396 / 2);  // 16 MiB slices: the short lead
-  EXPECT_TRUE(few.evict_first);
+  EXPECT_EQ(few.pipeline_lead, 256 + 2 * 396);  // 16 MiB slices: the long lead
+  EXPECT_FALSE(few.evict_first);
   // Partials (12 x 256 of 32 bytes: 98,304), the slices' statistics (384, rounded to 512),
   // counters (52, to 256).
   EXPECT_EQ(few.workspace_bytes, 98304u + 512 + 256);
   EXPECT_EQ(few.resident_parts, 128);
-  EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=454 resident=128 evict-first");
+  EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=1048 resident=128");
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitPipelined);
   EXPECT_EQ(vol.parts_per_slice, 128);
-  EXPECT_EQ(vol.pipeline_lead, 128 + 396 / 2);
+  EXPECT_EQ(vol.pipeline_lead, 128 + 396 / 2);  // 8 MiB slices: the short lead
+  EXPECT_TRUE(vol.evict_first);
+  EXPECT_EQ(vol.describe(), "split_pipelined parts=128 part_len=16384 grid=396 lead=326 resident=64 evict-first");
+  // The boundary: one element past 8 MiB a slice (129 parts, the last of 4 bytes).
+  const Plan past = plan_of(problem(DType::kFloat32, {2, 32, 2 * 1024 * 1024 + 1}));
+  EXPECT_EQ(past.parts_per_slice, 129);
+  EXPECT_FALSE(past.evict_first);
+  EXPECT_EQ(past.pipeline_lead, 129 + 2 * 396);
   EXPECT_EQ(vol.resident_parts, 64);
   // A stage is 64 KiB in every dtype: 32768 bfloat16 values.
   const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}));
@@ -934,19 +941,9 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}));
   EXPECT_EQ(one.path, Path::kSplitPipelined);
   EXPECT_EQ(one.grid, 396);
-  EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256 resident=128 evict-first");
-  // One per SM at most: 132 of the 512 parts of a slice of 32 MiB, which takes the long lead
-  // without L2 hints (past 16 MiB: config.h kSplitShortLeadMaxSliceBytes; four slices, so that the
-  // lead is not all of them).
-  const Plan wide = plan_of(problem(DType::kFloat32, {1, 4, 4096, 2048}));
-  EXPECT_EQ(wide.resident_parts, 132);
-  EXPECT_EQ(wide.pipeline_lead, 512 + 2 * 396);
-  EXPECT_FALSE(wide.evict_first);
-  // The boundary: one element past 16 MiB a slice (257 parts, the last of 4 bytes).
-  const Plan past = plan_of(problem(DType::kFloat32, {4, 3, 4 * 1024 * 1024 + 1}));
-  EXPECT_EQ(past.parts_per_slice, 257);
-  EXPECT_FALSE(past.evict_first);
-  EXPECT_EQ(past.pipeline_lead, 257 + 2 * 396);
+  EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256 resident=128");
+  // One per SM at most: 132 of the 512 parts of a slice of 32 MiB.
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, 4096, 2048})).resident_parts, 132);
   // With an activation, one per four SMs (its elementwise pass is bound by instructions).
   ForwardParams activated = problem(DType::kFloat32, {4, 3, 2048, 2048});
   activated.activation = Activation::kSilu;
