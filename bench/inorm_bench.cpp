@@ -11,12 +11,13 @@
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
-//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,alone8,regv8 (also time forced plans: CTAs
+//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,alone8,regv8 (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
 //            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
 //            its resident form (at K CTAs an SM; over channel blocks of K channels), the three
-//            kernels' tiles (channels x rows, 0 the planner's) and their grid edited, and
+//            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
+//            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -58,6 +59,7 @@ struct Variant {
   PlanOptions options;
   double split_slack_per_cta = -1;  // >= 0: split_pipelined's lead edited to parts + grid * this
   int split_evict_first = -1;       // 0 or 1: split_pipelined's Plan::evict_first edited to this
+  int channels_last_evict_first = -1;  // 0 or 1: the channels_last three kernels' Plan::evict_first edited to this
   int64_t channels_last_grid = 0;   // > 0: a channels_last plan's grid edited to this (at most its items)
   int alone_ctas_per_sm = 0;        // > 0: a shared_resident plan of one CTA a slice edited to this many an SM
                                     // and its grid with it (past the planner's cap; CTAs beyond what fits run
@@ -72,6 +74,10 @@ void edit_plan(const Variant& variant, Plan* plan) {
     const int64_t samples = plan->num_slices * plan->slice_channels / plan->channels;
     const int64_t blocks = (plan->channels + plan->channel_block - 1) / plan->channel_block;
     plan->grid = std::min(variant.channels_last_grid, samples * blocks * plan->parts_per_slice);
+  }
+  if (variant.channels_last_evict_first >= 0 && plan->path == Path::kChannelsLast &&
+      plan->exchange != Exchange::kGlobal) {
+    plan->evict_first = variant.channels_last_evict_first == 1;
   }
   if (variant.alone_ctas_per_sm > 0 && plan->path == Path::kSharedResident && plan->exchange == Exchange::kNone) {
     plan->grid = std::min(plan->num_slices, plan->grid / plan->ctas_per_sm * variant.alone_ctas_per_sm);
@@ -601,6 +607,13 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (std::sscanf(item.c_str(), "cl-tiles%dx%" SCNd64, &v.options.force_channel_block,
                            &v.options.force_tile_rows) == 2) {
       // the three kernels' tiles: channels x rows (0: the planner's), e.g. cl-tiles128x32
+      v.options.force_exchange = Exchange::kNone;
+    } else if (item == "cl-evict0" || item == "cl-evict1") {
+      // the three kernels' elementwise pass without or with its evict-first L2 hints
+      v.channels_last_evict_first = item == "cl-evict1" ? 1 : 0;
+    } else if (std::sscanf(item.c_str(), "cl-stream%d", &v.options.force_stream_parts) == 1 &&
+               v.options.force_stream_parts >= 0) {
+      // the three kernels' reduction by tiles (cl-stream0) or streamed in K parts a sample
       v.options.force_exchange = Exchange::kNone;
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396

@@ -356,6 +356,30 @@ inline constexpr int kChannelsLastBlockCtasPerSm = 2;
 // of 8x8 positions ran 1.94 : 1.52 : 1, the model 1.94 : 1.50 : 1).
 inline constexpr int64_t kChannelsLastBlockRoundBytes = 13 * 1024;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
+// The three kernels' streamed reduction (Plan::stream_parts): consumer warps (a producer warp
+// beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,
+// the planner's cost of a part beyond its bytes (its CTA sums, check and partials: about 3.5 us a
+// part more on cl-bf16, 56 KiB at a CTA's pace), and the least x it streams (dev/VARIANTS.md 93:
+// from 128 MiB it ran level or 1-8% faster than the tiles' reduction, below it 1-3% slower, where
+// the ring's fill and last parts weigh on one short round).
+inline constexpr int kChannelsLastStreamWarps = 8;
+inline constexpr int kChannelsLastStreamThreads = (kChannelsLastStreamWarps + 1) * 32;
+inline constexpr int kChannelsLastStreamCtasPerSm = 2;  // at most (its launch bound)
+inline constexpr int kChannelsLastStreamRun = 4;        // channels a consumer thread loads at once
+// Its one pass (float32 sums of a stage's few rows, added into float64) stands where the squares
+// around the shift are at most this many times those around the mean (a shift within about eight
+// standard deviations of the mean); past it the part's deviations are summed again.
+inline constexpr double kChannelsLastStreamMaxSquares = 64;
+inline constexpr int kChannelsLastStreamStages = 5;
+inline constexpr int64_t kChannelsLastStreamStageBytes = 16 * 1024;
+inline constexpr int64_t kChannelsLastStreamMaxParts = 256;
+inline constexpr int64_t kChannelsLastStreamPartCostBytes = 64 * 1024;
+inline constexpr int64_t kChannelsLastStreamMinBytes = int64_t{128} << 20;
+// The three kernels' backward marks its elementwise pass's loads and stores evict-first in L2
+// (Plan::evict_first) where x and dy together hold at most this many bytes, so the tiles that pass
+// has yet to reach stay there: 6-8% faster on 48 and 64 MiB (cl-c3, cl-3d-fp16), level on 128 MiB,
+// slower past it and in the forward (dev/VARIANTS.md 93).
+inline constexpr int64_t kChannelsLastEvictFirstMaxBytes = int64_t{64} << 20;
 // Partials a lane of an op's combine_split loads before it adds any (kernels/forward_op.cuh). Where
 // lanes take many each (channels_last: a slice's up to thousands of tile partials over the finish
 // kernel's 128 threads, or over the resident form's groups of four) four keep loads in flight;

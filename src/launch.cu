@@ -208,6 +208,8 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.evict_first = plan.evict_first;
   }
   if (plan.path == Path::kChannelsLast) {
+    args.evict_first = plan.evict_first;
+    args.stream_parts = plan.stream_parts;
     args.split_partials = ws + layout.split_partials;
     if (detail::channels_last_resident(plan)) {
       args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);

@@ -17,7 +17,8 @@ bool PlanKey::operator==(const PlanKey& o) const {
          a.force_resident_parts == b.force_resident_parts && a.force_part_bytes == b.force_part_bytes &&
          a.force_register_vecs == b.force_register_vecs &&
          a.force_group_lanes == b.force_group_lanes && a.force_group_cta_threads == b.force_group_cta_threads &&
-         a.force_channel_block == b.force_channel_block && a.force_tile_rows == b.force_tile_rows;
+         a.force_channel_block == b.force_channel_block && a.force_tile_rows == b.force_tile_rows &&
+         a.force_stream_parts == b.force_stream_parts;
 }
 
 std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
@@ -47,7 +48,8 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
       static_cast<std::size_t>(k.options.force_part_bytes) << 40 ^
       static_cast<std::size_t>(k.options.force_group_cta_threads) << 24 ^
       static_cast<std::size_t>(k.options.force_register_vecs) << 56 ^
-      static_cast<std::size_t>(k.options.force_slice_clusters) << 8);
+      static_cast<std::size_t>(k.options.force_slice_clusters) << 8 ^
+      static_cast<std::size_t>(k.options.force_stream_parts + 1) << 32);
   return h;
 }
 

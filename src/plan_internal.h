@@ -185,6 +185,25 @@ inline bool channels_last_exchanges(const Plan& plan) {
 inline int64_t channels_last_resident_items(const Plan& plan) {
   return batch_of(plan) * ((plan.channels + plan.channel_block - 1) / plan.channel_block);
 }
+// The streamed reduction (Plan::stream_parts): a row's runs of kChannelsLastStreamRun channels (a
+// power of two up to a warp, so that the lanes sharing a run sum by shuffles), rows aligned to 16
+// bytes for the bulk copies; its ring and the consumer warps' sums of every channel (a
+// PairSum<double> each) after it; the partials a channel (the stream's parts, or the tiles);
+// whether a plan of the three kernels can stream.
+inline bool channels_last_streams(const Plan& plan) { return plan.path == Path::kChannelsLast && plan.stream_parts > 0; }
+inline int64_t channels_last_reduce_parts(const Plan& plan) {
+  return channels_last_streams(plan) ? plan.stream_parts : plan.parts_per_slice;
+}
+inline int64_t channels_last_stream_smem_bytes(const Plan& plan) {
+  return kChannelsLastStreamStages * kChannelsLastStreamStageBytes +
+         kChannelsLastStreamWarps * plan.channels * static_cast<int64_t>(2 * sizeof(double));
+}
+inline bool channels_last_can_stream(const Plan& plan) {
+  const int64_t runs = plan.channels / kChannelsLastStreamRun;
+  return plan.pass == Pass::kForward && !runs_general_op(plan) && plan.dtype != DType::kFloat64 && plan.vector_io &&
+         plan.exchange != Exchange::kGlobal && plan.channels % kChannelsLastStreamRun == 0 && runs >= 1 &&
+         runs <= 32 && (runs & (runs - 1)) == 0;
+}
 inline int64_t channels_last_smem_bytes(const Plan& plan) {
   const int64_t tile_bytes = plan.tile_rows * plan.channel_block * static_cast<int64_t>(dtype_size(plan.dtype));
   const int64_t tiles =

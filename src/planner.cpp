@@ -135,6 +135,8 @@ std::string Plan::describe() const {
       out << " channels=" << channel_block << " threads=" << threads << " tile_rows=" << tile_rows
           << " tiles=" << parts_per_slice << " grid=" << grid
           << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
+      if (stream_parts > 0) out << " stream_parts=" << stream_parts << " stream_grid=" << stream_grid;
+      if (evict_first) out << " evict-first";
       if (exchange == Exchange::kGlobal) {
         out << " resident ctas_per_item=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
       }
@@ -236,7 +238,9 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   const std::size_t channels = plan.path == Path::kChannelsLast ? slices * plan.slice_channels : slices;
   if (plan.path == Path::kSplitPipelined ||
       (plan.path == Path::kChannelsLast && (!channels_last_resident(plan) || channels_last_exchanges(plan)))) {
-    layout.split_partials = reserve(channels * plan.parts_per_slice * sizeof(SplitPartial));
+    const auto parts = static_cast<std::size_t>(plan.path == Path::kChannelsLast ? channels_last_reduce_parts(plan)
+                                                                                  : plan.parts_per_slice);
+    layout.split_partials = reserve(channels * parts * sizeof(SplitPartial));
   }
   if (channels_last_exchanges(plan)) {
     layout.slice_arrivals = reserve(static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned));
@@ -1135,7 +1139,7 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
 // most CTAs an SM that hold a sample, or force_ctas_per_sm, else channel blocks;
 // force_channel_block: blocks of that many channels), kNone for the three kernels; forced tiles
 // without kGlobal are the three kernels'.
-Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
     return invalid(std::string("channels_last runs exchange global (resident) or none (three kernels), not ") +
@@ -1192,6 +1196,67 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
                      " (nor do channel blocks of whole slices" +
                      (forced_block ? " of " + std::to_string(options.force_channel_block) + " channels" : std::string()) +
                      ", whose rows move in 16-byte runs)");
+}
+
+// The three kernels' reduction streamed (Plan::stream_parts) wherever it can stream
+// (plan_internal.h channels_last_can_stream) and x holds kChannelsLastStreamMinBytes or more, in the
+// parts a sample that cost the least: each round of the grid (CTAs of its ring that fit an SM, on
+// every SM) costs a part's bytes and kChannelsLastStreamPartCostBytes, the fewest parts among
+// equals. options.force_stream_parts: 0 the tiles' reduction, > 0 that many parts, whatever x's size.
+
+Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+  const int64_t forced = options.force_stream_parts;
+  if (forced < -1) {
+    return invalid("forced channels_last stream parts must be -1 (the planner's), 0 (tiles) or more, got " +
+                   std::to_string(forced));
+  }
+  plan->stream_parts = 0;
+  plan->stream_grid = 0;
+  if (forced == 0) return Status::Ok();
+  const int64_t smem = detail::channels_last_stream_smem_bytes(*plan);
+  const int64_t ctas_per_sm = std::min<int64_t>(
+      {detail::ctas_fitting_on_sm(limits, smem), limits.max_threads_per_sm / detail::kChannelsLastStreamThreads,
+       detail::kChannelsLastStreamCtasPerSm});
+  if (!detail::channels_last_can_stream(*plan) || ctas_per_sm < 1) {
+    if (forced < 0) return Status::Ok();
+    return invalid("forced channels_last stream parts need the forward's three kernels without an activation or "
+                   "channel affine, float32, float16 or bfloat16, and C = 4, 8, ... 128 channels whose rows are "
+                   "aligned to 16 bytes: " + plan->describe());
+  }
+  const int64_t batch = detail::batch_of(*plan);
+  const int64_t rows = detail::channel_len_of(*plan);
+  const int64_t sample_bytes = rows * plan->channels * static_cast<int64_t>(dtype_size(plan->dtype));
+  if (forced < 0 && batch * sample_bytes < detail::kChannelsLastStreamMinBytes) return Status::Ok();
+  const int64_t capacity = ctas_per_sm * limits.sm_count;
+  int64_t parts = forced;
+  if (forced > 0) {
+    if (forced > rows || forced * plan->slice_channels > std::numeric_limits<int32_t>::max()) {
+      return invalid("forced channels_last stream parts must be 1 to the " + std::to_string(rows) +
+                     " rows of a sample, got " + std::to_string(forced));
+    }
+  } else {
+    int64_t best_cost = std::numeric_limits<int64_t>::max();
+    for (int64_t p = 1; p <= std::min(detail::kChannelsLastStreamMaxParts, rows); ++p) {
+      const int64_t cost = ceil_div(batch * p, capacity) * (ceil_div(sample_bytes, p) + detail::kChannelsLastStreamPartCostBytes);
+      if (cost < best_cost) {
+        best_cost = cost;
+        parts = p;
+      }
+    }
+  }
+  plan->stream_parts = parts;
+  plan->stream_grid = std::min(batch * parts, capacity);
+  return Status::Ok();
+}
+
+Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+  const Status status = plan_channels_last_form(base, limits, options, plan);
+  if (!status.ok()) return status;
+  const int64_t input_bytes = detail::batch_of(*plan) * detail::channel_len_of(*plan) * plan->channels *
+                              static_cast<int64_t>(dtype_size(plan->dtype)) * plan->inputs;
+  plan->evict_first = plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
+                      input_bytes <= detail::kChannelsLastEvictFirstMaxBytes;
+  return plan_channels_last_stream(limits, options, plan);
 }
 
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h

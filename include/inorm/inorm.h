@@ -225,6 +225,11 @@ struct PlanOptions {
   // form's blocks (whole slices, every row in one CTA; C: whole rows); its rows are its own.
   int force_channel_block = 0;
   int64_t force_tile_rows = 0;
+  // kChannelsLast's three kernels: the forward's reduction streamed through a ring of bulk copies in
+  // this many parts of each sample's rows (Plan::stream_parts); 0 by tiles; -1 the planner's. Only
+  // where the stream runs: the forward without an activation or channel affine, float32 and the
+  // 16-bit types, C = 4, 8, ... 128 channels, rows aligned to 16 bytes.
+  int force_stream_parts = -1;
 };
 
 struct Plan {
@@ -267,11 +272,19 @@ struct Plan {
   int parts_per_slice = 0;   // kSplitPipelined; kChannelsLast: tiles per channel
   int channel_block = 0;     // kChannelsLast: channels of a tile (threads = rows a pass x channel_block)
   int64_t tile_rows = 0;     // kChannelsLast: spatial positions of a tile
+  // kChannelsLast's three kernels: where > 0, the reduction streams each sample's rows in this many
+  // parts, a CTA a part at a time (stream_grid CTAs), through a ring of bulk copies into registers
+  // (kernels/channels_last.cuh channels_last_stream_kernel); 0: it reduces the tiles
+  int64_t stream_parts = 0;
+  int64_t stream_grid = 0;
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int resident_parts = 0;     // kSplitPipelined: of each slice's parts, the last this many stay in the shared
                               // memory of the CTA that reduced them, which then writes their output: read once
   bool evict_first = false;   // kSplitPipelined: what is read or written once (a resident part's load, the second
-                              // read, the output) is marked evict-first in L2, so the parts read again stay there
+                              // read, the output) is marked evict-first in L2, so the parts read again stay there;
+                              // kChannelsLast's three kernels (the backward on up to 64 MiB of x and dy): the
+                              // elementwise pass's loads and stores, so that the tiles it has yet to reach stay
+                              // there
   int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 
   std::size_t workspace_bytes = 0;

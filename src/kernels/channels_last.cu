@@ -40,6 +40,15 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
     return Status(StatusCode::kInvalidArgument, "inorm: the plan's resident channels_last groups (" + plan.describe() +
                                                     ") are not ones the planner makes");
   }
+  // The streamed reduction: where it can stream, each part at least a row, its partials counted in int.
+  if (plan.stream_parts < 0 ||
+      (plan.stream_parts > 0 && (!channels_last_can_stream(plan) || plan.stream_parts > spatial ||
+                                 plan.slice_channels * plan.stream_parts > std::numeric_limits<int>::max() ||
+                                 plan.stream_grid < 1))) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan's streamed channels_last reduction (" + plan.describe() +
+                      ") is not one the planner makes");
+  }
   return dispatch_dtype(plan.dtype, [&](auto tag) { return launch_channels_last_of(tag, plan, args, stream); });
 }
 

@@ -3,7 +3,10 @@
 // [tile_rows spatial positions x channel_block channels]:
 //   reduce  each tile is staged in shared memory, then every channel's column is reduced from
 //           there with the op's reduce (the threads of a column sum through shared memory in a
-//           fixed order), one float64 partial per (channel of a sample, tile);
+//           fixed order), one float64 partial per (channel of a sample, tile); or, where the plan
+//           streams it (Plan::stream_parts: the forward's plain op), parts of each sample's rows
+//           move through a ring of bulk copies into float64 sums in registers, one partial per
+//           (channel of a sample, part) (channels_last_stream_kernel);
 //   finish  a warp or a CTA per slice combines the partials of its channels' tiles (one channel, or
 //           a GroupNorm group's C / groups; the op's combine_split, as the split path does) and
 //           keeps each of its channels' elementwise coefficients in the workspace;
@@ -108,18 +111,25 @@ inline constexpr int kStageBatchBytes = 128;
 inline constexpr int kApplyBatchBytes = 64;
 inline constexpr int kApplyCtasPerSm = 2;
 
+// A unit's load and store; `evict_first`: marked evict-first in L2 (Plan::evict_first).
 template <typename T, TileLoad kLoad>
-__device__ __forceinline__ UnitOf<T, kLoad> load_unit(const T* p) {
+__device__ __forceinline__ UnitOf<T, kLoad> load_unit(const T* p, bool evict_first = false) {
   if constexpr (kLoad == TileLoad::kVector) {
-    return load_pack(p);
+    return evict_first ? load_pack_evict_first(p) : load_pack(p);
   } else {
-    return *p;
+    return evict_first ? __ldcs(p) : *p;
   }
 }
 template <typename T, TileLoad kLoad>
-__device__ __forceinline__ void store_unit(T* p, const UnitOf<T, kLoad>& unit) {
+__device__ __forceinline__ void store_unit(T* p, const UnitOf<T, kLoad>& unit, bool evict_first = false) {
   if constexpr (kLoad == TileLoad::kVector) {
-    store_pack_l2(p, unit);
+    if (evict_first) {
+      store_pack_evict_first(p, unit);
+    } else {
+      store_pack_l2(p, unit);
+    }
+  } else if (evict_first) {
+    __stcs(p, unit);
   } else {
     *p = unit;
   }
@@ -167,13 +177,13 @@ struct StagedTile {
 };
 
 // Stages the tile of every input (inputs[i]: the tensor's first element): on the bulk path one
-// bulk copy of each run (start_staged_loads), waited for; else the CTA's threads taking consecutive
-// units of the rows, then a barrier. Every thread of the CTA calls it; the buffer is free (every
-// thread is past its last read of it).
+// bulk copy of each run (start_staged_loads; its lines evict-first in L2 where `evict_first`),
+// waited for; else the CTA's threads taking consecutive units of the rows, then a barrier. Every
+// thread of the CTA calls it; the buffer is free (every thread is past its last read of it).
 template <TileLoad kLoad, int kInputs, typename T>
 __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inputs, const Tile& tile,
                                                              unsigned char* smem, Barrier& loaded,
-                                                             const KernelArgs& args) {
+                                                             const KernelArgs& args, bool evict_first = false) {
   const T* from[kInputs];
 #pragma unroll
   for (int i = 0; i < kInputs; ++i) from[i] = inputs[i] + tile.offset;
@@ -183,7 +193,7 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
     T* bufs[kInputs];
     RaggedRange<T> ranges[kInputs];
     Barrier::arrival_token token =
-        start_staged_loads<T, kInputs>(loaded, smem, region, from, tile.rows * args.channels, bufs, ranges);
+        start_staged_loads<T, kInputs>(loaded, smem, region, from, tile.rows * args.channels, bufs, ranges, evict_first);
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) result.staged[i] = bufs[i];
     result.range = ranges[0];
@@ -385,6 +395,250 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   }
 }
 
+// The partials a channel for the finish kernel: the streamed reduction's parts, or the tiles.
+__device__ __forceinline__ int64_t reduce_parts_of(const KernelArgs& args) {
+  return args.stream_parts > 0 ? args.stream_parts : args.parts_per_slice;
+}
+
+// Whether Op's reduction can stream (plan_internal.h channels_last_can_stream says where the plan
+// asks for it): the forward's plain op, whose one pass of float64 sums around a shift needs no
+// second look at the data unless it lost digits.
+template <typename Op>
+inline constexpr bool kStreamsReduction =
+    std::is_same_v<Op, ForwardOp<typename Op::Elem, false>> && std::is_same_v<typename Op::Acc, float>;
+
+// What a consumer thread of the streamed reduction loads at once: a run of kChannelsLastStreamRun
+// channels (16 bytes of float32, 8 of the 16-bit types: eight 16-bit channels a thread, their sums
+// and shifts, spilled at its two CTAs an SM).
+template <typename T>
+struct alignas(kChannelsLastStreamRun * sizeof(T)) StreamRun {
+  T v[kChannelsLastStreamRun];
+};
+
+// A barrier of the streamed reduction's consumer warps only (its producer warp has left).
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;" : : "r"(kChannelsLastStreamWarps * 32) : "memory");
+}
+
+// The consumer warps' sums of each of a thread's channels (a run of kVec of them, the same run in
+// `runs`-th lanes), added over every thread of the run in a fixed order (the lanes of a warp by xor
+// shuffles, whose two operands are the same in both lanes, then the warps in order through
+// `warp_sums`, a cell a channel a warp): every thread gets its run's totals. The cells are free
+// again after the caller's next consumers_sync.
+template <int kVec>
+__device__ __forceinline__ void sum_over_consumers(PairSum<double> (&sums)[kVec], PairSum<double>* warp_sums,
+                                                   int runs, int64_t channels) {
+  for (int offset = runs; offset < 32; offset *= 2) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      sums[e].first += __shfl_xor_sync(0xffffffffu, sums[e].first, offset);
+      sums[e].second += __shfl_xor_sync(0xffffffffu, sums[e].second, offset);
+    }
+  }
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  if (lane < runs) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) warp_sums[warp * channels + lane * kVec + e] = sums[e];
+  }
+  consumers_sync();
+  const int run = lane % runs;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    PairSum<double> total = warp_sums[run * kVec + e];
+    for (int w = 1; w < kChannelsLastStreamWarps; ++w) total = total + warp_sums[w * channels + run * kVec + e];
+    sums[e] = total;
+  }
+}
+
+// The three kernels' reduction streamed (Plan::stream_parts, in place of
+// channels_last_reduce_kernel): a CTA takes a part of a sample's rows at a time, the grid striding
+// over the (sample, part) items. Its producer warp's first lane moves the parts' rows through a
+// ring of kChannelsLastStreamStages buffers by bulk copies, running ahead across parts, while the
+// consumer warps add each run of four channels they take (a thread the same run of every
+// (rows a pass)-th row) into sums in registers: ForwardOp's one pass around each part's first
+// row, each stage's few rows a thread in float32 (d = x - shift and its square), then into
+// float64 sums, so that an element costs no float64 operation (those bound the stream at float64
+// a element: dev/VARIANTS.md 93). At a part's end the sums are added over the CTA (sum_over_consumers) into each
+// channel's partial (ForwardOp::from_shifted_sums), kept as a tile's would be for the finish kernel;
+// where the one pass may have lost digits in any channel (its squares around the shift past
+// kChannelsLastStreamMaxSquares times M2: the float32 blocks keep fewer digits than float64 sums), the part is read again from global
+// memory for the deviations from each channel's rounded mean (ForwardOp::from_deviations). No
+// tile's serial steps (staged, waited for, column trees and barriers) stand between the loads: they
+// cost the tiles' reduction a third of its time (dev/VARIANTS.md 80).
+template <typename Op>
+__global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm) channels_last_stream_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using T = typename Op::Elem;
+  static_assert(kStreamsReduction<Op>, "the streamed reduction is the forward's plain op's");
+  constexpr int kVec = kChannelsLastStreamRun;
+  using Run = StreamRun<T>;
+  constexpr int kStages = kChannelsLastStreamStages;
+  constexpr int kConsumers = kChannelsLastStreamWarps * 32;
+  constexpr int kRunsAStage = static_cast<int>(kChannelsLastStreamStageBytes / (kConsumers * sizeof(Run)));
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kStages];   // a stage's bytes have landed
+  __shared__ uint64_t empty[kStages];  // every consumer warp is past its reads of a stage
+  __shared__ int lost_in[2];  // whether a part's one pass may have lost digits, parts alternating
+  const int64_t channels = args.channels;
+  const int runs = static_cast<int>(channels / kVec);  // a power of two up to 32 (the planner's)
+  const int64_t row_bytes = channels * static_cast<int64_t>(sizeof(T));
+  const int stage_rows = static_cast<int>(kChannelsLastStreamStageBytes / row_bytes);
+  const int64_t rows = args.channel_len;
+  const int64_t parts = args.stream_parts;
+  const int64_t items = samples_of(args) * parts;
+  const T* const x = static_cast<const T*>(args.x);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      cuda::ptx::mbarrier_init(&full[s], 1);
+      cuda::ptx::mbarrier_init(&empty[s], kChannelsLastStreamWarps);
+    }
+    lost_in[0] = lost_in[1] = 0;
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
+  }
+  __syncthreads();
+  // Part `part` of a sample: rows [begin, begin + len), the parts' lengths differing by one at most.
+  const auto part_rows = [&](int64_t part, int64_t* begin) {
+    const int64_t even = rows / parts;
+    const int64_t longer = rows % parts;
+    *begin = part * even + min(part, longer);
+    return even + (part < longer ? 1 : 0);
+  };
+  int stage = 0;
+  uint32_t phase = 0;
+  const auto next_stage = [&] {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  };
+  if (threadIdx.x >= kConsumers) {  // the producer warp
+    if (threadIdx.x == kConsumers) {
+      for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        int64_t begin = 0;
+        const int64_t len = part_rows(item % parts, &begin);
+        const T* const from = x + (item / parts * rows + begin) * channels;
+        for (int64_t r = 0; r < len; r += stage_rows) {
+          wait_phase(&empty[stage], phase ^ 1);  // a fresh barrier's previous phase counts as complete
+          const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
+          arrive_expecting(&full[stage], bytes);
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                   smem + stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
+                                   &full[stage]);
+          next_stage();
+        }
+      }
+    }
+    return;
+  }
+  auto* const warp_sums = reinterpret_cast<PairSum<double>*>(smem + kStages * kChannelsLastStreamStageBytes);
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int run = static_cast<int>(threadIdx.x) % runs;
+  const int first_row = static_cast<int>(threadIdx.x) / runs;
+  const int rows_a_pass = kConsumers / runs;
+  auto* const partials = static_cast<typename Op::SplitPartial*>(args.split_partials);
+  int turn = 0;  // lost_in's of the current part
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const int64_t sample = item / parts;
+    const int64_t part = item % parts;
+    int64_t begin = 0;
+    const int64_t len = part_rows(part, &begin);
+    const int64_t first_channel = sample * channels + run * kVec;  // of the batch's N * C
+    // The shift: the part's first row, from its first stage (no round trip to global memory between
+    // parts). A constant slice still sums to exactly 0 in every part (ForwardOp::Context).
+    float shift[kVec];
+    PairSum<double> sums[kVec] = {};
+    for (int64_t r = 0; r < len; r += stage_rows) {
+      const int n = static_cast<int>(min(static_cast<int64_t>(stage_rows), len - r));
+      wait_phase(&full[stage], phase);
+      const T* const staged = reinterpret_cast<const T*>(smem + stage * kChannelsLastStreamStageBytes) + run * kVec;
+      if (r == 0) {
+        const Run first = *reinterpret_cast<const Run*>(staged);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) shift[e] = Traits<T>::to_acc(first.v[e]);
+      }
+      // The stage's rows in float32, then into the float64 sums. Rows are whole runs, so the stage
+      // is an array of runs whose i-th is channel run i % runs: a thread takes runs t, t + 256, ...,
+      // the same channels in each (256 is a multiple of runs), kRunsAStage of them in a full stage.
+      PairSum<float> block[kVec] = {};
+      const auto add = [&](const Run& v) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float d = Traits<T>::to_acc(v.v[e]) - shift[e];
+          block[e].first += d;
+          block[e].second = fmaf(d, d, block[e].second);
+        }
+      };
+      const Run* const stage_runs = reinterpret_cast<const Run*>(staged - run * kVec) + threadIdx.x;
+      if (n == stage_rows) {
+        Run v[kRunsAStage];
+#pragma unroll
+        for (int k = 0; k < kRunsAStage; ++k) v[k] = stage_runs[k * kConsumers];
+#pragma unroll
+        for (int k = 0; k < kRunsAStage; ++k) add(v[k]);
+      } else {
+        for (int row = first_row; row < n; row += rows_a_pass) add(*reinterpret_cast<const Run*>(staged + row * channels));
+      }
+      __syncwarp();
+      if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[stage]);
+      next_stage();
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        sums[e].first += block[e].first;
+        sums[e].second += block[e].second;
+      }
+    }
+    sum_over_consumers(sums, warp_sums, runs, channels);
+    bool lost = false;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      bool second = false;
+      Op::from_shifted_sums(len, shift[e], sums[e], &second, kChannelsLastStreamMaxSquares);
+      lost = lost || second;
+    }
+    if (__any_sync(0xffffffffu, lost) && lane == 0) atomicOr(&lost_in[turn], 1);
+    consumers_sync();  // every check is in; the sums' cells are free
+    const bool again = lost_in[turn] != 0;
+    if (threadIdx.x == 0) lost_in[turn ^ 1] = 0;  // the next part's, set only past its sums' first barrier
+    turn ^= 1;
+    if (!again) {
+      if (first_row == 0) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          bool second = false;
+          partials[(first_channel + e) * parts + part] =
+              Op::to_split(Op::from_shifted_sums(len, shift[e], sums[e], &second, kChannelsLastStreamMaxSquares));
+        }
+      }
+      continue;
+    }
+    // The rows again from global memory: their deviations from each channel's rounded mean.
+    float mean[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      bool second = false;
+      mean[e] = Op::from_shifted_sums(len, shift[e], sums[e], &second, kChannelsLastStreamMaxSquares).mean;
+      sums[e] = PairSum<double>{0.0, 0.0};
+    }
+    const T* const from = x + (sample * rows + begin) * channels + run * kVec;
+    for (int64_t row = first_row; row < len; row += rows_a_pass) {
+      const Run v = *reinterpret_cast<const Run*>(from + row * channels);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        Op::add_shifted(static_cast<double>(Traits<T>::to_acc(v.v[e])) - static_cast<double>(mean[e]), sums[e]);
+      }
+    }
+    sum_over_consumers(sums, warp_sums, runs, channels);
+    consumers_sync();  // the cells are free
+    if (first_row == 0) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        partials[(first_channel + e) * parts + part] = Op::to_split(Op::from_deviations(len, mean[e], sums[e]));
+      }
+    }
+  }
+}
+
 // Channel `local` of `slice`'s elementwise coefficients: the slice's (`c`, from Op::finish), moved
 // to the channel's weight and bias where the op applies them by channel (GroupNorm's affine).
 template <typename Op>
@@ -422,7 +676,7 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
   auto* coefficients = static_cast<unsigned char*>(args.slice_coefficients);
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
   // The partials of a slice's channels lie together: the tiles of each, channel after channel.
-  const int64_t parts = args.slice_channels * args.parts_per_slice;  // the planner keeps it in int
+  const int64_t parts = args.slice_channels * reduce_parts_of(args);  // the planner keeps it in int
   const int64_t step = static_cast<int64_t>(gridDim.x) * kGroups;
   for (int64_t slice = blockIdx.x * kGroups + threadIdx.x / kLanes; slice < args.num_slices; slice += step) {
     const SplitSums* slice_partials = partials + slice * parts;
@@ -441,14 +695,14 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
 
 // The elementwise pass of a staged tile of whole rows (the bulk path): every element of the run
 // from its inputs and its channel's coefficients (`coefficients`: the sample's first slice's), with
-// 16-byte stores (L2 only) where every tensor is aligned alike modulo 16 (`coaligned`). The CTA's
-// threads are a multiple of C, so a thread's channels are the same in every vector (or element) it
-// takes: it loads their coefficients once. A thread stores only elements it read: dst may be an
-// input.
+// 16-byte stores (L2 only, or evict-first there where `evict_first`) where every tensor is aligned
+// alike modulo 16 (`coaligned`). The CTA's threads are a multiple of C, so a thread's channels are
+// the same in every vector (or element) it takes: it loads their coefficients once. A thread stores
+// only elements it read: dst may be an input.
 template <typename Op, typename T, int kInputs, typename Act>
 __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& tile, int64_t len, T* dst,
                                                   bool coaligned, const unsigned char* coefficients,
-                                                  int64_t channels, const Act& activation) {
+                                                  int64_t channels, const Act& activation, bool evict_first = false) {
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
   const auto coefficients_of = [&](int64_t j) {  // element j's channel's; written by the finish kernel
@@ -479,7 +733,11 @@ __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& 
         for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
         out.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, v));
       }
-      store_pack_l2(dst + range.head + b * kVec, out);
+      if (evict_first) {
+        store_pack_evict_first(dst + range.head + b * kVec, out);
+      } else {
+        store_pack_l2(dst + range.head + b * kVec, out);
+      }
     }
     if (threadIdx.x < range.ragged()) {
       const int64_t j = range.ragged_index(threadIdx.x);
@@ -492,7 +750,9 @@ __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& 
 }
 
 // The elementwise pass walks the tiles from the last: the reduction's CTAs took them in order, so
-// the tiles it read last are the likeliest still in L2 (dev/VARIANTS.md 79).
+// the tiles it read last are the likeliest still in L2 (dev/VARIANTS.md 79). Where the plan says so
+// (Plan::evict_first), what it reads and writes is marked evict-first in L2, so that the tiles it
+// has yet to reach stay there.
 template <typename Op, TileLoad kLoad>
 __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channels_last_apply_kernel(const KernelArgs args) {
   begin_dependent_kernel();
@@ -513,11 +773,12 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     __syncthreads();
     for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
       const Tile tile = tile_of(args, items - 1 - walked, blocks);
-      const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
+      const StagedTile<T, kInputs> staged =
+          stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args, args.evict_first);
       epilogue.visit([&](const auto& activation) {
         apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
                               coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels,
-                              activation);
+                              activation, args.evict_first);
       });
       __syncthreads();  // every thread is past its last read of the staged tile
     }
@@ -551,12 +812,15 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
           for (int b = 0; b < kBatch; ++b) {
             if (k + b >= own_rows) break;
 #pragma unroll
-            for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(inputs[i] + first + (k + b) * step_elems);
+            for (int i = 0; i < kInputs; ++i) {
+              v[b][i] = load_unit<T, kLoad>(inputs[i] + first + (k + b) * step_elems, args.evict_first);
+            }
           }
 #pragma unroll
           for (int b = 0; b < kBatch; ++b) {
             if (k + b >= own_rows) break;
-            store_unit<T, kLoad>(out + first + (k + b) * step_elems, apply_unit<Op, kLoad>(v[b], c, activation));
+            store_unit<T, kLoad>(out + first + (k + b) * step_elems, apply_unit<Op, kLoad>(v[b], c, activation),
+                                 args.evict_first);
           }
         }
       }
@@ -785,13 +1049,29 @@ Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cuda
       // Only the bulk path stages the elementwise pass's tiles.
       const std::size_t apply_smem = kLoad == TileLoad::kBulk ? smem : 0;
       const auto grid = static_cast<unsigned>(plan.grid);
-      void (*const reduce)(KernelArgs) = &channels_last_reduce_kernel<Op, kLoad>;
       void (*const apply)(KernelArgs) = &channels_last_apply_kernel<Op, kLoad>;
-      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
-      if (status.ok()) status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
-      if (status.ok()) status = launch_dependent("channels_last reduce launch", reduce, grid, threads, smem, stream, args);
+      Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
       if (!status.ok()) return status;
-      const bool warps = plan.slice_channels * plan.parts_per_slice <= kChannelsLastFinishWarpParts;
+      if (channels_last_streams(plan)) {
+        if constexpr (kStreamsReduction<Op>) {
+          void (*const reduce)(KernelArgs) = &channels_last_stream_kernel<Op>;
+          status = allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
+          if (status.ok()) {
+            status = launch_dependent("channels_last stream launch", reduce, static_cast<unsigned>(plan.stream_grid),
+                                      kChannelsLastStreamThreads,
+                                      static_cast<std::size_t>(channels_last_stream_smem_bytes(plan)), stream, args);
+          }
+        } else {
+          status = Status(StatusCode::kInvalidArgument,
+                          "inorm: the plan streams a reduction its op does not (" + plan.describe() + ")");
+        }
+      } else {
+        void (*const reduce)(KernelArgs) = &channels_last_reduce_kernel<Op, kLoad>;
+        status = allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
+        if (status.ok()) status = launch_dependent("channels_last reduce launch", reduce, grid, threads, smem, stream, args);
+      }
+      if (!status.ok()) return status;
+      const bool warps = plan.slice_channels * channels_last_reduce_parts(plan) <= kChannelsLastFinishWarpParts;
       const int64_t slices_a_cta = finish_slices_a_cta(warps ? 32 : kChannelsLastFinishThreads);
       const auto finish_grid = static_cast<unsigned>(
           std::min<int64_t>((plan.num_slices + slices_a_cta - 1) / slices_a_cta, kChannelsLastFinishGrid));

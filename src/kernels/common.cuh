@@ -4,6 +4,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda/ptx>
 
 #include <cstdint>
 #include <cstring>
@@ -52,6 +53,7 @@ struct KernelArgs {
   bool channels_last;   // Layout::kChannelsLast: slice (n, c)'s element s is at (n * S + s) * C + c
   int channel_block;    // kChannelsLast
   int64_t tile_rows;    // kChannelsLast
+  int64_t stream_parts;  // kChannelsLast: Plan::stream_parts (0: the reduction takes the tiles)
   void* slice_coefficients;  // kChannelsLast: kSliceCoefficientBytes [num_slices * slice_channels]
   // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]; kChannelsLast: one per tile of each
   // channel, [num_slices * slice_channels * parts_per_slice]
@@ -60,7 +62,7 @@ struct KernelArgs {
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item
   int64_t resident_parts;    // kSplitPipelined: of each slice's parts, the last ones read once (Plan::resident_parts)
-  bool evict_first;          // kSplitPipelined: Plan::evict_first
+  bool evict_first;          // kSplitPipelined, kChannelsLast: Plan::evict_first
   // kSharedResident: the group size (the cluster kernel reads its cluster's instead), the clusters a
   // slice spans (Plan::slice_clusters), and the L2 exchange's workspace
   int ctas_per_slice;
@@ -181,6 +183,15 @@ __device__ __forceinline__ Pack<T> load_pack(const T* ptr) {
   memcpy(&pack, &raw, sizeof(raw));
   return pack;
 }
+// 16-byte load marked evict-first in L2 (ld.global.cs): the last read of data L2 should not keep
+// over other lines (Plan::evict_first).
+template <typename T>
+__device__ __forceinline__ Pack<T> load_pack_evict_first(const T* ptr) {
+  const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(ptr));
+  Pack<T> pack;
+  memcpy(&pack, &raw, sizeof(raw));
+  return pack;
+}
 // 16-byte store cached in L2 only (st.global.cg). Measured on the H200 (dev/VARIANTS.md, 8): 1-2%
 // faster than evict-first streaming stores (.cs) on every large suite case, and it leaves y in L2
 // for whatever reads it next; plain write-back stores cost up to 1.7x.
@@ -197,6 +208,19 @@ __device__ __forceinline__ void store_pack_evict_first(T* ptr, const Pack<T>& pa
   uint4 raw;
   memcpy(&raw, &pack, sizeof(raw));
   __stcs(reinterpret_cast<uint4*>(ptr), raw);
+}
+
+// An arrival on the mbarrier `barrier` in this CTA's shared memory, whose phase then completes once
+// `bytes` more have landed on it (by bulk copies, or by st.async from cluster peers).
+__device__ __forceinline__ void arrive_expecting(uint64_t* barrier, uint32_t bytes) {
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, barrier,
+                                       bytes);
+}
+
+// Waits until the phase of `barrier` with this parity has completed.
+__device__ __forceinline__ void wait_phase(uint64_t* barrier, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+  }
 }
 
 // A bulk async copy of `bytes` (a multiple of 16) from global `src` to shared `dst`, completing on

@@ -175,30 +175,49 @@ struct ForwardOp {
   static __device__ __forceinline__ Partial reduce(const KernelArgs&, const Context& ctx, const Elements& elements,
                                                    const ChunkPlace&, int64_t count, AllSum& all_sum) {
     if constexpr (kOnePass<Elements>) {
-      const double n = static_cast<double>(count);
       const double shift = ctx.shift;
       PairSum<double> around{0.0, 0.0};
-      elements.for_each([&](const Acc(&v)[1]) {
-        const double d = static_cast<double>(v[0]) - shift;
-        around.first += d;
-        around.second += d * d;
-      });
+      elements.for_each([&](const Acc(&v)[1]) { add_shifted(static_cast<double>(v[0]) - shift, around); });
       around = all_sum(around);
-      const double offset = count > 0 ? around.first / n : 0.0;  // mean - shift
-      const double m2 = around.second - around.first * offset;
-      const Acc mean = static_cast<Acc>(shift + offset);
-      // Negated, so that a NaN or an infinity takes the second pass (and propagates as before).
-      if (!all_sum.any(!(around.second <= kOnePassMaxSquares * m2))) {
-        const double resid = offset - (static_cast<double>(mean) - shift);
-        return Partial{Acc(n), mean, static_cast<Acc>(resid), static_cast<Acc>(m2)};
-      }
-      return deviations<double>(elements, count, mean, all_sum);
+      bool second_pass = false;
+      const Partial partial = from_shifted_sums(count, shift, around, &second_pass);
+      if (!all_sum.any(second_pass)) return partial;
+      return deviations<double>(elements, count, partial.mean, all_sum);
     } else {
       Acc sum = Acc(0);
       elements.for_each([&](const Acc(&v)[1]) { sum += v[0] - ctx.shift; });
       sum = all_sum(sum);
       return deviations<Acc>(elements, count, count > 0 ? ctx.shift + sum / static_cast<Acc>(count) : Acc(0), all_sum);
     }
+  }
+
+  // The one pass's sums of d and d * d, d = x - shift.
+  static __device__ __forceinline__ void add_shifted(double d, PairSum<double>& around) {
+    around.first += d;
+    around.second += d * d;
+  }
+  // The one pass's partial of `count` elements from their sums around `shift`; *second_pass where
+  // its M2 may have lost digits (the squares around the shift past max_squares times M2, or not
+  // finite: the second pass then propagates a NaN or an infinity as before), whose deviations from
+  // the partial's (rounded) mean the caller sums again.
+  static __device__ __forceinline__ Partial from_shifted_sums(int64_t count, double shift,
+                                                              const PairSum<double>& around, bool* second_pass,
+                                                              double max_squares = kOnePassMaxSquares) {
+    const double n = static_cast<double>(count);
+    const double offset = count > 0 ? around.first / n : 0.0;  // mean - shift
+    const double m2 = around.second - around.first * offset;
+    const Acc mean = static_cast<Acc>(shift + offset);
+    *second_pass = !(around.second <= max_squares * m2);
+    const double resid = offset - (static_cast<double>(mean) - shift);
+    return Partial{Acc(n), mean, static_cast<Acc>(resid), static_cast<Acc>(m2)};
+  }
+  // The second pass's partial of `count` elements from the sums of their deviations from `mean`.
+  template <typename Sum>
+  static __device__ __forceinline__ Partial from_deviations(int64_t count, Acc mean, const PairSum<Sum>& dev) {
+    const Sum n = static_cast<Sum>(count);
+    const Sum resid = count > 0 ? dev.first / n : Sum(0);
+    return Partial{static_cast<Acc>(count), mean, static_cast<Acc>(resid),
+                   static_cast<Acc>(dev.second - dev.first * resid)};
   }
 
   // One pass where it saves issue slots without costing registers: float32 accumulators (float64
@@ -220,11 +239,7 @@ struct ForwardOp {
       dev.first += d;
       dev.second += d * d;
     });
-    dev = all_sum.last(dev);
-    const Sum n = static_cast<Sum>(count);
-    const Sum resid = count > 0 ? dev.first / n : Sum(0);
-    return Partial{static_cast<Acc>(count), mean, static_cast<Acc>(resid),
-                   static_cast<Acc>(dev.second - dev.first * resid)};
+    return from_deviations(count, mean, all_sum.last(dev));
   }
 
   static __device__ __forceinline__ Totals combine(const Partial* partials, int count) {

@@ -47,19 +47,6 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-// Thread 0's arrival on its CTA's `barrier`, whose phase then completes once `bytes` more have
-// landed on it by st.async from peers.
-__device__ __forceinline__ void arrive_expecting(uint64_t* barrier, uint32_t bytes) {
-  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, barrier,
-                                       bytes);
-}
-
-// Waits until the phase of `barrier` with this parity has completed.
-__device__ __forceinline__ void wait_phase(uint64_t* barrier, uint32_t parity) {
-  while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
-  }
-}
-
 // Sends thread 0's `mine` to every CTA of the cluster and waits until all `group_size` chunk
 // partials of this round are in `inbox` (rank order). Two inboxes alternate by round: a peer can
 // be at most one round ahead, since finishing a round needs this CTA's statistics of that round.

@@ -81,6 +81,7 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.options.force_register_vecs = 12; },
       [](PlanKey& k) { k.options.force_channel_block = 64; },
       [](PlanKey& k) { k.options.force_tile_rows = 32; },
+      [](PlanKey& k) { k.options.force_stream_parts = 0; },
   };
   PlanCache cache(64);
   cache.insert(base, Plan{});

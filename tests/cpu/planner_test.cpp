@@ -1338,6 +1338,7 @@ TEST(Planner, ChannelsLastTiles) {
   };
   PlanOptions three_kernels;
   three_kernels.force_exchange = Exchange::kNone;
+  three_kernels.force_stream_parts = 0;  // a partial a tile (Planner.ChannelsLastStream streams them)
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
     p.layout = Layout::kChannelsLast;
@@ -1380,6 +1381,151 @@ TEST(Planner, ChannelsLastTiles) {
   p.running_mean = reinterpret_cast<void*>(kAligned * 2);
   p.running_var = reinterpret_cast<void*>(kAligned * 3);
   EXPECT_EQ(plan_of(p).path, Path::kElementwiseEval);
+}
+
+// The three kernels' reduction streamed (Plan::stream_parts), wherever it can and x holds 128 MiB
+// or more: the forward's plain op in float32 and the 16-bit types, C = 4, 8, ... 128 (a power of
+// two of runs of four channels a thread) with rows aligned to 16 bytes. Its CTAs: a ring of five
+// 16 KiB stages and 16 bytes a channel a warp of eight, two an SM on the H200 (its launch bound),
+// 264 at once; the parts a sample that cost the least rounds of the grid, each a part's bytes and
+// 64 KiB more.
+TEST(Planner, ChannelsLastStream) {
+  struct Expect {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int64_t parts, grid;
+  };
+  const Expect cases[] = {
+      {"cl-bf16, x of 128 MiB exactly: 64 samples of 2 MiB in four parts, 256 CTAs in one round (five parts "
+       "take two)",
+       DType::kBFloat16, {64, 64, 128, 128}, 4, 256},
+      {"cl-seed-bf16: 112 samples of 32 MiB in 7 parts, 784 in three rounds of 264 (16 parts: seven rounds, "
+       "33: 14)",
+       DType::kBFloat16, {112, 64, 512, 512}, 7, 264},
+      {"cl-seed-fp32: the same parts of 64 MiB samples", DType::kFloat32, {112, 64, 512, 512}, 7, 264},
+      {"two volumes of 128 MiB: 132 parts each, one round of the grid", DType::kFloat16, {2, 32, 128, 128, 128},
+       132, 264},
+  };
+  PlanOptions three_kernels;
+  three_kernels.force_exchange = Exchange::kNone;
+  for (const Expect& e : cases) {
+    ForwardParams p = problem(e.dtype, e.shape);
+    p.layout = Layout::kChannelsLast;
+    const Plan plan = plan_of(p, three_kernels);
+    EXPECT_TRUE(detail::channels_last_streams(plan)) << e.why;
+    EXPECT_EQ(plan.stream_parts, e.parts) << e.why;
+    EXPECT_EQ(plan.stream_grid, e.grid) << e.why;
+    EXPECT_NE(plan.describe().find("stream_parts=" + std::to_string(e.parts)), std::string::npos) << plan.describe();
+    // A partial a part of each channel, where the tiles took one a tile.
+    EXPECT_EQ(detail::channels_last_reduce_parts(plan), e.parts) << e.why;
+    EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total) << e.why;
+  }
+  // Where it does not stream: each case the one fact apart from cl-bf16's plan (x a row short of
+  // 128 MiB a sample and the tiles' reduction is the planner's; forced, it streams).
+  ForwardParams short_x = problem(DType::kBFloat16, {64, 64, 128, 127});
+  short_x.layout = Layout::kChannelsLast;
+  EXPECT_EQ(plan_of(short_x, three_kernels).stream_parts, 0);
+  PlanOptions three = three_kernels;
+  three.force_stream_parts = 3;
+  EXPECT_EQ(plan_of(short_x, three).stream_parts, 3);
+  const auto cl_bf16 = [] {
+    ForwardParams p = problem(DType::kBFloat16, {64, 64, 128, 128});
+    p.layout = Layout::kChannelsLast;
+    return p;
+  };
+  struct Apart {
+    const char* why;
+    ForwardParams params;
+  };
+  std::vector<Apart> apart;
+  apart.push_back({"an activation: the general op", cl_bf16()});
+  apart.back().params.activation = Activation::kSilu;
+  apart.push_back({"float64: its statistics take two passes", cl_bf16()});
+  apart.back().params.dtype = DType::kFloat64;
+  apart.push_back({"x an element past 16 bytes: no bulk copies of rows", cl_bf16()});
+  apart.back().params.x = reinterpret_cast<void*>(kAligned + 2);
+  apart.push_back({"256 channels: 64 runs a row, past a warp's lanes", cl_bf16()});
+  apart.back().params.channels = 256;
+  apart.push_back({"96 channels: 24 runs, not a power of two", cl_bf16()});
+  apart.back().params.channels = 96;
+  apart.push_back({"GroupNorm's affine by channel inside a slice: the general op", cl_bf16()});
+  apart.back().params.groups = 8;
+  apart.back().params.weight = reinterpret_cast<void*>(kAligned * 2);
+  for (const Apart& a : apart) {
+    const Plan plan = plan_of(a.params, three_kernels);
+    EXPECT_EQ(plan.path, Path::kChannelsLast) << a.why;
+    EXPECT_EQ(plan.stream_parts, 0) << a.why;
+    EXPECT_EQ(detail::channels_last_reduce_parts(plan), plan.parts_per_slice) << a.why;
+  }
+  // GroupNorm without an affine streams (the plain op), its channels' partials combined a slice.
+  ForwardParams groups = cl_bf16();
+  groups.groups = 8;
+  EXPECT_EQ(plan_of(groups, three_kernels).stream_parts, 4);
+  // The resident form (the whole batch on chip at once) reads x once and never streams.
+  ForwardParams small = problem(DType::kBFloat16, {8, 64, 32, 32});
+  small.layout = Layout::kChannelsLast;
+  EXPECT_TRUE(detail::channels_last_resident(plan_of(small)));
+  EXPECT_EQ(plan_of(small).stream_parts, 0);
+  PlanOptions resident;
+  resident.force_exchange = Exchange::kGlobal;
+  resident.force_stream_parts = 3;
+  Plan refused;
+  EXPECT_EQ(plan_forward(small, hopper_h200_limits(), &refused, resident).code(), StatusCode::kInvalidArgument);
+  // Forced: by tiles, or in K parts; refused where it cannot stream, past a sample's rows, below -1.
+  PlanOptions tiles = three_kernels;
+  tiles.force_stream_parts = 0;
+  EXPECT_EQ(plan_of(cl_bf16(), tiles).stream_parts, 0);
+  PlanOptions seven = three_kernels;
+  seven.force_stream_parts = 7;
+  const Plan forced = plan_of(cl_bf16(), seven);
+  EXPECT_EQ(forced.stream_parts, 7);
+  EXPECT_EQ(forced.stream_grid, 264);
+  Plan plan;
+  ForwardParams silu = cl_bf16();
+  silu.activation = Activation::kSilu;
+  Status status = plan_forward(silu, hopper_h200_limits(), &plan, seven);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("stream parts need"), std::string::npos) << status.message();
+  PlanOptions past = three_kernels;
+  past.force_stream_parts = 128 * 128 + 1;
+  EXPECT_EQ(plan_forward(cl_bf16(), hopper_h200_limits(), &plan, past).code(), StatusCode::kInvalidArgument);
+  PlanOptions negative = three_kernels;
+  negative.force_stream_parts = -2;
+  EXPECT_EQ(plan_forward(cl_bf16(), hopper_h200_limits(), &plan, negative).code(), StatusCode::kInvalidArgument);
+  // The backward reduces its tiles.
+  BackwardParams b;
+  b.x = reinterpret_cast<void*>(kAligned);
+  b.dy = reinterpret_cast<void*>(kAligned * 128);
+  b.dx = reinterpret_cast<void*>(kAligned * 192);
+  b.batch = 64;
+  b.channels = 64;
+  b.spatial_rank = 2;
+  b.spatial[0] = b.spatial[1] = 128;
+  b.dtype = DType::kBFloat16;
+  b.layout = Layout::kChannelsLast;
+  b.mean = reinterpret_cast<void*>(kAligned * 3);
+  b.rstd = reinterpret_cast<void*>(kAligned * 4);
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
+  EXPECT_EQ(plan.stream_parts, 0);
+  EXPECT_FALSE(plan.evict_first) << "256 MiB of x and dy";
+  EXPECT_EQ(plan_backward(b, hopper_h200_limits(), &plan, seven).code(), StatusCode::kInvalidArgument);
+  // Its elementwise pass marks what it reads and writes evict-first in L2 on up to 64 MiB of x and
+  // dy together (cl-3d-fp16's 2x32x64^3 float16), not past it, nor in the forward.
+  b.dtype = DType::kFloat16;
+  b.batch = 2;
+  b.channels = 32;
+  b.spatial_rank = 3;
+  b.spatial[0] = b.spatial[1] = b.spatial[2] = 64;
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
+  EXPECT_TRUE(plan.evict_first);
+  EXPECT_NE(plan.describe().find("evict-first"), std::string::npos) << plan.describe();
+  b.spatial[2] = 65;
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
+  EXPECT_FALSE(plan.evict_first) << "a row past 64 MiB";
+  ForwardParams cl_3d = problem(DType::kFloat16, {2, 32, 64, 64, 64});
+  cl_3d.layout = Layout::kChannelsLast;
+  EXPECT_FALSE(plan_of(cl_3d, three_kernels).evict_first);
 }
 
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's

@@ -78,6 +78,7 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
     // The resident form's groups are an item's CTAs; the three kernels' CTAs each take tiles.
     const int64_t group = detail::channels_last_resident(*plan) ? plan->ctas_per_slice : 1;
     plan->grid = std::min<int64_t>(plan->grid, c.max_groups * group);
+    if (detail::channels_last_streams(*plan)) plan->stream_grid = std::min<int64_t>(plan->stream_grid, c.max_groups);
   }
   outcome->plan = plan->describe();
   std::vector<std::string>& failures = outcome->failures;
@@ -93,6 +94,9 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   }
   if (c.expect_slice_clusters != 0 && plan->slice_clusters != c.expect_slice_clusters) {
     failures.push_back(chose + ", expected " + std::to_string(c.expect_slice_clusters) + " clusters a slice");
+  }
+  if (c.expect_stream_parts.has_value() && plan->stream_parts != *c.expect_stream_parts) {
+    failures.push_back(chose + ", expected stream_parts " + std::to_string(*c.expect_stream_parts));
   }
   if (c.expect_exchange != Exchange::kAuto && plan->exchange != c.expect_exchange) {
     failures.push_back(chose + ", expected exchange " + exchange_name(c.expect_exchange));

@@ -323,6 +323,72 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
   }
 }
 
+// The three kernels' reduction streamed (Plan::stream_parts, forced: the planner streams x of 128
+// MiB or more) in one part a sample, in three (rows split unevenly), and in a row a part (a stage
+// of one row); by tiles, and the planner's plan, beside them. Shapes: C = 64 (cl-bf16's plan, smaller), channels_last_3d with odd extents (C = 32),
+// C = 128 (32 runs a row: no shuffles between lanes), C = 8 (two runs: five shuffles), and
+// GroupNorm(8) without an affine (the plain op; a slice's eight channels' partials combined by the
+// finish kernel). Offset data; with 1e4 + randn channel 1 of sample 0 starts with a 0, so its
+// parts' one pass may have lost digits and the CTA reads them again from global memory; a NaN
+// slice; two CTAs taking every part in turn (the ring's stages and phases carried across parts and
+// samples); in place and three runs with the same bits. float64 reduces by tiles.
+TEST(GpuChannelsLast, StreamedReduction) {
+  INORM_REQUIRE_GPU();
+  struct Streamed {
+    const char* why;
+    std::vector<int64_t> shape;
+    int64_t groups;
+  };
+  const Streamed shapes[] = {
+      {"C=64, 128x128", {2, 64, 128, 128}, 0},
+      {"channels_last_3d 2x32x17x19x23", {2, 32, 17, 19, 23}, 0},
+      {"C=128, 9x11", {3, 128, 9, 11}, 0},
+      {"C=8, 1000 rows", {5, 8, 1000}, 0},
+      {"GroupNorm(8) of 64 channels, no affine", {2, 64, 40, 50}, 8},
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const Streamed& s : shapes) {
+      int64_t rows = 1;
+      for (std::size_t d = 2; d < s.shape.size(); ++d) rows *= s.shape[d];
+      for (int64_t parts : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{3}, rows}) {
+        Case c = channels_last_case(Pass::kForward, s.shape, dtype, Exchange::kNone);
+        c.groups = s.groups;
+        if (s.groups != 0) {
+          c.affine = false;
+          c.running = Running::kNone;
+        }
+        c.options.force_stream_parts = static_cast<int>(parts);
+        if (parts >= 0) c.expect_stream_parts = parts;
+        const std::string why = std::string(s.why) + (parts < 0    ? ", the planner's parts"
+                                                      : parts == 0 ? ", by tiles"
+                                                                   : ", " + std::to_string(parts) + " parts");
+        if (parts < 0) {  // the planner's (tiles below 128 MiB of x: Planner.ChannelsLastStream)
+          expect_passes(c, why);
+          continue;
+        }
+        for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+          ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+          expect_passes(c, why + ", " + data);
+        }
+        c.zero_start_slice = s.groups != 0 ? 0 : 1;
+        expect_passes(c, why + ", its slice " + std::to_string(c.zero_start_slice) + " starts with 0 amid 1e4 + randn");
+        c.zero_start_slice = -1;
+        c.data = DataSpec{};
+        c.nan_slice = 3;
+        expect_passes(c, why + ", NaN in slice 3");
+        c.nan_slice = -1;
+        c.max_groups = 2;
+        expect_passes(c, why + ", two CTAs");
+        c.max_groups = 0;
+        expect_passes_in_place_and_repeated(c, why);
+      }
+    }
+  }
+  Case float64 = channels_last_case(Pass::kForward, {2, 64, 128, 128}, DType::kFloat64, Exchange::kNone);
+  float64.expect_stream_parts = 0;
+  expect_passes(float64, "float64 by tiles");
+}
+
 // Tiles forced smaller than the planner's (PlanOptions force_channel_block, force_tile_rows): many
 // tiles a channel, a channel block that does not divide C, and GroupNorm's groups across blocks
 // with SiLU (600 channels in blocks of 96: 20 channels a group, some groups split between two blocks),

@@ -35,6 +35,7 @@ struct Reach {
   Layout layout = Layout::kContiguous;
   int64_t groups = 0;  // GroupNorm's
   int slice_clusters = 0;
+  int stream_parts = -1;  // PlanOptions force_stream_parts
 };
 
 void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt,
@@ -49,6 +50,7 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   c.x_offset = c.y_offset = r.offset;
   force_plan(&c, r.path, r.ctas_per_slice, r.ctas_per_sm, r.exchange);
   c.options.force_slice_clusters = r.slice_clusters;
+  c.options.force_stream_parts = r.stream_parts;
   c.max_groups = r.max_groups;
   c.expect_registers = registers;
   c.activation = activation;
@@ -109,6 +111,11 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
   if (pass == Pass::kForward) {
     reaches.push_back({"running-stat update (channel reduction)", {3, 2, 4097}, DType::kFloat32, Path::kAuto, 0, 0,
                        Exchange::kAuto, 0, Running::kUpdate});
+    // The forward's reduction streamed (Plan::stream_parts), three parts a sample, two CTAs taking
+    // every part in turn: the ring's stages and phases carried across parts and samples.
+    reaches.push_back({"channels_last's reduction streamed in three parts a sample by two CTAs", {2, 8, 5601},
+                       DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 2, Running::kNone, 0,
+                       Layout::kChannelsLast, 0, 0, 3});
   }
   return reaches;
 }
