@@ -478,7 +478,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   constexpr int kRunsAStage = static_cast<int>(kChannelsLastStreamStageBytes / (kConsumers * sizeof(Run)));
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[kStages];   // a stage's bytes have landed
-  __shared__ uint64_t empty[kStages];  // every consumer warp is past its reads of a stage
+  __shared__ uint64_t empty[kStages];  // every consumer thread is past its reads of a stage
   __shared__ int lost_in[2];  // whether a part's one pass may have lost digits, parts alternating
   const int64_t channels = args.channels;
   const int runs = static_cast<int>(channels / kVec);  // a power of two up to 32 (the planner's)
@@ -491,7 +491,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
-      cuda::ptx::mbarrier_init(&empty[s], kChannelsLastStreamWarps);
+      cuda::ptx::mbarrier_init(&empty[s], kConsumers);
     }
     lost_in[0] = lost_in[1] = 0;
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
@@ -579,8 +579,8 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
       } else {
         for (int row = first_row; row < n; row += rows_a_pass) add(*reinterpret_cast<const Run*>(staged + row * channels));
       }
-      __syncwarp();
-      if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[stage]);
+      // Each thread arrives (a warp's lane for it, after __syncwarp, is a race to compute-sanitizer).
+      cuda::ptx::mbarrier_arrive(&empty[stage]);
       next_stage();
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
