@@ -5,8 +5,8 @@
 //           there with the op's reduce (the threads of a column sum through shared memory in a
 //           fixed order), one float64 partial per (channel of a sample, tile); or, where the plan
 //           streams it (Plan::stream_parts: the forward's plain op), parts of each sample's rows
-//           move through a ring of bulk copies into float64 sums in registers, one partial per
-//           (channel of a sample, part) (channels_last_stream_kernel);
+//           move through a ring of bulk copies into sums in registers, one partial per (channel
+//           of a sample, part) (channels_last_stream_kernel);
 //   finish  a warp or a CTA per slice combines the partials of its channels' tiles (one channel, or
 //           a GroupNorm group's C / groups; the op's combine_split, as the split path does) and
 //           keeps each of its channels' elementwise coefficients in the workspace;
@@ -455,19 +455,20 @@ __device__ __forceinline__ void sum_over_consumers(PairSum<double> (&sums)[kVec]
 // channels_last_reduce_kernel): a CTA takes a part of a sample's rows at a time, the grid striding
 // over the (sample, part) items. Its producer warp's first lane moves the parts' rows through a
 // ring of kChannelsLastStreamStages buffers by bulk copies, running ahead across parts, while the
-// consumer warps add each run of four channels they take (a thread the same run of every
-// (rows a pass)-th row) into sums in registers: ForwardOp's one pass around each part's first
-// row, each stage's few rows a thread in float32 (d = x - shift and its square), then into
-// float64 sums, so that an element costs no float64 operation (those bound the stream at float64
-// a element: dev/VARIANTS.md 93). At a part's end the sums are added over the CTA (sum_over_consumers) into each
-// channel's partial (ForwardOp::from_shifted_sums), kept as a tile's would be for the finish kernel;
-// where the one pass may have lost digits in any channel (its squares around the shift past
-// kChannelsLastStreamMaxSquares times M2: the float32 blocks keep fewer digits than float64 sums), the part is read again from global
-// memory for the deviations from each channel's rounded mean (ForwardOp::from_deviations). No
-// tile's serial steps (staged, waited for, column trees and barriers) stand between the loads: they
-// cost the tiles' reduction a third of its time (dev/VARIANTS.md 80).
+// consumer warps add each run of four channels they take into sums in registers: ForwardOp's one
+// pass around each part's first row, a stage's few rows a thread in float32 (d = x - shift and its
+// square), then into float64 sums (a float64 sum an element ran no faster than the tiles:
+// dev/VARIANTS.md 93). At a part's end the sums are added over the CTA (sum_over_consumers) into
+// each channel's partial (ForwardOp::from_shifted_sums), kept as a tile's would be for the finish
+// kernel; where the one pass may have lost digits in any channel (its squares around the shift past
+// kChannelsLastStreamMaxSquares times M2: float32 blocks keep fewer digits than float64 sums), the
+// part is read again from global memory for the deviations from each channel's rounded mean
+// (ForwardOp::from_deviations). No tile's serial steps (staged, waited for, column trees and
+// barriers) stand between the loads: they cost the tiles' reduction a third of its time
+// (dev/VARIANTS.md 80).
 template <typename Op>
-__global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm) channels_last_stream_kernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm)
+    channels_last_stream_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using T = typename Op::Elem;
   static_assert(kStreamsReduction<Op>, "the streamed reduction is the forward's plain op's");
@@ -577,7 +578,9 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
 #pragma unroll
         for (int k = 0; k < kRunsAStage; ++k) add(v[k]);
       } else {
-        for (int row = first_row; row < n; row += rows_a_pass) add(*reinterpret_cast<const Run*>(staged + row * channels));
+        for (int row = first_row; row < n; row += rows_a_pass) {
+          add(*reinterpret_cast<const Run*>(staged + row * channels));
+        }
       }
       // Each thread arrives (a warp's lane for it, after __syncwarp, is a race to compute-sanitizer).
       cuda::ptx::mbarrier_arrive(&empty[stage]);

@@ -55,8 +55,8 @@ struct KernelArgs {
   int64_t tile_rows;    // kChannelsLast
   int64_t stream_parts;  // kChannelsLast: Plan::stream_parts (0: the reduction takes the tiles)
   void* slice_coefficients;  // kChannelsLast: kSliceCoefficientBytes [num_slices * slice_channels]
-  // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]; kChannelsLast: one per tile of each
-  // channel, [num_slices * slice_channels * parts_per_slice]
+  // kSplitPipelined: SplitPartial [num_slices * parts_per_slice]; kChannelsLast: one per tile (or
+  // streamed part) of each channel, [num_slices * slice_channels * (stream_parts or parts_per_slice)]
   void* split_partials;
   void* split_slice_stats;   // kSplitPipelined: SplitPartial [num_slices]
   unsigned* next_item;       // kSplitPipelined: the grid's work counter, zeroed before the launch
