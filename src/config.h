@@ -360,7 +360,7 @@ inline constexpr int channels_last_static_reserve(int threads) { return threads 
 // beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,
 // the planner's cost of a part beyond its bytes (its CTA sums, check and partials: about 3.5 us a
 // part more on cl-bf16, 56 KiB at a CTA's pace), and the least x it streams (dev/VARIANTS.md 93:
-// from 128 MiB it ran level or 1-8% faster than the tiles' reduction, below it 1-3% slower, where
+// from 128 MiB it ran level or 1-9% faster than the tiles' reduction, below it 1-3% slower, where
 // the ring's fill and last parts weigh on one short round).
 inline constexpr int kChannelsLastStreamWarps = 8;
 inline constexpr int kChannelsLastStreamThreads = (kChannelsLastStreamWarps + 1) * 32;
