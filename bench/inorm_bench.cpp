@@ -11,7 +11,8 @@
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
-//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,alone8,regv8 (also time forced plans: CTAs
+//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,alone8,regv8
+//            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
 //            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
