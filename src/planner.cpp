@@ -1203,7 +1203,6 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
 // parts a sample that cost the least: each round of the grid (CTAs of its ring that fit an SM, on
 // every SM) costs a part's bytes and kChannelsLastStreamPartCostBytes, the fewest parts among
 // equals. options.force_stream_parts: 0 the tiles' reduction, > 0 that many parts, whatever x's size.
-
 Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t forced = options.force_stream_parts;
   if (forced < -1) {
@@ -1237,7 +1236,8 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   } else {
     int64_t best_cost = std::numeric_limits<int64_t>::max();
     for (int64_t p = 1; p <= std::min(detail::kChannelsLastStreamMaxParts, rows); ++p) {
-      const int64_t cost = ceil_div(batch * p, capacity) * (ceil_div(sample_bytes, p) + detail::kChannelsLastStreamPartCostBytes);
+      const int64_t cost =
+          ceil_div(batch * p, capacity) * (ceil_div(sample_bytes, p) + detail::kChannelsLastStreamPartCostBytes);
       if (cost < best_cost) {
         best_cost = cost;
         parts = p;

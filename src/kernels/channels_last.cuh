@@ -123,11 +123,7 @@ __device__ __forceinline__ UnitOf<T, kLoad> load_unit(const T* p, bool evict_fir
 template <typename T, TileLoad kLoad>
 __device__ __forceinline__ void store_unit(T* p, const UnitOf<T, kLoad>& unit, bool evict_first = false) {
   if constexpr (kLoad == TileLoad::kVector) {
-    if (evict_first) {
-      store_pack_evict_first(p, unit);
-    } else {
-      store_pack_l2(p, unit);
-    }
+    store_output_pack(p, unit, evict_first);
   } else if (evict_first) {
     __stcs(p, unit);
   } else {
@@ -736,11 +732,7 @@ __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& 
         for (int i = 0; i < kInputs; ++i) v[i] = Traits<T>::to_acc(packs[i].v[e]);
         out.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, v));
       }
-      if (evict_first) {
-        store_pack_evict_first(dst + range.head + b * kVec, out);
-      } else {
-        store_pack_l2(dst + range.head + b * kVec, out);
-      }
+      store_output_pack(dst + range.head + b * kVec, out, evict_first);
     }
     if (threadIdx.x < range.ragged()) {
       const int64_t j = range.ragged_index(threadIdx.x);

@@ -304,12 +304,7 @@ struct Chunk {
         Pack<T> packs[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) packs[i] = body(i)[b];
-        const Pack<T> out = map_pack(packs, range.head + b * kVec);
-        if (evict_first) {
-          store_pack_evict_first(dst + range.head + b * kVec, out);
-        } else {
-          store_pack_l2(dst + range.head + b * kVec, out);
-        }
+        store_output_pack(dst + range.head + b * kVec, map_pack(packs, range.head + b * kVec), evict_first);
       }
       if (threadIdx.x < range.ragged()) store_element(range.ragged_index(threadIdx.x));
     } else {

@@ -223,6 +223,17 @@ __device__ __forceinline__ void wait_phase(uint64_t* barrier, uint32_t parity) {
   }
 }
 
+// An output's 16-byte store: cached in L2 only (store_pack_l2), or marked evict-first there where
+// `evict_first` (Plan::evict_first).
+template <typename T>
+__device__ __forceinline__ void store_output_pack(T* ptr, const Pack<T>& pack, bool evict_first) {
+  if (evict_first) {
+    store_pack_evict_first(ptr, pack);
+  } else {
+    store_pack_l2(ptr, pack);
+  }
+}
+
 // A bulk async copy of `bytes` (a multiple of 16) from global `src` to shared `dst`, completing on
 // the mbarrier `barrier`, its lines marked evict-first in L2. By hand: neither
 // cuda::device::memcpy_async_tx nor cuda::ptx::cp_async_bulk takes an L2 cache hint.
