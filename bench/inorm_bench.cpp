@@ -11,14 +11,15 @@
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
-//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,alone8,regv8
+//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,alone8,regv8
 //            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
 //            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
 //            its resident form (at K CTAs an SM; over channel blocks of K channels), the three
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
-//            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), and
+//            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
+//            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -615,6 +616,10 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (std::sscanf(item.c_str(), "cl-stream%d", &v.options.force_stream_parts) == 1 &&
                v.options.force_stream_parts >= 0) {
       // the three kernels' reduction by tiles (cl-stream0) or streamed in K parts a sample
+      v.options.force_exchange = Exchange::kNone;
+    } else if (item == "cl-apply0" || item == "cl-apply1") {
+      // the elementwise pass in its own kernel or, where the reduction streams, in the same one
+      v.options.force_stream_applies = item == "cl-apply1" ? 1 : 0;
       v.options.force_exchange = Exchange::kNone;
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396

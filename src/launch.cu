@@ -211,7 +211,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.evict_first = plan.evict_first;
     args.stream_parts = plan.stream_parts;
     args.split_partials = ws + layout.split_partials;
-    if (detail::channels_last_resident(plan)) {
+    if (detail::channels_last_resident(plan) || detail::channels_last_stream_applies(plan)) {
       args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
     } else {
       args.slice_coefficients = ws + layout.slice_coefficients;

@@ -24,7 +24,8 @@ struct WorkspaceLayout {
   // kSharedResident through L2 (shared_exchanges_through_l2): chunk statistics [num_slices *
   // ctas_per_slice], or a cluster's [num_slices * slice_clusters]
   std::size_t chunk_partials = 0;
-  // kSharedResident through L2: unsigned [num_slices]; resident kChannelsLast: [samples]
+  // kSharedResident through L2: unsigned [num_slices]; resident kChannelsLast: [items]; kChannelsLast
+  // where the stream applies: [samples]
   std::size_t slice_arrivals = 0;
   std::size_t slice_counter = 0;   // kSharedResident, shared_slices_in_order: unsigned long long
   // kSplitPipelined: SplitPartial[num_slices * parts_per_slice]; kChannelsLast: one per tile of each
@@ -33,8 +34,8 @@ struct WorkspaceLayout {
   std::size_t split_partials = 0;
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
-  // kChannelsLast but resident: kSliceCoefficientBytes [num_slices * slice_channels], the elementwise
-  // pass's, per channel
+  // kChannelsLast's three kernels: kSliceCoefficientBytes [num_slices * slice_channels], the
+  // elementwise pass's, per channel
   std::size_t slice_coefficients = 0;
   // stats type [num_slices] each: the two terms per slice that the channel reduction sums over the
   // batch: per-instance mean and unbiased variance for the running stats (forward), sum(dy * xhat)
@@ -194,9 +195,26 @@ inline bool channels_last_streams(const Plan& plan) { return plan.path == Path::
 inline int64_t channels_last_reduce_parts(const Plan& plan) {
   return channels_last_streams(plan) ? plan.stream_parts : plan.parts_per_slice;
 }
-inline int64_t channels_last_stream_smem_bytes(const Plan& plan) {
+// Where the streamed kernel also applies (Plan::stream_applies), a coefficient cell a channel after
+// the sums; and its one arrival counter a sample.
+inline bool channels_last_stream_applies(const Plan& plan) {
+  return channels_last_streams(plan) && plan.stream_applies;
+}
+inline int64_t channels_last_stream_smem_bytes(const Plan& plan, bool applies) {
   return kChannelsLastStreamStages * kChannelsLastStreamStageBytes +
-         kChannelsLastStreamWarps * plan.channels * static_cast<int64_t>(2 * sizeof(double));
+         kChannelsLastStreamWarps * plan.channels * static_cast<int64_t>(2 * sizeof(double)) +
+         (applies ? plan.channels * static_cast<int64_t>(kSliceCoefficientBytes) : 0);
+}
+inline int64_t channels_last_stream_smem_bytes(const Plan& plan) {
+  return channels_last_stream_smem_bytes(plan, channels_last_stream_applies(plan));
+}
+// The rows of a stage of the ring (whole rows), and the fewest rows of a part the applying kernel
+// takes: its ring's stages all full of the part, so that they are the part's last when it applies.
+inline int64_t channels_last_stream_stage_rows(const Plan& plan) {
+  return kChannelsLastStreamStageBytes / (plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)));
+}
+inline int64_t channels_last_stream_apply_min_rows(const Plan& plan) {
+  return kChannelsLastStreamStages * channels_last_stream_stage_rows(plan);
 }
 inline bool channels_last_can_stream(const Plan& plan) {
   const int64_t runs = plan.channels / kChannelsLastStreamRun;

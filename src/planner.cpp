@@ -136,6 +136,7 @@ std::string Plan::describe() const {
           << " tiles=" << parts_per_slice << " grid=" << grid
           << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
       if (stream_parts > 0) out << " stream_parts=" << stream_parts << " stream_grid=" << stream_grid;
+      if (stream_applies) out << " stream-applies";
       if (evict_first) out << " evict-first";
       if (exchange == Exchange::kGlobal) {
         out << " resident ctas_per_item=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
@@ -244,6 +245,8 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   }
   if (channels_last_exchanges(plan)) {
     layout.slice_arrivals = reserve(static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned));
+  } else if (channels_last_stream_applies(plan)) {
+    layout.slice_arrivals = reserve(static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned));
   } else if (plan.path == Path::kChannelsLast && !channels_last_resident(plan)) {
     layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
   }
@@ -1203,21 +1206,37 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
 // parts a sample that cost the least: each round of the grid (CTAs of its ring that fit an SM, on
 // every SM) costs a part's bytes and kChannelsLastStreamPartCostBytes, the fewest parts among
 // equals. options.force_stream_parts: 0 the tiles' reduction, > 0 that many parts, whatever x's size.
+// The kernel also applies (Plan::stream_applies) where every part fits one round of CTAs each holding
+// a ring's stages of it (plan_internal.h channels_last_stream_apply_min_rows), in the most parts
+// that do, where x holds kChannelsLastStreamApplyMinBytes to kChannelsLastStreamApplyMaxBytes and a
+// CTA's combine reads at most kChannelsLastStreamApplyMaxPartials; options.force_stream_applies: 1
+// wherever it can (an error where not), 0 never.
 Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t forced = options.force_stream_parts;
+  const int forced_applies = options.force_stream_applies;
   if (forced < -1) {
     return invalid("forced channels_last stream parts must be -1 (the planner's), 0 (tiles) or more, got " +
                    std::to_string(forced));
   }
+  if (forced_applies < -1 || forced_applies > 1 || (forced_applies == 1 && forced == 0)) {
+    return invalid("forced channels_last stream applies must be -1 (the planner's), 0 or 1 (with a streamed "
+                   "reduction), got " + std::to_string(forced_applies) + " with stream parts " +
+                   std::to_string(forced));
+  }
   plan->stream_parts = 0;
   plan->stream_grid = 0;
+  plan->stream_applies = false;
   if (forced == 0) return Status::Ok();
-  const int64_t smem = detail::channels_last_stream_smem_bytes(*plan);
-  const int64_t ctas_per_sm = std::min<int64_t>(
-      {detail::ctas_fitting_on_sm(limits, smem), limits.max_threads_per_sm / detail::kChannelsLastStreamThreads,
-       detail::kChannelsLastStreamCtasPerSm});
-  if (!detail::channels_last_can_stream(*plan) || ctas_per_sm < 1) {
-    if (forced < 0) return Status::Ok();
+  const auto capacity_of = [&](bool applies) {  // CTAs of the kernel resident at once
+    const int64_t smem = detail::channels_last_stream_smem_bytes(*plan, applies);
+    return std::min<int64_t>({detail::ctas_fitting_on_sm(limits, smem),
+                              limits.max_threads_per_sm / detail::kChannelsLastStreamThreads,
+                              detail::kChannelsLastStreamCtasPerSm}) *
+           limits.sm_count;
+  };
+  const int64_t capacity = capacity_of(false);
+  if (!detail::channels_last_can_stream(*plan) || capacity < 1) {
+    if (forced < 0 && forced_applies < 1) return Status::Ok();
     return invalid("forced channels_last stream parts need the forward's three kernels without an activation or "
                    "channel affine, float32, float16 or bfloat16, and C = 4, 8, ... 128 channels whose rows are "
                    "aligned to 16 bytes: " + plan->describe());
@@ -1225,15 +1244,37 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   const int64_t batch = detail::batch_of(*plan);
   const int64_t rows = detail::channel_len_of(*plan);
   const int64_t sample_bytes = rows * plan->channels * static_cast<int64_t>(dtype_size(plan->dtype));
-  if (forced < 0 && batch * sample_bytes < detail::kChannelsLastStreamMinBytes) return Status::Ok();
-  const int64_t capacity = ctas_per_sm * limits.sm_count;
+  const int64_t x_bytes = batch * sample_bytes;
+  if (forced > 0 && (forced > rows || forced * plan->slice_channels > std::numeric_limits<int32_t>::max())) {
+    return invalid("forced channels_last stream parts must be 1 to the " + std::to_string(rows) +
+                   " rows of a sample, got " + std::to_string(forced));
+  }
+  // The applying kernel's parts: the forced ones, else the most of one round.
+  const int64_t apply_capacity = capacity_of(true);
+  const int64_t apply_parts =
+      forced > 0 ? forced
+                 : std::min({apply_capacity / batch, rows / detail::channels_last_stream_apply_min_rows(*plan),
+                             detail::kChannelsLastStreamMaxParts});
+  const bool can_apply = apply_parts >= 1 && batch * apply_parts <= apply_capacity &&
+                         rows / apply_parts >= detail::channels_last_stream_apply_min_rows(*plan);
+  if (forced_applies == 1 && !can_apply) {
+    return invalid("forced channels_last stream applies need every part of a sample in one round of " +
+                   std::to_string(apply_capacity) + " CTAs, each part at least " +
+                   std::to_string(detail::channels_last_stream_apply_min_rows(*plan)) + " rows: " + plan->describe() +
+                   (forced > 0 ? " in " + std::to_string(forced) + " parts" : std::string()));
+  }
+  const bool applies_by_rule = x_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
+                              x_bytes <= detail::kChannelsLastStreamApplyMaxBytes &&
+                              plan->channels * apply_parts <= detail::kChannelsLastStreamApplyMaxPartials;
+  if (can_apply && (forced_applies == 1 || (forced_applies < 0 && applies_by_rule))) {
+    plan->stream_parts = apply_parts;
+    plan->stream_grid = batch * apply_parts;
+    plan->stream_applies = true;
+    return Status::Ok();
+  }
+  if (forced < 0 && x_bytes < detail::kChannelsLastStreamMinBytes) return Status::Ok();
   int64_t parts = forced;
-  if (forced > 0) {
-    if (forced > rows || forced * plan->slice_channels > std::numeric_limits<int32_t>::max()) {
-      return invalid("forced channels_last stream parts must be 1 to the " + std::to_string(rows) +
-                     " rows of a sample, got " + std::to_string(forced));
-    }
-  } else {
+  if (forced < 0) {
     int64_t best_cost = std::numeric_limits<int64_t>::max();
     for (int64_t p = 1; p <= std::min(detail::kChannelsLastStreamMaxParts, rows); ++p) {
       const int64_t cost =

@@ -230,6 +230,10 @@ struct PlanOptions {
   // where the stream runs: the forward without an activation or channel affine, float32 and the
   // 16-bit types, C = 4, 8, ... 128 channels, rows aligned to 16 bytes.
   int force_stream_parts = -1;
+  // Where the reduction streams: 1 runs the elementwise pass in the same kernel (Plan::stream_applies:
+  // every part a CTA at once, each part at least kChannelsLastStreamStages stages), 0 in its own
+  // kernel, -1 the planner's.
+  int force_stream_applies = -1;
 };
 
 struct Plan {
@@ -277,6 +281,11 @@ struct Plan {
   // (kernels/channels_last.cuh channels_last_stream_kernel); 0: it reduces the tiles
   int64_t stream_parts = 0;
   int64_t stream_grid = 0;
+  // With stream_parts: the same kernel then runs the elementwise pass, its CTAs one a part all at
+  // once, each sample's partials exchanged through L2, each part written from the last stages of its
+  // ring first, then from its last rows back (x read once where they are still on chip); no finish
+  // or elementwise kernel.
+  bool stream_applies = false;
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int resident_parts = 0;     // kSplitPipelined: of each slice's parts, the last this many stay in the shared
                               // memory of the CTA that reduced them, which then writes their output: read once

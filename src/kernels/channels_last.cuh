@@ -6,7 +6,9 @@
 //           fixed order), one float64 partial per (channel of a sample, tile); or, where the plan
 //           streams it (Plan::stream_parts: the forward's plain op), parts of each sample's rows
 //           move through a ring of bulk copies into sums in registers, one partial per (channel
-//           of a sample, part) (channels_last_stream_kernel);
+//           of a sample, part) (channels_last_stream_kernel), which may then run the elementwise
+//           pass itself, its CTAs a part each all at once (Plan::stream_applies: no finish or
+//           apply kernel);
 //   finish  a warp or a CTA per slice combines the partials of its channels' tiles (one channel, or
 //           a GroupNorm group's C / groups; the op's combine_split, as the split path does) and
 //           keeps each of its channels' elementwise coefficients in the workspace;
@@ -396,6 +398,65 @@ __device__ __forceinline__ int64_t reduce_parts_of(const KernelArgs& args) {
   return args.stream_parts > 0 ? args.stream_parts : args.parts_per_slice;
 }
 
+// Channel `local` of `slice`'s elementwise coefficients: the slice's (`c`, from Op::finish), moved
+// to the channel's weight and bias where the op applies them by channel (GroupNorm's affine).
+template <typename Op>
+__device__ __forceinline__ typename Op::Coefficients channel_coefficients(const KernelArgs& args, int64_t slice,
+                                                                          typename Op::Coefficients c, int64_t local) {
+  static_assert(sizeof(c) <= kSliceCoefficientBytes, "a channel's coefficients fit their cell");
+  ChannelWindow<Op> window(args, slice, c);
+  window.seek(local * args.channel_len);
+  return c;
+}
+
+// The resident form combines a sample's partials by groups of kCombineLanes lanes, each group a
+// slice (the op's combine_split over its channels' tiles): enough loads in flight at once for every
+// slice, without a CTA-wide sum per slice.
+inline constexpr int kCombineLanes = 4;
+
+// f(index, lane, owner) for indices [0, count), kCombineLanes lanes each (`lane`: this thread's place
+// among them), over the CTA's first `threads` threads (whole warps: by default all of them): every
+// lane of those warps calls f in every round (the lanes shuffle), those past the last index with it
+// again and `owner` false.
+template <typename F>
+__device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f,
+                                                    int threads = static_cast<int>(blockDim.x) / 32 * 32) {
+  if (static_cast<int>(threadIdx.x) >= threads) return;
+  const int per_round = threads / kCombineLanes;
+  const int group = static_cast<int>(threadIdx.x) / kCombineLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kCombineLanes;
+  for (int64_t first = 0; first < count; first += per_round) {
+    f(min(first + group, count - 1), lane, first + group < count);
+  }
+}
+
+// Slices [first_slice, first_slice + slices) of a sample finished into their channels'
+// coefficient cells (`cells`: the first slice's first channel's): each slice's `count` partials
+// (partial(s, i): its i-th) combined by kCombineLanes lanes (the op's combine_split), over the CTA's
+// first `threads` threads (of kThreads); where `writer`, a slice's first lane writes its outputs.
+template <typename Op, int kThreads, typename PartialOf>
+__device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t first_slice, int64_t slices, int count,
+                                               const PartialOf& partial, bool writer, unsigned char* cells,
+                                               int threads = static_cast<int>(blockDim.x) / 32 * 32) {
+  using Coefficients = typename Op::Coefficients;
+  for_each_lane_group(
+      slices,
+      [&](int64_t s, int lane, bool owner) {
+        const int64_t slice = first_slice + s;
+        GroupAllSum<kCombineLanes, kThreads> lane_sum;
+        const auto stats = Op::template combine_split<kCombineInFlight>([&](int i) { return partial(s, i); }, count,
+                                                                        lane, kCombineLanes, lane_sum);
+        if (!owner) return;
+        const Coefficients c =
+            Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), writer && lane == 0);
+        for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) {
+          *reinterpret_cast<Coefficients*>(cells + (s * args.slice_channels + local) * kSliceCoefficientBytes) =
+              channel_coefficients<Op>(args, slice, c, local);
+        }
+      },
+      threads);
+}
+
 // Whether Op's reduction can stream (plan_internal.h channels_last_can_stream says where the plan
 // asks for it): the forward's plain op, whose one pass of float64 sums around a shift needs no
 // second look at the data unless it lost digits.
@@ -447,6 +508,94 @@ __device__ __forceinline__ void sum_over_consumers(PairSum<double> (&sums)[kVec]
   }
 }
 
+// Part `part` of a sample in the streamed kernel: rows [*begin, *begin + the result), the parts'
+// lengths differing by one at most.
+__device__ __forceinline__ int64_t stream_part_rows(const KernelArgs& args, int64_t part, int64_t* begin) {
+  const int64_t even = args.channel_len / args.stream_parts;
+  const int64_t longer = args.channel_len % args.stream_parts;
+  *begin = part * even + min(part, longer);
+  return even + (part < longer ? 1 : 0);
+}
+
+// The elementwise pass of the streamed kernel's part (kApplies: a CTA's one part, blockIdx.x), by
+// its consumer threads, the ring at `stage` and `phase` where the reduction left it: its j-th stage
+// is the part's last kStages stages in order (still there), then the rest from the last back.
+// A full stage is an array of 16-byte packs whose i-th holds channels (i * its elements) mod C on:
+// a thread takes packs t, t + 256, ... of the same channels (256 packs hold whole rows); a stage
+// of fewer rows is taken by runs as the reduction takes it. `cells`: the sample's coefficients, a
+// cell a channel.
+template <typename Op>
+__device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, const unsigned char* smem,
+                                                    const unsigned char* cells, uint64_t* full, uint64_t* empty,
+                                                    int stage, uint32_t phase) {
+  using T = typename Op::Elem;
+  using Acc = typename Op::Acc;
+  using Coefficients = typename Op::Coefficients;
+  using Run = StreamRun<T>;
+  constexpr int kStages = kChannelsLastStreamStages;
+  constexpr int kConsumers = kChannelsLastStreamWarps * 32;
+  constexpr int kVec = kVecOf<T>;
+  constexpr int kPacksAStage = static_cast<int>(kChannelsLastStreamStageBytes / (kConsumers * sizeof(Pack<T>)));
+  constexpr int kRun = kChannelsLastStreamRun;
+  const int64_t channels = args.channels;
+  const int stage_rows = static_cast<int>(kChannelsLastStreamStageBytes / (channels * static_cast<int64_t>(sizeof(T))));
+  const int64_t parts = args.stream_parts;
+  int64_t begin = 0;
+  const int64_t len = stream_part_rows(args, blockIdx.x % parts, &begin);
+  T* const part_out = static_cast<T*>(args.out) + (blockIdx.x / parts * args.channel_len + begin) * channels;
+  const auto coefficients_of = [&](int64_t channel) {
+    return *reinterpret_cast<const Coefficients*>(cells + channel * kSliceCoefficientBytes);
+  };
+  Coefficients c[kVec];  // of a full stage's packs
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) c[e] = coefficients_of((threadIdx.x * kVec + e) % channels);
+  const int runs = static_cast<int>(channels / kRun);
+  const int run = static_cast<int>(threadIdx.x) % runs;
+  const int first_row = static_cast<int>(threadIdx.x) / runs;
+  const int rows_a_pass = kConsumers / runs;
+  const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
+  const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
+  epilogue.visit([&](const auto& activation) {
+    const auto output = [&](const Coefficients& coefficients, T v) {
+      const Acc element[1] = {Traits<T>::to_acc(v)};
+      return Traits<T>::from_acc(Op::apply(coefficients, activation, element));
+    };
+    for (int64_t j = 0; j < stages_of_part; ++j) {
+      const int64_t k = j < kStages ? stages_of_part - kStages + j : stages_of_part - 1 - j;
+      const int n = static_cast<int>(min(static_cast<int64_t>(stage_rows), len - k * stage_rows));
+      wait_phase(&full[stage], phase);
+      const T* const staged = reinterpret_cast<const T*>(smem + stage * kChannelsLastStreamStageBytes);
+      T* const dst = part_out + k * stage_rows * channels;
+      if (n == stage_rows) {
+        Pack<T> v[kPacksAStage];
+#pragma unroll
+        for (int m = 0; m < kPacksAStage; ++m) v[m] = reinterpret_cast<const Pack<T>*>(staged)[threadIdx.x + m * kConsumers];
+#pragma unroll
+        for (int m = 0; m < kPacksAStage; ++m) {
+          Pack<T> y;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) y.v[e] = output(c[e], v[m].v[e]);
+          store_pack_l2(dst + (threadIdx.x + m * kConsumers) * kVec, y);
+        }
+      } else {
+        for (int row = first_row; row < n; row += rows_a_pass) {
+          const int64_t at = static_cast<int64_t>(row) * channels + run * kRun;
+          const Run v = *reinterpret_cast<const Run*>(staged + at);
+          Run y;
+#pragma unroll
+          for (int e = 0; e < kRun; ++e) y.v[e] = output(coefficients_of(run * kRun + e), v.v[e]);
+          *reinterpret_cast<Run*>(dst + at) = y;
+        }
+      }
+      cuda::ptx::mbarrier_arrive(&empty[stage]);
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  });
+}
+
 // The three kernels' reduction streamed (Plan::stream_parts, in place of
 // channels_last_reduce_kernel): a CTA takes a part of a sample's rows at a time, the grid striding
 // over the (sample, part) items. Its producer warp's first lane moves the parts' rows through a
@@ -462,7 +611,15 @@ __device__ __forceinline__ void sum_over_consumers(PairSum<double> (&sums)[kVec]
 // (ForwardOp::from_deviations). No tile's serial steps (staged, waited for, column trees and
 // barriers) stand between the loads: they cost the tiles' reduction a third of its time
 // (dev/VARIANTS.md 80).
-template <typename Op>
+//
+// kApplies (Plan::stream_applies): the kernel then runs the elementwise pass too. Its CTAs take a
+// part each, all resident at once (a cooperative launch): once a CTA's partials are written it
+// arrives on its sample's counter, and once every part of the sample has, it combines the sample's
+// partials into its channels' coefficients (as the finish kernel does) and writes its part: first
+// the rows its ring's stages still hold (the part's last: the planner gives each part at least a
+// ring of them), then the rest from the last back, moved through the ring again (those read last
+// are the likeliest still in L2). A thread stores only elements it read: y may be x.
+template <typename Op, bool kApplies>
 __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm)
     channels_last_stream_kernel(const KernelArgs args) {
   begin_dependent_kernel();
@@ -494,13 +651,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
   }
   __syncthreads();
-  // Part `part` of a sample: rows [begin, begin + len), the parts' lengths differing by one at most.
-  const auto part_rows = [&](int64_t part, int64_t* begin) {
-    const int64_t even = rows / parts;
-    const int64_t longer = rows % parts;
-    *begin = part * even + min(part, longer);
-    return even + (part < longer ? 1 : 0);
-  };
+  const auto part_rows = [&](int64_t part, int64_t* begin) { return stream_part_rows(args, part, begin); };
   int stage = 0;
   uint32_t phase = 0;
   const auto next_stage = [&] {
@@ -522,6 +673,26 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
                                    smem + stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
                                    &full[stage]);
+          next_stage();
+        }
+      }
+      if constexpr (kApplies) {  // the CTA's one part again: the stages its ring holds, then back from the last
+        int64_t begin = 0;
+        const int64_t len = part_rows(blockIdx.x % parts, &begin);
+        const T* const from = x + (blockIdx.x / parts * rows + begin) * channels;
+        const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
+        for (int64_t j = 0; j < stages_of_part; ++j) {
+          wait_phase(&empty[stage], phase ^ 1);
+          if (j < kStages) {
+            cuda::ptx::mbarrier_arrive(&full[stage]);  // its bytes are there already
+          } else {
+            const int64_t r = (stages_of_part - 1 - j) * stage_rows;
+            const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
+            arrive_expecting(&full[stage], bytes);
+            cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                     smem + stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
+                                     &full[stage]);
+          }
           next_stage();
         }
       }
@@ -636,17 +807,30 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
       }
     }
   }
-}
-
-// Channel `local` of `slice`'s elementwise coefficients: the slice's (`c`, from Op::finish), moved
-// to the channel's weight and bias where the op applies them by channel (GroupNorm's affine).
-template <typename Op>
-__device__ __forceinline__ typename Op::Coefficients channel_coefficients(const KernelArgs& args, int64_t slice,
-                                                                          typename Op::Coefficients c, int64_t local) {
-  static_assert(sizeof(c) <= kSliceCoefficientBytes, "a channel's coefficients fit their cell");
-  ChannelWindow<Op> window(args, slice, c);
-  window.seek(local * args.channel_len);
-  return c;
+  if constexpr (kApplies) {
+    const int64_t sample = blockIdx.x / parts;
+    __threadfence();   // this thread's partials, before its sample's CTAs read them
+    consumers_sync();
+    if (threadIdx.x == 0) {
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
+      arrivals.fetch_add(1u, cuda::memory_order_release);
+      while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(parts)) {
+      }
+    }
+    consumers_sync();
+    unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
+                                 kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(PairSum<double>));
+    const int64_t slices = channels / args.slice_channels;
+    const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
+    combine_slices<Op, kConsumers>(
+        args, sample * slices, slices, count,
+        [&](int64_t s, int i) {
+          return load_l2<typename Op::SplitPartial>(partials + (sample * slices + s) * count + i);
+        },
+        blockIdx.x % parts == 0, cells, kConsumers);
+    consumers_sync();
+    apply_streamed_part<Op>(args, smem, cells, full, empty, stage, phase);
+  }
 }
 
 // The sum over a slice's lanes in the finish kernel: the CTA's, or the warp's.
@@ -823,26 +1007,6 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
   }
 }
 
-// The resident form combines a sample's partials by groups of kCombineLanes lanes, each group a
-// slice (the op's combine_split over its channels' tiles): enough loads in flight at once for every
-// slice, without a CTA-wide sum per slice.
-inline constexpr int kCombineLanes = 4;
-
-// f(index, lane, owner) for indices [0, count), kCombineLanes lanes each (`lane`: this thread's place
-// among them), over the CTA's whole warps: every lane of those warps calls f in every round (the
-// lanes shuffle), those past the last index with it again and `owner` false.
-template <typename F>
-__device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f) {
-  const int threads = static_cast<int>(blockDim.x) / 32 * 32;
-  if (static_cast<int>(threadIdx.x) >= threads) return;
-  const int per_round = threads / kCombineLanes;
-  const int group = static_cast<int>(threadIdx.x) / kCombineLanes;
-  const int lane = static_cast<int>(threadIdx.x) % kCombineLanes;
-  for (int64_t first = 0; first < count; first += per_round) {
-    f(min(first + group, count - 1), lane, first + group < count);
-  }
-}
-
 // The elementwise pass of a staged tile of a channel block (rows packed in shared memory, C apart
 // in global memory): a thread takes one unit of the block's row (a 16-byte run of channels, or an
 // element), the same in every row it takes, so it reads its channels' coefficients (`coefficients`:
@@ -969,21 +1133,10 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
       }
       __syncthreads();
     }
-    for_each_lane_group(slices, [&](int64_t s, int lane, bool owner) {
-      const int64_t slice = first_slice + s;
-      const SplitSums* slice_partials = partials + slice * group;
-      GroupAllSum<kCombineLanes, kThreads> lane_sum;
-      const auto partial = [&](int i) { return alone ? slice_sums[s] : load_l2<SplitSums>(slice_partials + i); };
-      const SplitSums stats =
-          Op::template combine_split<kCombineInFlight>(partial, group, lane, kCombineLanes, lane_sum);
-      if (!owner) return;
-      const Coefficients c =
-          Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), rank == 0 && lane == 0);
-      for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) {
-        *reinterpret_cast<Coefficients*>(coefficients + (s * args.slice_channels + local) * kSliceCoefficientBytes) =
-            channel_coefficients<Op>(args, slice, c, local);
-      }
-    });
+    combine_slices<Op, kThreads>(
+        args, first_slice, slices, group,
+        [&](int64_t s, int i) { return alone ? slice_sums[s] : load_l2<SplitSums>(partials + (first_slice + s) * group + i); },
+        rank == 0, coefficients);
     __syncthreads();
     if (args.out != nullptr) {
       T* const dst = static_cast<T*>(args.out) + tile.offset;
@@ -1049,12 +1202,23 @@ Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cuda
       if (!status.ok()) return status;
       if (channels_last_streams(plan)) {
         if constexpr (kStreamsReduction<Op>) {
-          void (*const reduce)(KernelArgs) = &channels_last_stream_kernel<Op>;
+          const bool applies = channels_last_stream_applies(plan);
+          void (*const reduce)(KernelArgs) =
+              applies ? &channels_last_stream_kernel<Op, true> : &channels_last_stream_kernel<Op, false>;
           status = allow_max_dynamic_smem(reinterpret_cast<const void*>(reduce));
+          const auto stream_grid = static_cast<unsigned>(plan.stream_grid);
+          const auto stream_smem = static_cast<std::size_t>(channels_last_stream_smem_bytes(plan));
+          if (status.ok() && applies) {  // the one kernel; a part's CTA waits for its sample's others
+            status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
+                                                 static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned), stream),
+                                 "cudaMemsetAsync(arrivals)");
+            if (!status.ok()) return status;
+            return launch_co_resident("channels_last stream launch", reduce, stream_grid, kChannelsLastStreamThreads,
+                                      stream_smem, stream, args);
+          }
           if (status.ok()) {
-            status = launch_dependent("channels_last stream launch", reduce, static_cast<unsigned>(plan.stream_grid),
-                                      kChannelsLastStreamThreads,
-                                      static_cast<std::size_t>(channels_last_stream_smem_bytes(plan)), stream, args);
+            status = launch_dependent("channels_last stream launch", reduce, stream_grid, kChannelsLastStreamThreads,
+                                      stream_smem, stream, args);
           }
         } else {
           status = Status(StatusCode::kInvalidArgument,

@@ -82,6 +82,7 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.options.force_channel_block = 64; },
       [](PlanKey& k) { k.options.force_tile_rows = 32; },
       [](PlanKey& k) { k.options.force_stream_parts = 0; },
+      [](PlanKey& k) { k.options.force_stream_applies = 0; },
   };
   PlanCache cache(64);
   cache.insert(base, Plan{});

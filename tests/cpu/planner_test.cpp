@@ -1420,13 +1420,18 @@ TEST(Planner, ChannelsLastStream) {
     // A partial a part of each channel, where the tiles took one a tile.
     EXPECT_EQ(detail::channels_last_reduce_parts(plan), e.parts) << e.why;
     EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total) << e.why;
+    // cl-bf16 applies too (Planner.ChannelsLastStreamApplies), the rest only streams.
+    EXPECT_EQ(plan.stream_applies, e.shape.begin()[0] == 64) << e.why;
   }
   // Where it does not stream: each case the one fact apart from cl-bf16's plan (x a row short of
-  // 128 MiB a sample and the tiles' reduction is the planner's; forced, it streams).
+  // 128 MiB a sample and the tiles' reduction is the planner's where the stream does not apply:
+  // Planner.ChannelsLastStreamApplies; forced, it streams).
   ForwardParams short_x = problem(DType::kBFloat16, {64, 64, 128, 127});
   short_x.layout = Layout::kChannelsLast;
-  EXPECT_EQ(plan_of(short_x, three_kernels).stream_parts, 0);
-  PlanOptions three = three_kernels;
+  PlanOptions apart_from_apply = three_kernels;
+  apart_from_apply.force_stream_applies = 0;
+  EXPECT_EQ(plan_of(short_x, apart_from_apply).stream_parts, 0);
+  PlanOptions three = apart_from_apply;
   three.force_stream_parts = 3;
   EXPECT_EQ(plan_of(short_x, three).stream_parts, 3);
   const auto cl_bf16 = [] {
@@ -1526,6 +1531,98 @@ TEST(Planner, ChannelsLastStream) {
   ForwardParams cl_3d = problem(DType::kFloat16, {2, 32, 64, 64, 64});
   cl_3d.layout = Layout::kChannelsLast;
   EXPECT_FALSE(plan_of(cl_3d, three_kernels).evict_first);
+}
+
+// The streamed kernel applying too (Plan::stream_applies): where every part fits one round of its
+// CTAs (264 on the H200) and holds a ring of stages (five of 16 KiB: 640 rows of 64 16-bit
+// channels), in the most parts that do, for x of 32 MiB to 1 GiB whose CTAs each combine at most
+// 2048 partials (C x parts). Forced (force_stream_applies 1) wherever it can; refused elsewhere.
+TEST(Planner, ChannelsLastStreamApplies) {
+  PlanOptions three_kernels;
+  three_kernels.force_exchange = Exchange::kNone;
+  const auto cl = [](DType dtype, std::initializer_list<int64_t> shape) {
+    ForwardParams p = problem(dtype, shape);
+    p.layout = Layout::kChannelsLast;
+    return p;
+  };
+  struct Expect {
+    const char* why;
+    ForwardParams params;
+    bool applies;
+    int64_t parts;  // where it applies
+  };
+  const Expect cases[] = {
+      {"cl-bf16: 64 samples in 4 parts, 256 CTAs", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 4},
+      {"32 MiB exactly: 16 samples in 16 parts (264 / 16)", cl(DType::kBFloat16, {16, 64, 128, 128}), true, 16},
+      {"a row short of 32 MiB: the tiles", cl(DType::kBFloat16, {16, 64, 128, 127}), false, 0},
+      {"1 GiB exactly: 128 samples in 2 parts", cl(DType::kBFloat16, {128, 64, 256, 256}), true, 2},
+      {"past 1 GiB: the stream alone", cl(DType::kBFloat16, {128, 64, 256, 257}), false, 0},
+      {"cl-3d-fp16: 2 volumes in 132 parts, 32 x 132 partials a CTA", cl(DType::kFloat16, {2, 32, 64, 64, 64}), false, 0},
+      {"GroupNorm(8) without an affine: the plain op", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 4},
+  };
+  for (const Expect& e : cases) {
+    ForwardParams params = e.params;
+    if (std::string(e.why).rfind("GroupNorm", 0) == 0) params.groups = 8;
+    const Plan plan = plan_of(params, three_kernels);
+    EXPECT_EQ(plan.stream_applies, e.applies) << e.why << ": " << plan.describe();
+    EXPECT_EQ(detail::channels_last_stream_applies(plan), e.applies) << e.why;
+    if (!e.applies) continue;
+    EXPECT_EQ(plan.stream_parts, e.parts) << e.why;
+    EXPECT_EQ(plan.stream_grid, detail::batch_of(plan) * e.parts) << e.why;
+    EXPECT_NE(plan.describe().find("stream-applies"), std::string::npos) << plan.describe();
+    // An arrival counter a sample, no coefficients between kernels; its cells in shared memory.
+    const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+    EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
+    EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
+    EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
+    EXPECT_EQ(detail::channels_last_stream_smem_bytes(plan),
+              detail::channels_last_stream_smem_bytes(plan, false) + 64 * int64_t{detail::kSliceCoefficientBytes})
+        << e.why;
+  }
+  // Forced: wherever it can (cl-3d-fp16 in its 132 parts, cl-bf16 in 3), or not at all.
+  PlanOptions applies = three_kernels;
+  applies.force_stream_applies = 1;
+  const Plan volumes = plan_of(cl(DType::kFloat16, {2, 32, 64, 64, 64}), applies);
+  EXPECT_TRUE(volumes.stream_applies);
+  EXPECT_EQ(volumes.stream_parts, 132);
+  PlanOptions three_parts = applies;
+  three_parts.force_stream_parts = 3;
+  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), three_parts).stream_grid, 192);
+  PlanOptions never = three_kernels;
+  never.force_stream_applies = 0;
+  const Plan streamed = plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), never);
+  EXPECT_FALSE(streamed.stream_applies);
+  EXPECT_EQ(streamed.stream_parts, 4);
+  // Refused: more CTAs than one round, parts short of a ring, without a streamed reduction, or
+  // outside -1..1.
+  struct Refused {
+    const char* why;
+    ForwardParams params;
+    int parts;
+    int applies;
+  };
+  const Refused refused[] = {
+      {"300 samples: past 264 CTAs", cl(DType::kBFloat16, {300, 64, 64, 64}), -1, 1},
+      {"cl-bf16 in 5 parts: 320 CTAs", cl(DType::kBFloat16, {64, 64, 128, 128}), 5, 1},
+      {"639 rows: a row short of a ring", cl(DType::kBFloat16, {2, 64, 639}), -1, 1},
+      {"the tiles' reduction", cl(DType::kBFloat16, {64, 64, 128, 128}), 0, 1},
+      {"an activation: no stream", cl(DType::kBFloat16, {64, 64, 128, 128}), -1, 1},
+      {"2", cl(DType::kBFloat16, {64, 64, 128, 128}), -1, 2},
+      {"-2", cl(DType::kBFloat16, {64, 64, 128, 128}), -1, -2},
+  };
+  for (const Refused& r : refused) {
+    ForwardParams params = r.params;
+    if (std::string(r.why).rfind("an activation", 0) == 0) params.activation = Activation::kRelu;
+    PlanOptions options = three_kernels;
+    options.force_stream_parts = r.parts;
+    options.force_stream_applies = r.applies;
+    Plan plan;
+    const Status status = plan_forward(params, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << r.why << ": " << plan.describe();
+    EXPECT_NE(status.message().find("stream"), std::string::npos) << status.message();
+  }
+  // A ring of rows exactly is enough: 640 rows in one part.
+  EXPECT_TRUE(plan_of(cl(DType::kBFloat16, {2, 64, 640}), applies).stream_applies);
 }
 
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's

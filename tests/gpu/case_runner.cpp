@@ -78,7 +78,9 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
     // The resident form's groups are an item's CTAs; the three kernels' CTAs each take tiles.
     const int64_t group = detail::channels_last_resident(*plan) ? plan->ctas_per_slice : 1;
     plan->grid = std::min<int64_t>(plan->grid, c.max_groups * group);
-    if (detail::channels_last_streams(*plan)) plan->stream_grid = std::min<int64_t>(plan->stream_grid, c.max_groups);
+    if (detail::channels_last_streams(*plan) && !plan->stream_applies) {
+      plan->stream_grid = std::min<int64_t>(plan->stream_grid, c.max_groups);
+    }
   }
   outcome->plan = plan->describe();
   std::vector<std::string>& failures = outcome->failures;
@@ -97,6 +99,9 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   }
   if (c.expect_stream_parts.has_value() && plan->stream_parts != *c.expect_stream_parts) {
     failures.push_back(chose + ", expected stream_parts " + std::to_string(*c.expect_stream_parts));
+  }
+  if (c.expect_stream_applies.has_value() && plan->stream_applies != *c.expect_stream_applies) {
+    failures.push_back(chose + (*c.expect_stream_applies ? ", expected" : ", not expected") + " stream-applies");
   }
   if (c.expect_exchange != Exchange::kAuto && plan->exchange != c.expect_exchange) {
     failures.push_back(chose + ", expected exchange " + exchange_name(c.expect_exchange));

@@ -61,13 +61,15 @@ struct Case {
   bool weight_grads_without_affine = false;
   PlanOptions options;
   int64_t max_groups = 0;      // > 0: the plan's grid cut to this many groups (more rounds of slices;
-                               // kChannelsLast: CTAs, each taking more tiles, or parts of its stream)
+                               // kChannelsLast: CTAs, each taking more tiles, or parts of its stream
+                               // where it does not apply: that kernel's CTAs take one part each)
   Path expect_path = Path::kAuto;  // when set, the plan must have chosen this path
   int expect_ctas_per_slice = 0;   // when set, the plan must share a slice among this many CTAs
   int expect_ctas_per_sm = 0;      // when set, the plan must put this many CTAs on each SM
   int expect_slice_clusters = 0;   // when set, the plan must spread a slice over this many clusters
   Exchange expect_exchange = Exchange::kAuto;  // when set, the plan must exchange this way
   std::optional<int64_t> expect_stream_parts;  // when set, the channels_last plan's Plan::stream_parts
+  std::optional<bool> expect_stream_applies;   // when set, the channels_last plan's Plan::stream_applies
   std::optional<bool> expect_in_order;  // when set, whether shared_resident takes its slices from the counter
   std::optional<bool> expect_registers;  // when set, whether shared_resident holds part of each chunk in registers
   std::optional<bool> expect_wide_registers;  // when set, whether that part is the wide one (config.h kSharedWide*)

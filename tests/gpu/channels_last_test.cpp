@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "case_runner.h"
+#include "config.h"
 #include "expect_case.h"
 
 namespace inorm::testing {
@@ -387,6 +388,71 @@ TEST(GpuChannelsLast, StreamedReduction) {
   Case float64 = channels_last_case(Pass::kForward, {2, 64, 128, 128}, DType::kFloat64, Exchange::kNone);
   float64.expect_stream_parts = 0;
   expect_passes(float64, "float64 by tiles");
+}
+
+// The streamed kernel applying too (Plan::stream_applies, forced: PlanOptions force_stream_applies),
+// in the planner's parts for it (the most of one round), in one part and in three (rows split
+// unevenly, each part's last stage short of rows), where each part holds a ring of stages. Shapes
+// as StreamedReduction's, larger, and two edges: a part of exactly the ring's stages (none moved
+// again) and of three rows more (the short last stage held, the first moved again). Offset data;
+// the re-read for lost digits (1e4 + randn, a slice starting with 0); a NaN slice; in place and
+// three runs with the same bits.
+TEST(GpuChannelsLast, StreamedApply) {
+  INORM_REQUIRE_GPU();
+  struct Streamed {
+    const char* why;
+    std::vector<int64_t> shape;
+    int64_t groups;
+  };
+  const Streamed shapes[] = {
+      {"C=64, 128x128", {2, 64, 128, 128}, 0},
+      {"channels_last_3d 2x32x17x19x23", {2, 32, 17, 19, 23}, 0},
+      {"C=128, 60x60", {3, 128, 60, 60}, 0},
+      {"C=8, 12000 rows", {5, 8, 12000}, 0},
+      {"GroupNorm(8) of 64 channels, no affine", {2, 64, 60, 70}, 8},
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    // Rows of 64 channels a stage and a ring (config.h: 16 KiB a stage, 5 stages).
+    const auto stage_rows_of = [&](int64_t channels) {
+      return detail::kChannelsLastStreamStageBytes / (channels * static_cast<int64_t>(dtype_size(dtype)));
+    };
+    const int64_t stage_rows = stage_rows_of(64);
+    constexpr int kStages = detail::kChannelsLastStreamStages;
+    std::vector<Streamed> cases(std::begin(shapes), std::end(shapes));
+    cases.push_back({"a part of the ring's stages, C=64", {2, 64, kStages * stage_rows}, 0});
+    cases.push_back({"a part of the ring's stages and 3 rows, C=64", {2, 64, kStages * stage_rows + 3}, 0});
+    for (const Streamed& s : cases) {
+      int64_t rows = 1;
+      for (std::size_t d = 2; d < s.shape.size(); ++d) rows *= s.shape[d];
+      for (int64_t parts : {int64_t{-1}, int64_t{1}, int64_t{3}}) {
+        if (rows / std::max<int64_t>(parts, 1) < kStages * stage_rows_of(s.shape[1])) continue;  // parts short of a ring
+        Case c = channels_last_case(Pass::kForward, s.shape, dtype, Exchange::kNone);
+        c.groups = s.groups;
+        if (s.groups != 0) {
+          c.affine = false;
+          c.running = Running::kNone;
+        }
+        c.options.force_stream_parts = static_cast<int>(parts);
+        c.options.force_stream_applies = 1;
+        if (parts > 0) c.expect_stream_parts = parts;
+        c.expect_stream_applies = true;
+        const std::string why =
+            std::string(s.why) + (parts < 0 ? ", the planner's parts" : ", " + std::to_string(parts) + " parts");
+        for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+          ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+          expect_passes(c, why + ", " + data);
+        }
+        c.zero_start_slice = s.groups != 0 ? 0 : 1;
+        expect_passes(c, why + ", its slice " + std::to_string(c.zero_start_slice) + " starts with 0 amid 1e4 + randn");
+        c.zero_start_slice = -1;
+        c.data = DataSpec{};
+        c.nan_slice = 3;
+        expect_passes(c, why + ", NaN in slice 3");
+        c.nan_slice = -1;
+        expect_passes_in_place_and_repeated(c, why);
+      }
+    }
+  }
 }
 
 // Tiles forced smaller than the planner's (PlanOptions force_channel_block, force_tile_rows): many

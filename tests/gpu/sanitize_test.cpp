@@ -36,6 +36,7 @@ struct Reach {
   int64_t groups = 0;  // GroupNorm's
   int slice_clusters = 0;
   int stream_parts = -1;  // PlanOptions force_stream_parts
+  int stream_applies = -1;  // PlanOptions force_stream_applies
 };
 
 void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt,
@@ -51,6 +52,7 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   force_plan(&c, r.path, r.ctas_per_slice, r.ctas_per_sm, r.exchange);
   c.options.force_slice_clusters = r.slice_clusters;
   c.options.force_stream_parts = r.stream_parts;
+  c.options.force_stream_applies = r.stream_applies;
   c.max_groups = r.max_groups;
   c.expect_registers = registers;
   c.activation = activation;
@@ -116,6 +118,12 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
     reaches.push_back({"channels_last's reduction streamed in three parts a sample by two CTAs", {2, 8, 5601},
                        DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 2, Running::kNone, 0,
                        Layout::kChannelsLast, 0, 0, 3});
+    // The streamed kernel applying too (Plan::stream_applies), three parts a sample of 5333 rows: a
+    // ring of five 1024-row stages and a short sixth, so each part's first stage moves again; the
+    // running stats written by each sample's first part.
+    reaches.push_back({"channels_last's streamed kernel applying, three parts a sample", {2, 8, 16000},
+                       DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kUpdate, 0,
+                       Layout::kChannelsLast, 0, 0, 3, 1});
   }
   return reaches;
 }
