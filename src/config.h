@@ -376,12 +376,15 @@ inline constexpr int64_t kChannelsLastStreamMaxParts = 256;
 inline constexpr int64_t kChannelsLastStreamPartCostBytes = 64 * 1024;
 inline constexpr int64_t kChannelsLastStreamMinBytes = int64_t{128} << 20;
 // The streamed kernel also applies (Plan::stream_applies) where x holds this many bytes to this
-// many and each CTA combines at most this many partials (C x parts: every channel of its sample's)
-// (dev/VARIANTS.md 94: 32 MiB to 1 GiB of 16-bit types and float32 ran 1.5-16% faster, cl-3d-fp16's
-// 32 x 132 partials 3% slower, 16 MiB and below 7-14% slower, the float32 seed's 7 GiB 1.4%).
+// many, in parts whose CTAs each combine at most this many partials (C x parts: every channel of
+// its sample's, a round trip to L2 for every few), on at least this many CTAs (dev/VARIANTS.md 94:
+// 32 MiB to 1 GiB of 16-bit types and float32 ran 1.5-19% faster; 2 x 32 x 64^3 float16 in 132
+// parts, 4224 partials, 1% slower than the tiles, in 64 parts 17% faster; 32 CTAs 25-170% slower;
+// 16 MiB and below 8-20% slower, the float32 seed's 7 GiB 1.4%).
 inline constexpr int64_t kChannelsLastStreamApplyMinBytes = int64_t{32} << 20;
 inline constexpr int64_t kChannelsLastStreamApplyMaxBytes = int64_t{1} << 30;
 inline constexpr int64_t kChannelsLastStreamApplyMaxPartials = 2048;
+inline constexpr int64_t kChannelsLastStreamApplyMinCtas = 64;
 // The three kernels' backward marks its elementwise pass's loads and stores evict-first in L2
 // (Plan::evict_first) where x and dy together hold at most this many bytes, so the tiles that pass
 // has yet to reach stay there: 6-8% faster on 48 and 64 MiB (cl-c3, cl-3d-fp16), level on 128 MiB,

@@ -1208,9 +1208,10 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
 // equals. options.force_stream_parts: 0 the tiles' reduction, > 0 that many parts, whatever x's size.
 // The kernel also applies (Plan::stream_applies) where every part fits one round of CTAs each holding
 // a ring's stages of it (plan_internal.h channels_last_stream_apply_min_rows), in the most parts
-// that do, where x holds kChannelsLastStreamApplyMinBytes to kChannelsLastStreamApplyMaxBytes and a
-// CTA's combine reads at most kChannelsLastStreamApplyMaxPartials; options.force_stream_applies: 1
-// wherever it can (an error where not), 0 never.
+// that do whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials, where x holds
+// kChannelsLastStreamApplyMinBytes to kChannelsLastStreamApplyMaxBytes and the parts take
+// kChannelsLastStreamApplyMinCtas or more; options.force_stream_applies: 1 wherever it can (an error
+// where not), 0 never.
 Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t forced = options.force_stream_parts;
   const int forced_applies = options.force_stream_applies;
@@ -1254,7 +1255,8 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   const int64_t apply_parts =
       forced > 0 ? forced
                  : std::min({apply_capacity / batch, rows / detail::channels_last_stream_apply_min_rows(*plan),
-                             detail::kChannelsLastStreamMaxParts});
+                             detail::kChannelsLastStreamMaxParts,
+                             std::max<int64_t>(1, detail::kChannelsLastStreamApplyMaxPartials / plan->channels)});
   const bool can_apply = apply_parts >= 1 && batch * apply_parts <= apply_capacity &&
                          rows / apply_parts >= detail::channels_last_stream_apply_min_rows(*plan);
   if (forced_applies == 1 && !can_apply) {
@@ -1265,7 +1267,8 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   }
   const bool applies_by_rule = x_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
                               x_bytes <= detail::kChannelsLastStreamApplyMaxBytes &&
-                              plan->channels * apply_parts <= detail::kChannelsLastStreamApplyMaxPartials;
+                              plan->channels * apply_parts <= detail::kChannelsLastStreamApplyMaxPartials &&
+                              batch * apply_parts >= detail::kChannelsLastStreamApplyMinCtas;
   if (can_apply && (forced_applies == 1 || (forced_applies < 0 && applies_by_rule))) {
     plan->stream_parts = apply_parts;
     plan->stream_grid = batch * apply_parts;

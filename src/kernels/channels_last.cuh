@@ -662,17 +662,21 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   };
   if (threadIdx.x >= kConsumers) {  // the producer warp
     if (threadIdx.x == kConsumers) {
+      // Rows [r, r + a stage's) of a part of `len` rows at `from` into the stage, once it is free.
+      const auto copy_stage = [&](const T* from, int64_t r, int64_t len) {
+        const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
+        arrive_expecting(&full[stage], bytes);
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                 smem + stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
+                                 &full[stage]);
+      };
       for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         int64_t begin = 0;
         const int64_t len = part_rows(item % parts, &begin);
         const T* const from = x + (item / parts * rows + begin) * channels;
         for (int64_t r = 0; r < len; r += stage_rows) {
           wait_phase(&empty[stage], phase ^ 1);  // a fresh barrier's previous phase counts as complete
-          const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
-          arrive_expecting(&full[stage], bytes);
-          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                   smem + stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
-                                   &full[stage]);
+          copy_stage(from, r, len);
           next_stage();
         }
       }
@@ -686,12 +690,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           if (j < kStages) {
             cuda::ptx::mbarrier_arrive(&full[stage]);  // its bytes are there already
           } else {
-            const int64_t r = (stages_of_part - 1 - j) * stage_rows;
-            const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
-            arrive_expecting(&full[stage], bytes);
-            cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                     smem + stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
-                                     &full[stage]);
+            copy_stage(from, (stages_of_part - 1 - j) * stage_rows, len);
           }
           next_stage();
         }

@@ -1404,15 +1404,18 @@ TEST(Planner, ChannelsLastStream) {
        "33: 14)",
        DType::kBFloat16, {112, 64, 512, 512}, 7, 264},
       {"cl-seed-fp32: the same parts of 64 MiB samples", DType::kFloat32, {112, 64, 512, 512}, 7, 264},
-      {"two volumes of 128 MiB: 132 parts each, one round of the grid", DType::kFloat16, {2, 32, 128, 128, 128},
-       132, 264},
+      {"two volumes of 128 MiB, the stream alone: 132 parts each, one round of the grid", DType::kFloat16,
+       {2, 32, 128, 128, 128}, 132, 264},
   };
   PlanOptions three_kernels;
   three_kernels.force_exchange = Exchange::kNone;
   for (const Expect& e : cases) {
     ForwardParams p = problem(e.dtype, e.shape);
     p.layout = Layout::kChannelsLast;
-    const Plan plan = plan_of(p, three_kernels);
+    // The stream alone (where it would apply too: Planner.ChannelsLastStreamApplies).
+    PlanOptions options = three_kernels;
+    if (e.shape.size() == 5) options.force_stream_applies = 0;
+    const Plan plan = plan_of(p, options);
     EXPECT_TRUE(detail::channels_last_streams(plan)) << e.why;
     EXPECT_EQ(plan.stream_parts, e.parts) << e.why;
     EXPECT_EQ(plan.stream_grid, e.grid) << e.why;
@@ -1535,8 +1538,9 @@ TEST(Planner, ChannelsLastStream) {
 
 // The streamed kernel applying too (Plan::stream_applies): where every part fits one round of its
 // CTAs (264 on the H200) and holds a ring of stages (five of 16 KiB: 640 rows of 64 16-bit
-// channels), in the most parts that do, for x of 32 MiB to 1 GiB whose CTAs each combine at most
-// 2048 partials (C x parts). Forced (force_stream_applies 1) wherever it can; refused elsewhere.
+// channels), in the most parts that do whose CTAs each combine at most 2048 partials (C x parts),
+// for x of 32 MiB to 1 GiB on 64 CTAs or more. Forced (force_stream_applies 1) wherever it can;
+// refused elsewhere.
 TEST(Planner, ChannelsLastStreamApplies) {
   PlanOptions three_kernels;
   three_kernels.force_exchange = Exchange::kNone;
@@ -1557,7 +1561,12 @@ TEST(Planner, ChannelsLastStreamApplies) {
       {"a row short of 32 MiB: the tiles", cl(DType::kBFloat16, {16, 64, 128, 127}), false, 0},
       {"1 GiB exactly: 128 samples in 2 parts", cl(DType::kBFloat16, {128, 64, 256, 256}), true, 2},
       {"past 1 GiB: the stream alone", cl(DType::kBFloat16, {128, 64, 256, 257}), false, 0},
-      {"cl-3d-fp16: 2 volumes in 132 parts, 32 x 132 partials a CTA", cl(DType::kFloat16, {2, 32, 64, 64, 64}), false, 0},
+      {"cl-3d-fp16: 2 volumes in 64 parts (32 x 64 partials a CTA), not 132", cl(DType::kFloat16, {2, 32, 64, 64, 64}),
+       true, 64},
+      {"two volumes of 128 MiB: 64 parts each", cl(DType::kFloat16, {2, 32, 128, 128, 128}), true, 64},
+      {"4 samples of 128 channels: 16 parts (2048 partials), 64 CTAs", cl(DType::kBFloat16, {4, 128, 128, 256}),
+       true, 16},
+      {"one sample of 128 channels: 16 parts, 16 CTAs", cl(DType::kBFloat16, {1, 128, 256, 512}), false, 0},
       {"GroupNorm(8) without an affine: the plain op", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 4},
   };
   for (const Expect& e : cases) {
@@ -1576,15 +1585,20 @@ TEST(Planner, ChannelsLastStreamApplies) {
     EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
     EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
     EXPECT_EQ(detail::channels_last_stream_smem_bytes(plan),
-              detail::channels_last_stream_smem_bytes(plan, false) + 64 * int64_t{detail::kSliceCoefficientBytes})
+              detail::channels_last_stream_smem_bytes(plan, false) +
+                  plan.channels * int64_t{detail::kSliceCoefficientBytes})
         << e.why;
   }
-  // Forced: wherever it can (cl-3d-fp16 in its 132 parts, cl-bf16 in 3), or not at all.
+  // Forced: wherever it can (16 MiB in 25 parts, a ring of rows each; one sample on 16 CTAs; cl-bf16
+  // in 3), or not at all.
   PlanOptions applies = three_kernels;
   applies.force_stream_applies = 1;
-  const Plan volumes = plan_of(cl(DType::kFloat16, {2, 32, 64, 64, 64}), applies);
-  EXPECT_TRUE(volumes.stream_applies);
-  EXPECT_EQ(volumes.stream_parts, 132);
+  const Plan small = plan_of(cl(DType::kBFloat16, {8, 64, 128, 128}), applies);
+  EXPECT_TRUE(small.stream_applies);
+  EXPECT_EQ(small.stream_parts, 25);
+  const Plan one = plan_of(cl(DType::kBFloat16, {1, 128, 256, 512}), applies);
+  EXPECT_TRUE(one.stream_applies);
+  EXPECT_EQ(one.stream_grid, 16);
   PlanOptions three_parts = applies;
   three_parts.force_stream_parts = 3;
   EXPECT_EQ(plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), three_parts).stream_grid, 192);

@@ -324,22 +324,64 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
   }
 }
 
+// A shape of the streamed tests: InstanceNorm, or GroupNorm(groups) without an affine (the plain op).
+struct Streamed {
+  const char* why;
+  std::vector<int64_t> shape;
+  int64_t groups;
+};
+
+// The forward of `s` on the three kernels, its reduction forced in `parts` parts a sample (-1: the
+// planner's); *rows: a sample's spatial positions.
+Case streamed_case(const Streamed& s, DType dtype, int64_t parts, int64_t* rows) {
+  *rows = 1;
+  for (std::size_t d = 2; d < s.shape.size(); ++d) *rows *= s.shape[d];
+  Case c = channels_last_case(Pass::kForward, s.shape, dtype, Exchange::kNone);
+  c.groups = s.groups;
+  if (s.groups != 0) {
+    c.affine = false;
+    c.running = Running::kNone;
+  }
+  c.options.force_stream_parts = static_cast<int>(parts);
+  if (parts >= 0) c.expect_stream_parts = parts;
+  return c;
+}
+
+// c on 1000 + randn and 1e4 + randn; with a slice starting with 0 amid 1e4 + randn (channel 1 of
+// sample 0, or GroupNorm's slice 0: its parts' one pass may have lost digits, so the CTA reads them
+// again from global memory); with a NaN slice; where `two_ctas`, by two CTAs taking every part in
+// turn (the ring's stages and phases carried across parts and samples); in place and three runs
+// with the same bits.
+void expect_streamed_passes(Case c, const std::string& why, bool two_ctas) {
+  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+    ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+    expect_passes(c, why + ", " + data);
+  }
+  c.zero_start_slice = c.groups != 0 ? 0 : 1;
+  expect_passes(c, why + ", its slice " + std::to_string(c.zero_start_slice) + " starts with 0 amid 1e4 + randn");
+  c.zero_start_slice = -1;
+  c.data = DataSpec{};
+  c.nan_slice = 3;
+  expect_passes(c, why + ", NaN in slice 3");
+  c.nan_slice = -1;
+  if (two_ctas) {
+    c.max_groups = 2;
+    expect_passes(c, why + ", two CTAs");
+    c.max_groups = 0;
+  }
+  expect_passes_in_place_and_repeated(c, why);
+}
+
 // The three kernels' reduction streamed (Plan::stream_parts, forced: the planner streams x of 128
 // MiB or more) in one part a sample, in three (rows split unevenly), and in a row a part (a stage
-// of one row); by tiles, and the planner's plan, beside them. Shapes: C = 64 (cl-bf16's plan, smaller), channels_last_3d with odd extents (C = 32),
-// C = 128 (32 runs a row: no shuffles between lanes), C = 8 (two runs: five shuffles), and
+// of one row); by tiles, and the planner's plan, beside them. Shapes: C = 64 (cl-bf16's plan,
+// smaller), channels_last_3d with odd extents (C = 32), C = 128 (32 runs a row: no shuffles
+// between lanes), C = 8 (two runs: five shuffles), and
 // GroupNorm(8) without an affine (the plain op; a slice's eight channels' partials combined by the
-// finish kernel). Offset data; with 1e4 + randn channel 1 of sample 0 starts with a 0, so its
-// parts' one pass may have lost digits and the CTA reads them again from global memory; a NaN
-// slice; two CTAs taking every part in turn (the ring's stages and phases carried across parts and
-// samples); in place and three runs with the same bits. float64 reduces by tiles.
+// finish kernel); each on expect_streamed_passes' data, two CTAs taking every part. float64
+// reduces by tiles.
 TEST(GpuChannelsLast, StreamedReduction) {
   INORM_REQUIRE_GPU();
-  struct Streamed {
-    const char* why;
-    std::vector<int64_t> shape;
-    int64_t groups;
-  };
   const Streamed shapes[] = {
       {"C=64, 128x128", {2, 64, 128, 128}, 0},
       {"channels_last_3d 2x32x17x19x23", {2, 32, 17, 19, 23}, 0},
@@ -349,17 +391,10 @@ TEST(GpuChannelsLast, StreamedReduction) {
   };
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (const Streamed& s : shapes) {
-      int64_t rows = 1;
-      for (std::size_t d = 2; d < s.shape.size(); ++d) rows *= s.shape[d];
+      int64_t rows = 0;
+      streamed_case(s, dtype, -1, &rows);
       for (int64_t parts : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{3}, rows}) {
-        Case c = channels_last_case(Pass::kForward, s.shape, dtype, Exchange::kNone);
-        c.groups = s.groups;
-        if (s.groups != 0) {
-          c.affine = false;
-          c.running = Running::kNone;
-        }
-        c.options.force_stream_parts = static_cast<int>(parts);
-        if (parts >= 0) c.expect_stream_parts = parts;
+        const Case c = streamed_case(s, dtype, parts, &rows);
         const std::string why = std::string(s.why) + (parts < 0    ? ", the planner's parts"
                                                       : parts == 0 ? ", by tiles"
                                                                    : ", " + std::to_string(parts) + " parts");
@@ -367,21 +402,7 @@ TEST(GpuChannelsLast, StreamedReduction) {
           expect_passes(c, why);
           continue;
         }
-        for (const char* data : {"1000 + randn", "1e4 + randn"}) {
-          ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
-          expect_passes(c, why + ", " + data);
-        }
-        c.zero_start_slice = s.groups != 0 ? 0 : 1;
-        expect_passes(c, why + ", its slice " + std::to_string(c.zero_start_slice) + " starts with 0 amid 1e4 + randn");
-        c.zero_start_slice = -1;
-        c.data = DataSpec{};
-        c.nan_slice = 3;
-        expect_passes(c, why + ", NaN in slice 3");
-        c.nan_slice = -1;
-        c.max_groups = 2;
-        expect_passes(c, why + ", two CTAs");
-        c.max_groups = 0;
-        expect_passes_in_place_and_repeated(c, why);
+        expect_streamed_passes(c, why, /*two_ctas=*/true);
       }
     }
   }
@@ -391,19 +412,13 @@ TEST(GpuChannelsLast, StreamedReduction) {
 }
 
 // The streamed kernel applying too (Plan::stream_applies, forced: PlanOptions force_stream_applies),
-// in the planner's parts for it (the most of one round), in one part and in three (rows split
-// unevenly, each part's last stage short of rows), where each part holds a ring of stages. Shapes
-// as StreamedReduction's, larger, and two edges: a part of exactly the ring's stages (none moved
-// again) and of three rows more (the short last stage held, the first moved again). Offset data;
-// the re-read for lost digits (1e4 + randn, a slice starting with 0); a NaN slice; in place and
-// three runs with the same bits.
+// in the planner's parts for it (the most of one round, up to 2048 partials a CTA), in one part and
+// in three (rows split unevenly, each part's last stage short of rows), where each part holds a
+// ring of stages. Shapes as StreamedReduction's, larger, and two edges: a part of exactly the
+// ring's stages (none moved again) and of three rows more (the short last stage held, the first
+// moved again); each on expect_streamed_passes' data.
 TEST(GpuChannelsLast, StreamedApply) {
   INORM_REQUIRE_GPU();
-  struct Streamed {
-    const char* why;
-    std::vector<int64_t> shape;
-    int64_t groups;
-  };
   const Streamed shapes[] = {
       {"C=64, 128x128", {2, 64, 128, 128}, 0},
       {"channels_last_3d 2x32x17x19x23", {2, 32, 17, 19, 23}, 0},
@@ -422,34 +437,15 @@ TEST(GpuChannelsLast, StreamedApply) {
     cases.push_back({"a part of the ring's stages, C=64", {2, 64, kStages * stage_rows}, 0});
     cases.push_back({"a part of the ring's stages and 3 rows, C=64", {2, 64, kStages * stage_rows + 3}, 0});
     for (const Streamed& s : cases) {
-      int64_t rows = 1;
-      for (std::size_t d = 2; d < s.shape.size(); ++d) rows *= s.shape[d];
       for (int64_t parts : {int64_t{-1}, int64_t{1}, int64_t{3}}) {
+        int64_t rows = 0;
+        Case c = streamed_case(s, dtype, parts, &rows);
         if (rows / std::max<int64_t>(parts, 1) < kStages * stage_rows_of(s.shape[1])) continue;  // parts short of a ring
-        Case c = channels_last_case(Pass::kForward, s.shape, dtype, Exchange::kNone);
-        c.groups = s.groups;
-        if (s.groups != 0) {
-          c.affine = false;
-          c.running = Running::kNone;
-        }
-        c.options.force_stream_parts = static_cast<int>(parts);
         c.options.force_stream_applies = 1;
-        if (parts > 0) c.expect_stream_parts = parts;
         c.expect_stream_applies = true;
         const std::string why =
             std::string(s.why) + (parts < 0 ? ", the planner's parts" : ", " + std::to_string(parts) + " parts");
-        for (const char* data : {"1000 + randn", "1e4 + randn"}) {
-          ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
-          expect_passes(c, why + ", " + data);
-        }
-        c.zero_start_slice = s.groups != 0 ? 0 : 1;
-        expect_passes(c, why + ", its slice " + std::to_string(c.zero_start_slice) + " starts with 0 amid 1e4 + randn");
-        c.zero_start_slice = -1;
-        c.data = DataSpec{};
-        c.nan_slice = 3;
-        expect_passes(c, why + ", NaN in slice 3");
-        c.nan_slice = -1;
-        expect_passes_in_place_and_repeated(c, why);
+        expect_streamed_passes(c, why, /*two_ctas=*/false);  // its CTAs take a part each, all at once
       }
     }
   }
