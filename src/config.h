@@ -378,9 +378,9 @@ inline constexpr int64_t kChannelsLastStreamMinBytes = int64_t{128} << 20;
 // The streamed kernel also applies (Plan::stream_applies) where x holds this many bytes to this
 // many, in parts whose CTAs each combine at most this many partials (C x parts: every channel of
 // its sample's, a round trip to L2 for every few), on at least this many CTAs (dev/VARIANTS.md 94:
-// 32 MiB to 1 GiB of 16-bit types and float32 ran 1.5-19% faster; 2 x 32 x 64^3 float16 in 132
-// parts, 4224 partials, 1% slower than the tiles, in 64 parts 17% faster; 32 CTAs 25-170% slower;
-// 16 MiB and below 8-20% slower, the float32 seed's 7 GiB 1.4%).
+// 32 MiB to 1 GiB of 16-bit types and float32 ran 2-19% faster; 2 x 32 x 64^3 float16 in 132
+// parts, 4224 partials, 1% slower than the tiles, in 64 parts 17% faster; 16-32 CTAs 27-170%
+// slower; 16 MiB and below 8-20% slower, the float32 seed's 7 GiB 1.4%).
 inline constexpr int64_t kChannelsLastStreamApplyMinBytes = int64_t{32} << 20;
 inline constexpr int64_t kChannelsLastStreamApplyMaxBytes = int64_t{1} << 30;
 inline constexpr int64_t kChannelsLastStreamApplyMaxPartials = 2048;
