@@ -569,7 +569,9 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
       if (n == stage_rows) {
         Pack<T> v[kPacksAStage];
 #pragma unroll
-        for (int m = 0; m < kPacksAStage; ++m) v[m] = reinterpret_cast<const Pack<T>*>(staged)[threadIdx.x + m * kConsumers];
+        for (int m = 0; m < kPacksAStage; ++m) {
+          v[m] = reinterpret_cast<const Pack<T>*>(staged)[threadIdx.x + m * kConsumers];
+        }
 #pragma unroll
         for (int m = 0; m < kPacksAStage; ++m) {
           Pack<T> y;
@@ -1056,7 +1058,6 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
   begin_dependent_kernel();
   using T = typename Op::Elem;
   using SplitSums = typename Op::SplitPartial;
-  using Coefficients = typename Op::Coefficients;
   constexpr int kInputs = Op::kInputs;
   static_assert(sizeof(SplitSums) <= ColumnSum::kCellBytes, "a slice's sums fit a column sum's cell");
   extern __shared__ __align__(128) unsigned char smem[];
@@ -1134,7 +1135,9 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
     }
     combine_slices<Op, kThreads>(
         args, first_slice, slices, group,
-        [&](int64_t s, int i) { return alone ? slice_sums[s] : load_l2<SplitSums>(partials + (first_slice + s) * group + i); },
+        [&](int64_t s, int i) {
+          return alone ? slice_sums[s] : load_l2<SplitSums>(partials + (first_slice + s) * group + i);
+        },
         rank == 0, coefficients);
     __syncthreads();
     if (args.out != nullptr) {
