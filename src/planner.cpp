@@ -1250,13 +1250,14 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
     return invalid("forced channels_last stream parts must be 1 to the " + std::to_string(rows) +
                    " rows of a sample, got " + std::to_string(forced));
   }
-  // The applying kernel's parts: the forced ones, else the most of one round.
+  // The applying kernel's parts: the forced ones, else the most of one round whose CTAs each combine
+  // at most kChannelsLastStreamApplyMaxPartials (C <= 128: 16 parts or more).
   const int64_t apply_capacity = capacity_of(true);
   const int64_t apply_parts =
       forced > 0 ? forced
                  : std::min({apply_capacity / batch, rows / detail::channels_last_stream_apply_min_rows(*plan),
                              detail::kChannelsLastStreamMaxParts,
-                             std::max<int64_t>(1, detail::kChannelsLastStreamApplyMaxPartials / plan->channels)});
+                             detail::kChannelsLastStreamApplyMaxPartials / plan->channels});
   const bool can_apply = apply_parts >= 1 && batch * apply_parts <= apply_capacity &&
                          rows / apply_parts >= detail::channels_last_stream_apply_min_rows(*plan);
   if (forced_applies == 1 && !can_apply) {
