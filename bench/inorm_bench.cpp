@@ -19,7 +19,8 @@
 //            its resident form (at K CTAs an SM; over channel blocks of K channels), the three
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
-//            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0), and
+//            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
+//            cl-apply1-pK), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -620,6 +621,11 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (item == "cl-apply0" || item == "cl-apply1") {
       // the elementwise pass in its own kernel or, where the reduction streams, in the same one
       v.options.force_stream_applies = item == "cl-apply1" ? 1 : 0;
+      v.options.force_exchange = Exchange::kNone;
+    } else if (std::sscanf(item.c_str(), "cl-apply1-p%d", &v.options.force_stream_parts) == 1 &&
+               v.options.force_stream_parts > 0) {
+      // the same kernel in K parts a sample, e.g. cl-apply1-p132
+      v.options.force_stream_applies = 1;
       v.options.force_exchange = Exchange::kNone;
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
