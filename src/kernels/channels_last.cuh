@@ -517,8 +517,21 @@ __device__ __forceinline__ int64_t stream_part_rows(const KernelArgs& args, int6
   return even + (part < longer ? 1 : 0);
 }
 
+// A thread's place in the streamed kernel's ring: the stage, and the parity of its current phase
+// (the producer and every consumer thread step through the same sequence).
+struct RingPosition {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kChannelsLastStreamStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
 // The elementwise pass of the streamed kernel's part (kApplies: a CTA's one part, blockIdx.x), by
-// its consumer threads, the ring at `stage` and `phase` where the reduction left it: its j-th stage
+// its consumer threads, the ring `at` where the reduction left it: its j-th stage
 // is the part's last kStages stages in order (still there), then the rest from the last back.
 // A full stage is an array of 16-byte packs whose i-th holds channels (i * its elements) mod C on:
 // a thread takes packs t, t + 256, ... of the same channels (256 packs hold whole rows); a stage
@@ -527,7 +540,7 @@ __device__ __forceinline__ int64_t stream_part_rows(const KernelArgs& args, int6
 template <typename Op>
 __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, const unsigned char* smem,
                                                     const unsigned char* cells, uint64_t* full, uint64_t* empty,
-                                                    int stage, uint32_t phase) {
+                                                    RingPosition at) {
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
@@ -563,8 +576,8 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
     for (int64_t j = 0; j < stages_of_part; ++j) {
       const int64_t k = j < kStages ? stages_of_part - kStages + j : stages_of_part - 1 - j;
       const int n = static_cast<int>(min(static_cast<int64_t>(stage_rows), len - k * stage_rows));
-      wait_phase(&full[stage], phase);
-      const T* const staged = reinterpret_cast<const T*>(smem + stage * kChannelsLastStreamStageBytes);
+      wait_phase(&full[at.stage], at.phase);
+      const T* const staged = reinterpret_cast<const T*>(smem + at.stage * kChannelsLastStreamStageBytes);
       T* const dst = part_out + k * stage_rows * channels;
       if (n == stage_rows) {
         Pack<T> v[kPacksAStage];
@@ -589,11 +602,8 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
           *reinterpret_cast<Run*>(dst + at) = y;
         }
       }
-      cuda::ptx::mbarrier_arrive(&empty[stage]);
-      if (++stage == kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
+      cuda::ptx::mbarrier_arrive(&empty[at.stage]);
+      at.advance();
     }
   });
 }
@@ -654,32 +664,25 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   }
   __syncthreads();
   const auto part_rows = [&](int64_t part, int64_t* begin) { return stream_part_rows(args, part, begin); };
-  int stage = 0;
-  uint32_t phase = 0;
-  const auto next_stage = [&] {
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1;
-    }
-  };
+  RingPosition at;
   if (threadIdx.x >= kConsumers) {  // the producer warp
     if (threadIdx.x == kConsumers) {
       // Rows [r, r + a stage's) of a part of `len` rows at `from` into the stage, once it is free.
       const auto copy_stage = [&](const T* from, int64_t r, int64_t len) {
         const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
-        arrive_expecting(&full[stage], bytes);
+        arrive_expecting(&full[at.stage], bytes);
         cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                 smem + stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
-                                 &full[stage]);
+                                 smem + at.stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
+                                 &full[at.stage]);
       };
       for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         int64_t begin = 0;
         const int64_t len = part_rows(item % parts, &begin);
         const T* const from = x + (item / parts * rows + begin) * channels;
         for (int64_t r = 0; r < len; r += stage_rows) {
-          wait_phase(&empty[stage], phase ^ 1);  // a fresh barrier's previous phase counts as complete
+          wait_phase(&empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase counts as complete
           copy_stage(from, r, len);
-          next_stage();
+          at.advance();
         }
       }
       if constexpr (kApplies) {  // the CTA's one part again: the stages its ring holds, then back from the last
@@ -688,13 +691,13 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         const T* const from = x + (blockIdx.x / parts * rows + begin) * channels;
         const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
         for (int64_t j = 0; j < stages_of_part; ++j) {
-          wait_phase(&empty[stage], phase ^ 1);
+          wait_phase(&empty[at.stage], at.phase ^ 1);
           if (j < kStages) {
-            cuda::ptx::mbarrier_arrive(&full[stage]);  // its bytes are there already
+            cuda::ptx::mbarrier_arrive(&full[at.stage]);  // its bytes are there already
           } else {
             copy_stage(from, (stages_of_part - 1 - j) * stage_rows, len);
           }
-          next_stage();
+          at.advance();
         }
       }
     }
@@ -719,8 +722,8 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     PairSum<double> sums[kVec] = {};
     for (int64_t r = 0; r < len; r += stage_rows) {
       const int n = static_cast<int>(min(static_cast<int64_t>(stage_rows), len - r));
-      wait_phase(&full[stage], phase);
-      const T* const staged = reinterpret_cast<const T*>(smem + stage * kChannelsLastStreamStageBytes) + run * kVec;
+      wait_phase(&full[at.stage], at.phase);
+      const T* const staged = reinterpret_cast<const T*>(smem + at.stage * kChannelsLastStreamStageBytes) + run * kVec;
       if (r == 0) {
         const Run first = *reinterpret_cast<const Run*>(staged);
 #pragma unroll
@@ -751,8 +754,8 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         }
       }
       // Each thread arrives (a warp's lane for it, after __syncwarp, is a race to compute-sanitizer).
-      cuda::ptx::mbarrier_arrive(&empty[stage]);
-      next_stage();
+      cuda::ptx::mbarrier_arrive(&empty[at.stage]);
+      at.advance();
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         sums[e].first += block[e].first;
@@ -760,6 +763,8 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
       }
     }
     sum_over_consumers(sums, warp_sums, runs, channels);
+    // Each channel's one-pass partial is derived from its sums again where it is used below: kept
+    // in registers across the barrier, the four of them spill (ptxas -v, 96 registers).
     bool lost = false;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
@@ -830,7 +835,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         },
         blockIdx.x % parts == 0, cells, kConsumers);
     consumers_sync();
-    apply_streamed_part<Op>(args, smem, cells, full, empty, stage, phase);
+    apply_streamed_part<Op>(args, smem, cells, full, empty, at);
   }
 }
 
