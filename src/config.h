@@ -372,6 +372,15 @@ inline constexpr int kChannelsLastStreamRun = 4;        // channels a consumer t
 inline constexpr double kChannelsLastStreamMaxSquares = 64;
 inline constexpr int kChannelsLastStreamStages = 5;
 inline constexpr int64_t kChannelsLastStreamStageBytes = 16 * 1024;
+// A stage holds each input's rows in turn (x; the backward's x, then dy), this many bytes each; a
+// channel's sums in the consumer warps' cells (kernels/channels_last.cuh StreamedSums: two float64
+// sums forward, three backward).
+INORM_HOST_DEVICE inline constexpr int64_t channels_last_stream_input_bytes(int inputs) {
+  return kChannelsLastStreamStageBytes / inputs;
+}
+INORM_HOST_DEVICE inline constexpr int64_t channels_last_stream_sum_bytes(int inputs) {
+  return (inputs + 1) * static_cast<int64_t>(sizeof(double));
+}
 inline constexpr int64_t kChannelsLastStreamMaxParts = 256;
 inline constexpr int64_t kChannelsLastStreamPartCostBytes = 64 * 1024;
 inline constexpr int64_t kChannelsLastStreamMinBytes = int64_t{128} << 20;

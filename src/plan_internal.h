@@ -188,9 +188,9 @@ inline int64_t channels_last_resident_items(const Plan& plan) {
 }
 // The streamed reduction (Plan::stream_parts): a row's runs of kChannelsLastStreamRun channels (a
 // power of two up to a warp, so that the lanes sharing a run sum by shuffles), rows aligned to 16
-// bytes for the bulk copies; its ring and the consumer warps' sums of every channel (a
-// PairSum<double> each) after it; the partials a channel (the stream's parts, or the tiles);
-// whether a plan of the three kernels can stream.
+// bytes for the bulk copies; its ring and the consumer warps' sums of every channel
+// (config.h channels_last_stream_sum_bytes) after it; the partials a channel (the stream's parts,
+// or the tiles); whether a plan of the three kernels can stream (the plain ops, either pass).
 inline bool channels_last_streams(const Plan& plan) { return plan.path == Path::kChannelsLast && plan.stream_parts > 0; }
 inline int64_t channels_last_reduce_parts(const Plan& plan) {
   return channels_last_streams(plan) ? plan.stream_parts : plan.parts_per_slice;
@@ -202,7 +202,7 @@ inline bool channels_last_stream_applies(const Plan& plan) {
 }
 inline int64_t channels_last_stream_smem_bytes(const Plan& plan, bool applies) {
   return kChannelsLastStreamStages * kChannelsLastStreamStageBytes +
-         kChannelsLastStreamWarps * plan.channels * static_cast<int64_t>(2 * sizeof(double)) +
+         kChannelsLastStreamWarps * plan.channels * channels_last_stream_sum_bytes(plan.inputs) +
          (applies ? plan.channels * static_cast<int64_t>(kSliceCoefficientBytes) : 0);
 }
 inline int64_t channels_last_stream_smem_bytes(const Plan& plan) {
@@ -211,14 +211,14 @@ inline int64_t channels_last_stream_smem_bytes(const Plan& plan) {
 // The rows of a stage of the ring (whole rows), and the fewest rows of a part the applying kernel
 // takes: its ring's stages all full of the part, so that they are the part's last when it applies.
 inline int64_t channels_last_stream_stage_rows(const Plan& plan) {
-  return kChannelsLastStreamStageBytes / (plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)));
+  return channels_last_stream_input_bytes(plan.inputs) / (plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)));
 }
 inline int64_t channels_last_stream_apply_min_rows(const Plan& plan) {
   return kChannelsLastStreamStages * channels_last_stream_stage_rows(plan);
 }
 inline bool channels_last_can_stream(const Plan& plan) {
   const int64_t runs = plan.channels / kChannelsLastStreamRun;
-  return plan.pass == Pass::kForward && !runs_general_op(plan) && plan.dtype != DType::kFloat64 && plan.vector_io &&
+  return !runs_general_op(plan) && plan.dtype != DType::kFloat64 && plan.vector_io &&
          plan.exchange != Exchange::kGlobal && plan.channels % kChannelsLastStreamRun == 0 && runs >= 1 &&
          runs <= 32 && (runs & (runs - 1)) == 0;
 }

@@ -1238,9 +1238,9 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   const int64_t capacity = capacity_of(false);
   if (!detail::channels_last_can_stream(*plan) || capacity < 1) {
     if (forced < 0 && forced_applies < 1) return Status::Ok();
-    return invalid("forced channels_last stream parts need the forward's three kernels without an activation or "
-                   "channel affine, float32, float16 or bfloat16, and C = 4, 8, ... 128 channels whose rows are "
-                   "aligned to 16 bytes: " + plan->describe());
+    return invalid("forced channels_last stream parts need the three kernels without an activation or channel "
+                   "affine, float32, float16 or bfloat16, and C = 4, 8, ... 128 channels whose rows are aligned to "
+                   "16 bytes: " + plan->describe());
   }
   const int64_t batch = detail::batch_of(*plan);
   const int64_t rows = detail::channel_len_of(*plan);
@@ -1299,9 +1299,12 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   if (!status.ok()) return status;
   const int64_t input_bytes = detail::batch_of(*plan) * detail::channel_len_of(*plan) * plan->channels *
                               static_cast<int64_t>(dtype_size(plan->dtype)) * plan->inputs;
+  const Status streamed = plan_channels_last_stream(limits, options, plan);
+  if (!streamed.ok()) return streamed;
+  // (The elementwise kernel's hints: none where the streamed kernel applies.)
   plan->evict_first = plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
-                      input_bytes <= detail::kChannelsLastEvictFirstMaxBytes;
-  return plan_channels_last_stream(limits, options, plan);
+                      !plan->stream_applies && input_bytes <= detail::kChannelsLastEvictFirstMaxBytes;
+  return Status::Ok();
 }
 
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h

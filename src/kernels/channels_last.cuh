@@ -4,7 +4,7 @@
 //   reduce  each tile is staged in shared memory, then every channel's column is reduced from
 //           there with the op's reduce (the threads of a column sum through shared memory in a
 //           fixed order), one float64 partial per (channel of a sample, tile); or, where the plan
-//           streams it (Plan::stream_parts: the forward's plain op), parts of each sample's rows
+//           streams it (Plan::stream_parts: the plain ops), parts of each sample's rows
 //           move through a ring of bulk copies into sums in registers, one partial per (channel
 //           of a sample, part) (channels_last_stream_kernel), which may then run the elementwise
 //           pass itself, its CTAs a part each all at once (Plan::stream_applies: no finish or
@@ -457,13 +457,6 @@ __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t f
       threads);
 }
 
-// Whether Op's reduction can stream (plan_internal.h channels_last_can_stream says where the plan
-// asks for it): the forward's plain op, whose one pass of float64 sums around a shift needs no
-// second look at the data unless it lost digits.
-template <typename Op>
-inline constexpr bool kStreamsReduction =
-    std::is_same_v<Op, ForwardOp<typename Op::Elem, false>> && std::is_same_v<typename Op::Acc, float>;
-
 // What a consumer thread of the streamed reduction loads at once: a run of kChannelsLastStreamRun
 // channels (16 bytes of float32, 8 of the 16-bit types: eight 16-bit channels a thread, their sums
 // and shifts, spilled at its two CTAs an SM).
@@ -471,6 +464,110 @@ template <typename T>
 struct alignas(kChannelsLastStreamRun * sizeof(T)) StreamRun {
   T v[kChannelsLastStreamRun];
 };
+
+// The streamed reduction's sums for an op that streams (none other has them: kStreamsReduction), a
+// consumer thread's run of kChannelsLastStreamRun channels: a stage's Block in float32 (add, from
+// the run's elements of every input), a part's Sum in float64 (the blocks', then the CTA's), and
+// each channel's partial from the part's Sum (the op's SplitPartial, as a tile's). kMayLoseDigits:
+// whether a part may need its rows again (the kernel reads them from global memory).
+template <typename Op>
+struct StreamedSums;
+
+// The forward's plain op: ForwardOp's one pass of float64 sums of d and d * d around a shift (the
+// part's first row), whose M2 may lose digits where the squares around the shift pass
+// kChannelsLastStreamMaxSquares times it (float32 blocks keep fewer digits than float64 sums).
+template <typename T>
+struct StreamedSums<ForwardOp<T, false>> {
+  using Op = ForwardOp<T, false>;
+  using Block = PairSum<float>;
+  using Sum = PairSum<double>;
+  static constexpr bool kMayLoseDigits = true;
+  float shift[kChannelsLastStreamRun];
+
+  // A part's start: `first` its first staged row's runs of each input (a constant slice still sums
+  // to exactly 0 in every part: ForwardOp::Context).
+  __device__ __forceinline__ void begin(const KernelArgs&, int64_t, const StreamRun<T>* const (&first)[1]) {
+#pragma unroll
+    for (int e = 0; e < kChannelsLastStreamRun; ++e) shift[e] = Traits<T>::to_acc(first[0]->v[e]);
+  }
+  __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[1]) const {
+#pragma unroll
+    for (int e = 0; e < kChannelsLastStreamRun; ++e) {
+      const float d = Traits<T>::to_acc(v[0].v[e]) - shift[e];
+      block[e].first += d;
+      block[e].second = fmaf(d, d, block[e].second);
+    }
+  }
+  // Channel e's one-pass statistics of `len` rows; *lost where they may have lost digits.
+  __device__ __forceinline__ typename Op::Partial statistics(int64_t len, int e, const Sum& sums, bool* lost) const {
+    return Op::from_shifted_sums(len, shift[e], sums, lost, kChannelsLastStreamMaxSquares);
+  }
+  __device__ __forceinline__ typename Op::SplitPartial partial(int64_t len, int e, const Sum& sums, bool* lost) const {
+    return Op::to_split(statistics(len, e, sums, lost));
+  }
+};
+
+// The backward's plain op: BackwardOp's sums of dy, dy * d and d, d = x - center (the statistics x
+// was normalized with), linear in the elements: nothing to take again.
+template <typename T>
+struct StreamedSums<BackwardOp<T, false>> {
+  using Op = BackwardOp<T, false>;
+  using Block = TripleSum<float>;
+  using Sum = TripleSum<double>;
+  static constexpr bool kMayLoseDigits = false;
+  float center[kChannelsLastStreamRun];
+
+  // `first_channel`: the run's first channel of the batch's N * C.
+  __device__ __forceinline__ void begin(const KernelArgs& args, int64_t first_channel,
+                                        const StreamRun<T>* const (&)[2]) {
+#pragma unroll
+    for (int e = 0; e < kChannelsLastStreamRun; ++e) {
+      center[e] = Op::context(args, (first_channel + e) / args.slice_channels).center;
+    }
+  }
+  __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[2]) const {
+#pragma unroll
+    for (int e = 0; e < kChannelsLastStreamRun; ++e) {
+      const float d = Traits<T>::to_acc(v[0].v[e]) - center[e];
+      const float dy = Traits<T>::to_acc(v[1].v[e]);
+      block[e].first += dy;
+      block[e].second = fmaf(dy, d, block[e].second);
+      block[e].third += d;
+    }
+  }
+  __device__ __forceinline__ typename Op::SplitPartial partial(int64_t, int, const Sum& sums, bool* lost) const {
+    *lost = false;
+    return typename Op::SplitPartial{sums.first, sums.second, sums.third, 0.0};
+  }
+};
+
+// Whether Op's reduction can stream (plan_internal.h channels_last_can_stream says where the plan
+// asks for it): the plain ops' (no activation, no channel affine), with float32 blocks.
+template <typename Op>
+inline constexpr bool kStreamsReduction =
+    (std::is_same_v<Op, ForwardOp<typename Op::Elem, false>> || std::is_same_v<Op, BackwardOp<typename Op::Elem, false>>) &&
+    std::is_same_v<typename Op::Acc, float>;
+
+// A block's sums added into a part's (float64), and a sum's fields added to those of the lane
+// `offset` away (both lanes' operands the same: the sum is the same bits in both).
+__device__ __forceinline__ void add_block(PairSum<double>& sum, const PairSum<float>& block) {
+  sum.first += block.first;
+  sum.second += block.second;
+}
+__device__ __forceinline__ void add_block(TripleSum<double>& sum, const TripleSum<float>& block) {
+  sum.first += block.first;
+  sum.second += block.second;
+  sum.third += block.third;
+}
+__device__ __forceinline__ void add_xor_lane(PairSum<double>& sum, int offset) {
+  sum.first += __shfl_xor_sync(0xffffffffu, sum.first, offset);
+  sum.second += __shfl_xor_sync(0xffffffffu, sum.second, offset);
+}
+__device__ __forceinline__ void add_xor_lane(TripleSum<double>& sum, int offset) {
+  sum.first += __shfl_xor_sync(0xffffffffu, sum.first, offset);
+  sum.second += __shfl_xor_sync(0xffffffffu, sum.second, offset);
+  sum.third += __shfl_xor_sync(0xffffffffu, sum.third, offset);
+}
 
 // A barrier of the streamed reduction's consumer warps only (its producer warp has left).
 __device__ __forceinline__ void consumers_sync() {
@@ -482,15 +579,11 @@ __device__ __forceinline__ void consumers_sync() {
 // shuffles, whose two operands are the same in both lanes, then the warps in order through
 // `warp_sums`, a cell a channel a warp): every thread gets its run's totals. The cells are free
 // again after the caller's next consumers_sync.
-template <int kVec>
-__device__ __forceinline__ void sum_over_consumers(PairSum<double> (&sums)[kVec], PairSum<double>* warp_sums,
-                                                   int runs, int64_t channels) {
+template <int kVec, typename Sum>
+__device__ __forceinline__ void sum_over_consumers(Sum (&sums)[kVec], Sum* warp_sums, int runs, int64_t channels) {
   for (int offset = runs; offset < 32; offset *= 2) {
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      sums[e].first += __shfl_xor_sync(0xffffffffu, sums[e].first, offset);
-      sums[e].second += __shfl_xor_sync(0xffffffffu, sums[e].second, offset);
-    }
+    for (int e = 0; e < kVec; ++e) add_xor_lane(sums[e], offset);
   }
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -502,7 +595,7 @@ __device__ __forceinline__ void sum_over_consumers(PairSum<double> (&sums)[kVec]
   const int run = lane % runs;
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
-    PairSum<double> total = warp_sums[run * kVec + e];
+    Sum total = warp_sums[run * kVec + e];
     for (int w = 1; w < kChannelsLastStreamWarps; ++w) total = total + warp_sums[w * channels + run * kVec + e];
     sums[e] = total;
   }
@@ -533,7 +626,8 @@ struct RingPosition {
 // The elementwise pass of the streamed kernel's part (kApplies: a CTA's one part, blockIdx.x), by
 // its consumer threads, the ring `at` where the reduction left it: its j-th stage
 // is the part's last kStages stages in order (still there), then the rest from the last back.
-// A full stage is an array of 16-byte packs whose i-th holds channels (i * its elements) mod C on:
+// A stage holds each input's rows in turn (kChannelsLastStreamStageBytes / kInputs each); a full
+// one is an array of 16-byte packs an input whose i-th holds channels (i * its elements) mod C on:
 // a thread takes packs t, t + 256, ... of the same channels (256 packs hold whole rows); a stage
 // of fewer rows is taken by runs as the reduction takes it. `cells`: the sample's coefficients, a
 // cell a channel.
@@ -545,13 +639,15 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
   using Run = StreamRun<T>;
+  constexpr int kInputs = Op::kInputs;
   constexpr int kStages = kChannelsLastStreamStages;
   constexpr int kConsumers = kChannelsLastStreamWarps * 32;
   constexpr int kVec = kVecOf<T>;
-  constexpr int kPacksAStage = static_cast<int>(kChannelsLastStreamStageBytes / (kConsumers * sizeof(Pack<T>)));
+  constexpr int64_t kInputBytes = channels_last_stream_input_bytes(kInputs);
+  constexpr int kPacksAStage = static_cast<int>(kInputBytes / (kConsumers * sizeof(Pack<T>)));
   constexpr int kRun = kChannelsLastStreamRun;
   const int64_t channels = args.channels;
-  const int stage_rows = static_cast<int>(kChannelsLastStreamStageBytes / (channels * static_cast<int64_t>(sizeof(T))));
+  const int stage_rows = static_cast<int>(kInputBytes / (channels * static_cast<int64_t>(sizeof(T))));
   const int64_t parts = args.stream_parts;
   int64_t begin = 0;
   const int64_t len = stream_part_rows(args, blockIdx.x % parts, &begin);
@@ -569,37 +665,50 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
   const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
   epilogue.visit([&](const auto& activation) {
-    const auto output = [&](const Coefficients& coefficients, T v) {
-      const Acc element[1] = {Traits<T>::to_acc(v)};
-      return Traits<T>::from_acc(Op::apply(coefficients, activation, element));
-    };
     for (int64_t j = 0; j < stages_of_part; ++j) {
       const int64_t k = j < kStages ? stages_of_part - kStages + j : stages_of_part - 1 - j;
       const int n = static_cast<int>(min(static_cast<int64_t>(stage_rows), len - k * stage_rows));
       wait_phase(&full[at.stage], at.phase);
-      const T* const staged = reinterpret_cast<const T*>(smem + at.stage * kChannelsLastStreamStageBytes);
+      const unsigned char* const staged = smem + at.stage * kChannelsLastStreamStageBytes;
       T* const dst = part_out + k * stage_rows * channels;
       if (n == stage_rows) {
-        Pack<T> v[kPacksAStage];
+        Pack<T> v[kInputs][kPacksAStage];
 #pragma unroll
-        for (int m = 0; m < kPacksAStage; ++m) {
-          v[m] = reinterpret_cast<const Pack<T>*>(staged)[threadIdx.x + m * kConsumers];
+        for (int i = 0; i < kInputs; ++i) {
+#pragma unroll
+          for (int m = 0; m < kPacksAStage; ++m) {
+            v[i][m] = reinterpret_cast<const Pack<T>*>(staged + i * kInputBytes)[threadIdx.x + m * kConsumers];
+          }
         }
 #pragma unroll
         for (int m = 0; m < kPacksAStage; ++m) {
           Pack<T> y;
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) y.v[e] = output(c[e], v[m].v[e]);
+          for (int e = 0; e < kVec; ++e) {
+            Acc element[kInputs];
+#pragma unroll
+            for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(v[i][m].v[e]);
+            y.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, element));
+          }
           store_pack_l2(dst + (threadIdx.x + m * kConsumers) * kVec, y);
         }
       } else {
         for (int row = first_row; row < n; row += rows_a_pass) {
-          const int64_t at = static_cast<int64_t>(row) * channels + run * kRun;
-          const Run v = *reinterpret_cast<const Run*>(staged + at);
+          const int64_t at_run = static_cast<int64_t>(row) * channels + run * kRun;
+          Run v[kInputs];
+#pragma unroll
+          for (int i = 0; i < kInputs; ++i) {
+            v[i] = *reinterpret_cast<const Run*>(reinterpret_cast<const T*>(staged + i * kInputBytes) + at_run);
+          }
           Run y;
 #pragma unroll
-          for (int e = 0; e < kRun; ++e) y.v[e] = output(coefficients_of(run * kRun + e), v.v[e]);
-          *reinterpret_cast<Run*>(dst + at) = y;
+          for (int e = 0; e < kRun; ++e) {
+            Acc element[kInputs];
+#pragma unroll
+            for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(v[i].v[e]);
+            y.v[e] = Traits<T>::from_acc(Op::apply(coefficients_of(run * kRun + e), activation, element));
+          }
+          *reinterpret_cast<Run*>(dst + at_run) = y;
         }
       }
       cuda::ptx::mbarrier_arrive(&empty[at.stage]);
@@ -609,20 +718,19 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
 }
 
 // The three kernels' reduction streamed (Plan::stream_parts, in place of
-// channels_last_reduce_kernel): a CTA takes a part of a sample's rows at a time, the grid striding
-// over the (sample, part) items. Its producer warp's first lane moves the parts' rows through a
-// ring of kChannelsLastStreamStages buffers by bulk copies, running ahead across parts, while the
-// consumer warps add each run of four channels they take into sums in registers: ForwardOp's one
-// pass around each part's first row, a stage's few rows a thread in float32 (d = x - shift and its
-// square), then into float64 sums (a float64 sum an element ran no faster than the tiles:
-// dev/VARIANTS.md 93). At a part's end the sums are added over the CTA (sum_over_consumers) into
-// each channel's partial (ForwardOp::from_shifted_sums), kept as a tile's would be for the finish
-// kernel; where the one pass may have lost digits in any channel (its squares around the shift past
-// kChannelsLastStreamMaxSquares times M2: float32 blocks keep fewer digits than float64 sums), the
-// part is read again from global memory for the deviations from each channel's rounded mean
-// (ForwardOp::from_deviations). No tile's serial steps (staged, waited for, column trees and
-// barriers) stand between the loads: they cost the tiles' reduction a third of its time
-// (dev/VARIANTS.md 80).
+// channels_last_reduce_kernel), for the plain ops (kStreamsReduction): a CTA takes a part of a
+// sample's rows at a time, the grid striding over the (sample, part) items. Its producer warp's
+// first lane moves the parts' rows of each input through a ring of kChannelsLastStreamStages
+// buffers by bulk copies, running ahead across parts, while the consumer warps add each run of four
+// channels they take into sums in registers (StreamedSums: the forward's one pass around each
+// part's first row, the backward's sums of dy, dy * d and d), a stage's few rows a thread in float32,
+// then into float64 sums (a float64 sum an element ran no faster than the tiles: dev/VARIANTS.md
+// 93). At a part's end the sums are added over the CTA (sum_over_consumers) into each channel's
+// partial, kept as a tile's would be for the finish kernel; where the forward's one pass may have
+// lost digits in any channel (StreamedSums::kMayLoseDigits), the part is read again from global
+// memory for the deviations from each channel's rounded mean (ForwardOp::from_deviations). No
+// tile's serial steps (staged, waited for, column trees and barriers) stand between the loads: they
+// cost the tiles' reduction a third of its time (dev/VARIANTS.md 80).
 //
 // kApplies (Plan::stream_applies): the kernel then runs the elementwise pass too. Its CTAs take a
 // part each, all resident at once (a cooperative launch): once a CTA's partials are written it
@@ -630,18 +738,24 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
 // partials into its channels' coefficients (as the finish kernel does) and writes its part: first
 // the rows its ring's stages still hold (the part's last: the planner gives each part at least a
 // ring of them), then the rest from the last back, moved through the ring again (those read last
-// are the likeliest still in L2). A thread stores only elements it read: y may be x.
+// are the likeliest still in L2). A thread stores only elements it read: y may be x, dx may be dy.
+// The backward without dx (args.out null: weight gradients only) stops after the combine.
 template <typename Op, bool kApplies>
 __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm)
     channels_last_stream_kernel(const KernelArgs args) {
   begin_dependent_kernel();
   using T = typename Op::Elem;
-  static_assert(kStreamsReduction<Op>, "the streamed reduction is the forward's plain op's");
+  static_assert(kStreamsReduction<Op>, "the streamed reduction is the plain ops'");
+  using Sums = StreamedSums<Op>;
+  using Sum = typename Sums::Sum;
+  constexpr int kInputs = Op::kInputs;
+  static_assert(sizeof(Sum) == channels_last_stream_sum_bytes(kInputs), "plan_internal.h sizes the sums' cells");
   constexpr int kVec = kChannelsLastStreamRun;
   using Run = StreamRun<T>;
   constexpr int kStages = kChannelsLastStreamStages;
   constexpr int kConsumers = kChannelsLastStreamWarps * 32;
-  constexpr int kRunsAStage = static_cast<int>(kChannelsLastStreamStageBytes / (kConsumers * sizeof(Run)));
+  constexpr int64_t kInputBytes = channels_last_stream_input_bytes(kInputs);
+  constexpr int kRunsAStage = static_cast<int>(kInputBytes / (kConsumers * sizeof(Run)));
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[kStages];   // a stage's bytes have landed
   __shared__ uint64_t empty[kStages];  // every consumer thread is past its reads of a stage
@@ -649,11 +763,13 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   const int64_t channels = args.channels;
   const int runs = static_cast<int>(channels / kVec);  // a power of two up to 32 (the planner's)
   const int64_t row_bytes = channels * static_cast<int64_t>(sizeof(T));
-  const int stage_rows = static_cast<int>(kChannelsLastStreamStageBytes / row_bytes);
+  const int stage_rows = static_cast<int>(kInputBytes / row_bytes);
   const int64_t rows = args.channel_len;
   const int64_t parts = args.stream_parts;
   const int64_t items = samples_of(args) * parts;
-  const T* const x = static_cast<const T*>(args.x);
+  const T* inputs[kInputs] = {static_cast<const T*>(args.x)};
+  if constexpr (kInputs == 2) inputs[1] = static_cast<const T*>(args.dy);
+  const bool applies = kApplies && args.out != nullptr;  // the same in every thread
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
@@ -667,28 +783,32 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   RingPosition at;
   if (threadIdx.x >= kConsumers) {  // the producer warp
     if (threadIdx.x == kConsumers) {
-      // Rows [r, r + a stage's) of a part of `len` rows at `from` into the stage, once it is free.
-      const auto copy_stage = [&](const T* from, int64_t r, int64_t len) {
+      // Rows [r, r + a stage's) of a part of `len` rows at `from` (of each input) into the stage,
+      // once it is free.
+      const auto copy_stage = [&](int64_t from, int64_t r, int64_t len) {
         const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
-        arrive_expecting(&full[at.stage], bytes);
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                 smem + at.stage * kChannelsLastStreamStageBytes, from + r * channels, bytes,
-                                 &full[at.stage]);
+        arrive_expecting(&full[at.stage], bytes * kInputs);
+#pragma unroll
+        for (int i = 0; i < kInputs; ++i) {
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                   smem + at.stage * kChannelsLastStreamStageBytes + i * kInputBytes,
+                                   inputs[i] + from + r * channels, bytes, &full[at.stage]);
+        }
       };
       for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         int64_t begin = 0;
         const int64_t len = part_rows(item % parts, &begin);
-        const T* const from = x + (item / parts * rows + begin) * channels;
+        const int64_t from = (item / parts * rows + begin) * channels;
         for (int64_t r = 0; r < len; r += stage_rows) {
           wait_phase(&empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase counts as complete
           copy_stage(from, r, len);
           at.advance();
         }
       }
-      if constexpr (kApplies) {  // the CTA's one part again: the stages its ring holds, then back from the last
+      if (applies) {  // the CTA's one part again: the stages its ring holds, then back from the last
         int64_t begin = 0;
         const int64_t len = part_rows(blockIdx.x % parts, &begin);
-        const T* const from = x + (blockIdx.x / parts * rows + begin) * channels;
+        const int64_t from = (blockIdx.x / parts * rows + begin) * channels;
         const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
         for (int64_t j = 0; j < stages_of_part; ++j) {
           wait_phase(&empty[at.stage], at.phase ^ 1);
@@ -703,7 +823,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     }
     return;
   }
-  auto* const warp_sums = reinterpret_cast<PairSum<double>*>(smem + kStages * kChannelsLastStreamStageBytes);
+  auto* const warp_sums = reinterpret_cast<Sum*>(smem + kStages * kChannelsLastStreamStageBytes);
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int run = static_cast<int>(threadIdx.x) % runs;
   const int first_row = static_cast<int>(threadIdx.x) / runs;
@@ -716,100 +836,103 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     int64_t begin = 0;
     const int64_t len = part_rows(part, &begin);
     const int64_t first_channel = sample * channels + run * kVec;  // of the batch's N * C
-    // The shift: the part's first row, from its first stage (no round trip to global memory between
-    // parts). A constant slice still sums to exactly 0 in every part (ForwardOp::Context).
-    float shift[kVec];
-    PairSum<double> sums[kVec] = {};
+    Sums reduction;
+    Sum sums[kVec] = {};
     for (int64_t r = 0; r < len; r += stage_rows) {
       const int n = static_cast<int>(min(static_cast<int64_t>(stage_rows), len - r));
       wait_phase(&full[at.stage], at.phase);
-      const T* const staged = reinterpret_cast<const T*>(smem + at.stage * kChannelsLastStreamStageBytes) + run * kVec;
-      if (r == 0) {
-        const Run first = *reinterpret_cast<const Run*>(staged);
+      const unsigned char* const stage = smem + at.stage * kChannelsLastStreamStageBytes;
+      const auto staged = [&](int i) { return reinterpret_cast<const T*>(stage + i * kInputBytes) + run * kVec; };
+      if (r == 0) {  // the part's first row: no round trip to global memory between parts
+        const Run* first[kInputs];
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) shift[e] = Traits<T>::to_acc(first.v[e]);
+        for (int i = 0; i < kInputs; ++i) first[i] = reinterpret_cast<const Run*>(staged(i));
+        reduction.begin(args, first_channel, first);
       }
-      // The stage's rows in float32, then into the float64 sums. Rows are whole runs, so the stage
-      // is an array of runs whose i-th is channel run i % runs: a thread takes runs t, t + 256, ...,
-      // the same channels in each (256 is a multiple of runs), kRunsAStage of them in a full stage.
-      PairSum<float> block[kVec] = {};
-      const auto add = [&](const Run& v) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float d = Traits<T>::to_acc(v.v[e]) - shift[e];
-          block[e].first += d;
-          block[e].second = fmaf(d, d, block[e].second);
-        }
-      };
-      const Run* const stage_runs = reinterpret_cast<const Run*>(staged - run * kVec) + threadIdx.x;
+      // The stage's rows in float32, then into the float64 sums. Rows are whole runs, so each
+      // input's rows are an array of runs whose i-th is channel run i % runs: a thread takes runs
+      // t, t + 256, ..., the same channels in each (256 is a multiple of runs), kRunsAStage of them
+      // in a full stage.
+      typename Sums::Block block[kVec] = {};
       if (n == stage_rows) {
-        Run v[kRunsAStage];
+        Run v[kRunsAStage][kInputs];
 #pragma unroll
-        for (int k = 0; k < kRunsAStage; ++k) v[k] = stage_runs[k * kConsumers];
+        for (int k = 0; k < kRunsAStage; ++k) {
 #pragma unroll
-        for (int k = 0; k < kRunsAStage; ++k) add(v[k]);
+          for (int i = 0; i < kInputs; ++i) {
+            v[k][i] = reinterpret_cast<const Run*>(stage + i * kInputBytes)[threadIdx.x + k * kConsumers];
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kRunsAStage; ++k) reduction.add(block, v[k]);
       } else {
         for (int row = first_row; row < n; row += rows_a_pass) {
-          add(*reinterpret_cast<const Run*>(staged + row * channels));
+          Run v[kInputs];
+#pragma unroll
+          for (int i = 0; i < kInputs; ++i) v[i] = *reinterpret_cast<const Run*>(staged(i) + row * channels);
+          reduction.add(block, v);
         }
       }
       // Each thread arrives (a warp's lane for it, after __syncwarp, is a race to compute-sanitizer).
       cuda::ptx::mbarrier_arrive(&empty[at.stage]);
       at.advance();
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        sums[e].first += block[e].first;
-        sums[e].second += block[e].second;
-      }
+      for (int e = 0; e < kVec; ++e) add_block(sums[e], block[e]);
     }
     sum_over_consumers(sums, warp_sums, runs, channels);
-    // Each channel's one-pass partial is derived from its sums again where it is used below: kept
-    // in registers across the barrier, the four of them spill (ptxas -v, 96 registers).
-    bool lost = false;
+    bool again = false;
+    if constexpr (Sums::kMayLoseDigits) {
+      // Each channel's partial is derived from its sums again where it is used below: kept in
+      // registers across the barrier, the four of them spill (ptxas -v, 96 registers).
+      bool lost = false;
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      bool second = false;
-      Op::from_shifted_sums(len, shift[e], sums[e], &second, kChannelsLastStreamMaxSquares);
-      lost = lost || second;
+      for (int e = 0; e < kVec; ++e) {
+        bool second = false;
+        reduction.partial(len, e, sums[e], &second);
+        lost = lost || second;
+      }
+      if (__any_sync(0xffffffffu, lost) && lane == 0) atomicOr(&lost_in[turn], 1);
+      consumers_sync();  // every check is in; the sums' cells are free
+      again = lost_in[turn] != 0;
+      if (threadIdx.x == 0) lost_in[turn ^ 1] = 0;  // the next part's, set only past its sums' first barrier
+      turn ^= 1;
+    } else {
+      consumers_sync();  // the sums' cells are free
     }
-    if (__any_sync(0xffffffffu, lost) && lane == 0) atomicOr(&lost_in[turn], 1);
-    consumers_sync();  // every check is in; the sums' cells are free
-    const bool again = lost_in[turn] != 0;
-    if (threadIdx.x == 0) lost_in[turn ^ 1] = 0;  // the next part's, set only past its sums' first barrier
-    turn ^= 1;
     if (!again) {
       if (first_row == 0) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          bool second = false;
-          partials[(first_channel + e) * parts + part] =
-              Op::to_split(Op::from_shifted_sums(len, shift[e], sums[e], &second, kChannelsLastStreamMaxSquares));
+          bool lost = false;
+          partials[(first_channel + e) * parts + part] = reduction.partial(len, e, sums[e], &lost);
         }
       }
       continue;
     }
-    // The rows again from global memory: their deviations from each channel's rounded mean.
-    float mean[kVec];
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      bool second = false;
-      mean[e] = Op::from_shifted_sums(len, shift[e], sums[e], &second, kChannelsLastStreamMaxSquares).mean;
-      sums[e] = PairSum<double>{0.0, 0.0};
-    }
-    const T* const from = x + (sample * rows + begin) * channels + run * kVec;
-    for (int64_t row = first_row; row < len; row += rows_a_pass) {
-      const Run v = *reinterpret_cast<const Run*>(from + row * channels);
+    if constexpr (Sums::kMayLoseDigits) {
+      // The rows again from global memory: their deviations from each channel's rounded mean.
+      float mean[kVec];
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        Op::add_shifted(static_cast<double>(Traits<T>::to_acc(v.v[e])) - static_cast<double>(mean[e]), sums[e]);
+        bool second = false;
+        mean[e] = reduction.statistics(len, e, sums[e], &second).mean;
+        sums[e] = Sum{0.0, 0.0};
       }
-    }
-    sum_over_consumers(sums, warp_sums, runs, channels);
-    consumers_sync();  // the cells are free
-    if (first_row == 0) {
+      const T* const from = inputs[0] + (sample * rows + begin) * channels + run * kVec;
+      for (int64_t row = first_row; row < len; row += rows_a_pass) {
+        const Run v = *reinterpret_cast<const Run*>(from + row * channels);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        partials[(first_channel + e) * parts + part] = Op::to_split(Op::from_deviations(len, mean[e], sums[e]));
+        for (int e = 0; e < kVec; ++e) {
+          Op::add_shifted(static_cast<double>(Traits<T>::to_acc(v.v[e])) - static_cast<double>(mean[e]), sums[e]);
+        }
+      }
+      sum_over_consumers(sums, warp_sums, runs, channels);
+      consumers_sync();  // the cells are free
+      if (first_row == 0) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          partials[(first_channel + e) * parts + part] = Op::to_split(Op::from_deviations(len, mean[e], sums[e]));
+        }
       }
     }
   }
@@ -825,7 +948,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     }
     consumers_sync();
     unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
-                                 kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(PairSum<double>));
+                                 kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(Sum));
     const int64_t slices = channels / args.slice_channels;
     const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
     combine_slices<Op, kConsumers>(
@@ -834,6 +957,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           return load_l2<typename Op::SplitPartial>(partials + (sample * slices + s) * count + i);
         },
         blockIdx.x % parts == 0, cells, kConsumers);
+    if (!applies) return;
     consumers_sync();
     apply_streamed_part<Op>(args, smem, cells, full, empty, at);
   }

@@ -1501,7 +1501,9 @@ TEST(Planner, ChannelsLastStream) {
   PlanOptions negative = three_kernels;
   negative.force_stream_parts = -2;
   EXPECT_EQ(plan_forward(cl_bf16(), hopper_h200_limits(), &plan, negative).code(), StatusCode::kInvalidArgument);
-  // The backward reduces its tiles.
+  // The backward streams its plain op the same way, x and dy through the ring (half a stage each):
+  // cl-bf16's 128 MiB of x applies too (Planner.ChannelsLastStreamApplies), or streams alone, or
+  // in K parts; with an activation (the general op) it reduces its tiles, and refuses forced parts.
   BackwardParams b;
   b.x = reinterpret_cast<void*>(kAligned);
   b.dy = reinterpret_cast<void*>(kAligned * 128);
@@ -1515,21 +1517,40 @@ TEST(Planner, ChannelsLastStream) {
   b.mean = reinterpret_cast<void*>(kAligned * 3);
   b.rstd = reinterpret_cast<void*>(kAligned * 4);
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
-  EXPECT_EQ(plan.stream_parts, 0);
+  EXPECT_TRUE(plan.stream_applies) << plan.describe();
+  EXPECT_EQ(plan.stream_parts, 4);
+  EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total);
+  EXPECT_FALSE(plan.evict_first) << "no elementwise kernel";
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, apart_from_apply).ok());
+  EXPECT_FALSE(plan.stream_applies);
+  EXPECT_EQ(plan.stream_parts, 4) << "256 CTAs in one round, as the forward's";
   EXPECT_FALSE(plan.evict_first) << "256 MiB of x and dy";
-  EXPECT_EQ(plan_backward(b, hopper_h200_limits(), &plan, seven).code(), StatusCode::kInvalidArgument);
-  // Its elementwise pass marks what it reads and writes evict-first in L2 on up to 64 MiB of x and
-  // dy together (cl-3d-fp16's 2x32x64^3 float16), not past it, nor in the forward.
+  // Three kernels' ring: half a stage of each input, and three float64 sums a channel a warp.
+  EXPECT_EQ(detail::channels_last_stream_stage_rows(plan), 64);
+  EXPECT_EQ(detail::channels_last_stream_smem_bytes(plan), 5 * 16384 + 8 * 64 * 24);
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, seven).ok());
+  EXPECT_EQ(plan.stream_parts, 7);
+  BackwardParams silu_b = b;
+  silu_b.activation = Activation::kSilu;
+  ASSERT_TRUE(plan_backward(silu_b, hopper_h200_limits(), &plan, three_kernels).ok());
+  EXPECT_EQ(plan.stream_parts, 0);
+  EXPECT_EQ(plan_backward(silu_b, hopper_h200_limits(), &plan, seven).code(), StatusCode::kInvalidArgument);
+  // Its elementwise kernel marks what it reads and writes evict-first in L2 on up to 64 MiB of x and
+  // dy together (cl-3d-fp16's 2x32x64^3 float16, where the streamed kernel does not apply), not
+  // past it, nor in the forward, nor where the streamed kernel applies.
   b.dtype = DType::kFloat16;
   b.batch = 2;
   b.channels = 32;
   b.spatial_rank = 3;
   b.spatial[0] = b.spatial[1] = b.spatial[2] = 64;
-  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, apart_from_apply).ok());
   EXPECT_TRUE(plan.evict_first);
   EXPECT_NE(plan.describe().find("evict-first"), std::string::npos) << plan.describe();
-  b.spatial[2] = 65;
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
+  EXPECT_TRUE(plan.stream_applies) << plan.describe();
+  EXPECT_FALSE(plan.evict_first);
+  b.spatial[2] = 65;
+  ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, apart_from_apply).ok());
   EXPECT_FALSE(plan.evict_first) << "a row past 64 MiB";
   ForwardParams cl_3d = problem(DType::kFloat16, {2, 32, 64, 64, 64});
   cl_3d.layout = Layout::kChannelsLast;
@@ -1637,6 +1658,36 @@ TEST(Planner, ChannelsLastStreamApplies) {
   }
   // A ring of rows exactly is enough: 640 rows in one part.
   EXPECT_TRUE(plan_of(cl(DType::kBFloat16, {2, 64, 640}), applies).stream_applies);
+  // The backward by the same rule on x's bytes, its ring half a stage of x and of dy (320 rows of 64
+  // 16-bit channels, 640 of 32): cl-3d-fp16 in 64 parts; 639 rows a part forced.
+  const auto cl_backward = [](DType dtype, std::initializer_list<int64_t> shape) {
+    const ForwardParams f = problem(dtype, shape);
+    BackwardParams b;
+    b.dtype = dtype;
+    b.layout = Layout::kChannelsLast;
+    b.batch = f.batch;
+    b.channels = f.channels;
+    b.spatial_rank = f.spatial_rank;
+    for (int i = 0; i < f.spatial_rank; ++i) b.spatial[i] = f.spatial[i];
+    b.x = reinterpret_cast<void*>(kAligned);
+    b.dy = reinterpret_cast<void*>(kAligned * 128);
+    b.dx = reinterpret_cast<void*>(kAligned * 192);
+    b.mean = reinterpret_cast<void*>(kAligned * 3);
+    b.rstd = reinterpret_cast<void*>(kAligned * 4);
+    return b;
+  };
+  Plan plan;
+  ASSERT_TRUE(plan_backward(cl_backward(DType::kFloat16, {2, 32, 64, 64, 64}), hopper_h200_limits(), &plan,
+                            three_kernels).ok());
+  EXPECT_TRUE(plan.stream_applies) << plan.describe();
+  EXPECT_EQ(plan.stream_parts, 64);
+  EXPECT_EQ(detail::channels_last_stream_apply_min_rows(plan), 5 * 128);
+  ASSERT_TRUE(plan_backward(cl_backward(DType::kBFloat16, {2, 64, 639}), hopper_h200_limits(), &plan, applies).ok());
+  EXPECT_TRUE(plan.stream_applies) << plan.describe();
+  EXPECT_EQ(plan.stream_parts, 1);
+  ASSERT_TRUE(plan_backward(cl_backward(DType::kBFloat16, {16, 64, 128, 127}), hopper_h200_limits(), &plan,
+                            three_kernels).ok());
+  EXPECT_FALSE(plan.stream_applies) << "a row short of 32 MiB of x";
 }
 
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's

@@ -331,12 +331,12 @@ struct Streamed {
   int64_t groups;
 };
 
-// The forward of `s` on the three kernels, its reduction forced in `parts` parts a sample (-1: the
+// `pass` of `s` on the three kernels, its reduction forced in `parts` parts a sample (-1: the
 // planner's); *rows: a sample's spatial positions.
-Case streamed_case(const Streamed& s, DType dtype, int64_t parts, int64_t* rows) {
+Case streamed_case(Pass pass, const Streamed& s, DType dtype, int64_t parts, int64_t* rows) {
   *rows = 1;
   for (std::size_t d = 2; d < s.shape.size(); ++d) *rows *= s.shape[d];
-  Case c = channels_last_case(Pass::kForward, s.shape, dtype, Exchange::kNone);
+  Case c = channels_last_case(pass, s.shape, dtype, Exchange::kNone);
   c.groups = s.groups;
   if (s.groups != 0) {
     c.affine = false;
@@ -347,9 +347,10 @@ Case streamed_case(const Streamed& s, DType dtype, int64_t parts, int64_t* rows)
   return c;
 }
 
-// c on 1000 + randn and 1e4 + randn; with a slice starting with 0 amid 1e4 + randn (channel 1 of
-// sample 0, or GroupNorm's slice 0: its parts' one pass may have lost digits, so the CTA reads them
-// again from global memory); with a NaN slice; where `two_ctas`, by two CTAs taking every part in
+// c on x of 1000 + randn and 1e4 + randn (the backward's d = x - mean keeps its digits); in the
+// forward with a slice starting with 0 amid 1e4 + randn (channel 1 of sample 0, or GroupNorm's
+// slice 0: its parts' one pass may have lost digits, so the CTA reads them again from global
+// memory); with a NaN slice; where `two_ctas`, by two CTAs taking every part in
 // turn (the ring's stages and phases carried across parts and samples); in place and three runs
 // with the same bits.
 void expect_streamed_passes(Case c, const std::string& why, bool two_ctas) {
@@ -357,9 +358,11 @@ void expect_streamed_passes(Case c, const std::string& why, bool two_ctas) {
     ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
     expect_passes(c, why + ", " + data);
   }
-  c.zero_start_slice = c.groups != 0 ? 0 : 1;
-  expect_passes(c, why + ", its slice " + std::to_string(c.zero_start_slice) + " starts with 0 amid 1e4 + randn");
-  c.zero_start_slice = -1;
+  if (c.pass == Pass::kForward) {
+    c.zero_start_slice = c.groups != 0 ? 0 : 1;
+    expect_passes(c, why + ", its slice " + std::to_string(c.zero_start_slice) + " starts with 0 amid 1e4 + randn");
+    c.zero_start_slice = -1;
+  }
   c.data = DataSpec{};
   c.nan_slice = 3;
   expect_passes(c, why + ", NaN in slice 3");
@@ -373,13 +376,12 @@ void expect_streamed_passes(Case c, const std::string& why, bool two_ctas) {
 }
 
 // The three kernels' reduction streamed (Plan::stream_parts, forced: the planner streams x of 128
-// MiB or more) in one part a sample, in three (rows split unevenly), and in a row a part (a stage
-// of one row); by tiles, and the planner's plan, beside them. Shapes: C = 64 (cl-bf16's plan,
-// smaller), channels_last_3d with odd extents (C = 32), C = 128 (32 runs a row: no shuffles
-// between lanes), C = 8 (two runs: five shuffles), and
-// GroupNorm(8) without an affine (the plain op; a slice's eight channels' partials combined by the
-// finish kernel); each on expect_streamed_passes' data, two CTAs taking every part. float64
-// reduces by tiles.
+// MiB or more), both passes, in one part a sample, in three (rows split unevenly), and in a row a
+// part (a stage of one row); by tiles, and the planner's plan, beside them. Shapes: C = 64
+// (cl-bf16's plan, smaller), channels_last_3d with odd extents (C = 32), C = 128 (32 runs a row: no
+// shuffles between lanes), C = 8 (two runs: five shuffles), and GroupNorm(8) without an affine
+// (the plain op; a slice's eight channels' partials combined by the finish kernel); each on
+// expect_streamed_passes' data, two CTAs taking every part. float64 reduces by tiles.
 TEST(GpuChannelsLast, StreamedReduction) {
   INORM_REQUIRE_GPU();
   const Streamed shapes[] = {
@@ -389,34 +391,38 @@ TEST(GpuChannelsLast, StreamedReduction) {
       {"C=8, 1000 rows", {5, 8, 1000}, 0},
       {"GroupNorm(8) of 64 channels, no affine", {2, 64, 40, 50}, 8},
   };
-  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    for (const Streamed& s : shapes) {
-      int64_t rows = 0;
-      streamed_case(s, dtype, -1, &rows);
-      for (int64_t parts : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{3}, rows}) {
-        const Case c = streamed_case(s, dtype, parts, &rows);
-        const std::string why = std::string(s.why) + (parts < 0    ? ", the planner's parts"
-                                                      : parts == 0 ? ", by tiles"
-                                                                   : ", " + std::to_string(parts) + " parts");
-        if (parts < 0) {  // the planner's (tiles below 128 MiB of x: Planner.ChannelsLastStream)
-          expect_passes(c, why);
-          continue;
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      for (const Streamed& s : shapes) {
+        int64_t rows = 0;
+        streamed_case(pass, s, dtype, -1, &rows);
+        for (int64_t parts : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{3}, rows}) {
+          const Case c = streamed_case(pass, s, dtype, parts, &rows);
+          const std::string why = std::string(pass == Pass::kForward ? "forward, " : "backward, ") + s.why +
+                                  (parts < 0    ? ", the planner's parts"
+                                   : parts == 0 ? ", by tiles"
+                                                : ", " + std::to_string(parts) + " parts");
+          if (parts < 0) {  // the planner's (tiles below 128 MiB of x: Planner.ChannelsLastStream)
+            expect_passes(c, why);
+            continue;
+          }
+          expect_streamed_passes(c, why, /*two_ctas=*/true);
         }
-        expect_streamed_passes(c, why, /*two_ctas=*/true);
       }
     }
+    Case float64 = channels_last_case(pass, {2, 64, 128, 128}, DType::kFloat64, Exchange::kNone);
+    float64.expect_stream_parts = 0;
+    expect_passes(float64, "float64 by tiles");
   }
-  Case float64 = channels_last_case(Pass::kForward, {2, 64, 128, 128}, DType::kFloat64, Exchange::kNone);
-  float64.expect_stream_parts = 0;
-  expect_passes(float64, "float64 by tiles");
 }
 
 // The streamed kernel applying too (Plan::stream_applies, forced: PlanOptions force_stream_applies),
-// in the planner's parts for it (the most of one round, up to 2048 partials a CTA), in one part and
-// in three (rows split unevenly, each part's last stage short of rows), where each part holds a
-// ring of stages. Shapes as StreamedReduction's, larger, and two edges: a part of exactly the
-// ring's stages (none moved again) and of three rows more (the short last stage held, the first
-// moved again); each on expect_streamed_passes' data.
+// both passes, in the planner's parts for it (the most of one round, up to 2048 partials a CTA), in
+// one part and in three (rows split unevenly, each part's last stage short of rows), where each
+// part holds a ring of stages. Shapes as StreamedReduction's, larger, and two edges: a part of
+// exactly the ring's stages (none moved again) and of three rows more (the short last stage held,
+// the first moved again); each on expect_streamed_passes' data. The backward without dx (weight
+// gradients only) stops after its combine.
 TEST(GpuChannelsLast, StreamedApply) {
   INORM_REQUIRE_GPU();
   const Streamed shapes[] = {
@@ -426,26 +432,33 @@ TEST(GpuChannelsLast, StreamedApply) {
       {"C=8, 12000 rows", {5, 8, 12000}, 0},
       {"GroupNorm(8) of 64 channels, no affine", {2, 64, 60, 70}, 8},
   };
-  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    // Rows of 64 channels a stage and a ring (config.h: 16 KiB a stage, 5 stages).
-    const auto stage_rows_of = [&](int64_t channels) {
-      return detail::kChannelsLastStreamStageBytes / (channels * static_cast<int64_t>(dtype_size(dtype)));
-    };
-    const int64_t stage_rows = stage_rows_of(64);
-    constexpr int kStages = detail::kChannelsLastStreamStages;
-    std::vector<Streamed> cases(std::begin(shapes), std::end(shapes));
-    cases.push_back({"a part of the ring's stages, C=64", {2, 64, kStages * stage_rows}, 0});
-    cases.push_back({"a part of the ring's stages and 3 rows, C=64", {2, 64, kStages * stage_rows + 3}, 0});
-    for (const Streamed& s : cases) {
-      for (int64_t parts : {int64_t{-1}, int64_t{1}, int64_t{3}}) {
-        int64_t rows = 0;
-        Case c = streamed_case(s, dtype, parts, &rows);
-        if (rows / std::max<int64_t>(parts, 1) < kStages * stage_rows_of(s.shape[1])) continue;  // parts short of a ring
-        c.options.force_stream_applies = 1;
-        c.expect_stream_applies = true;
-        const std::string why =
-            std::string(s.why) + (parts < 0 ? ", the planner's parts" : ", " + std::to_string(parts) + " parts");
-        expect_streamed_passes(c, why, /*two_ctas=*/false);  // its CTAs take a part each, all at once
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const int inputs = pass == Pass::kForward ? 1 : 2;
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      // Rows of C channels a stage (config.h: 16 KiB a stage, shared by the inputs), five a ring.
+      const auto stage_rows_of = [&](int64_t channels) {
+        return detail::channels_last_stream_input_bytes(inputs) / (channels * static_cast<int64_t>(dtype_size(dtype)));
+      };
+      const int64_t stage_rows = stage_rows_of(64);
+      constexpr int kStages = detail::kChannelsLastStreamStages;
+      std::vector<Streamed> cases(std::begin(shapes), std::end(shapes));
+      cases.push_back({"a part of the ring's stages, C=64", {2, 64, kStages * stage_rows}, 0});
+      cases.push_back({"a part of the ring's stages and 3 rows, C=64", {2, 64, kStages * stage_rows + 3}, 0});
+      for (const Streamed& s : cases) {
+        for (int64_t parts : {int64_t{-1}, int64_t{1}, int64_t{3}}) {
+          int64_t rows = 0;
+          Case c = streamed_case(pass, s, dtype, parts, &rows);
+          if (rows / std::max<int64_t>(parts, 1) < kStages * stage_rows_of(s.shape[1])) continue;  // short of a ring
+          c.options.force_stream_applies = 1;
+          c.expect_stream_applies = true;
+          const std::string why = std::string(pass == Pass::kForward ? "forward, " : "backward, ") + s.why +
+                                  (parts < 0 ? ", the planner's parts" : ", " + std::to_string(parts) + " parts");
+          expect_streamed_passes(c, why, /*two_ctas=*/false);  // its CTAs take a part each, all at once
+          if (pass == Pass::kBackward && parts == 3 && s.groups == 0) {
+            c.want_dx = false;
+            expect_passes(c, why + ", weight gradients only");
+          }
+        }
       }
     }
   }

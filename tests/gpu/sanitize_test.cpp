@@ -113,18 +113,19 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
   if (pass == Pass::kForward) {
     reaches.push_back({"running-stat update (channel reduction)", {3, 2, 4097}, DType::kFloat32, Path::kAuto, 0, 0,
                        Exchange::kAuto, 0, Running::kUpdate});
-    // The forward's reduction streamed (Plan::stream_parts), three parts a sample, two CTAs taking
-    // every part in turn: the ring's stages and phases carried across parts and samples.
-    reaches.push_back({"channels_last's reduction streamed in three parts a sample by two CTAs", {2, 8, 5601},
-                       DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 2, Running::kNone, 0,
-                       Layout::kChannelsLast, 0, 0, 3});
-    // The streamed kernel applying too (Plan::stream_applies), three parts a sample of 5333 rows: a
-    // ring of five 1024-row stages and a short sixth, so each part's first stage moves again; the
-    // running stats written by each sample's first part.
-    reaches.push_back({"channels_last's streamed kernel applying, three parts a sample", {2, 8, 16000},
-                       DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kUpdate, 0,
-                       Layout::kChannelsLast, 0, 0, 3, 1});
   }
+  // The reduction streamed (Plan::stream_parts), three parts a sample, two CTAs taking every part in
+  // turn: the ring's stages and phases carried across parts and samples.
+  reaches.push_back({"channels_last's reduction streamed in three parts a sample by two CTAs", {2, 8, 5601},
+                     DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 2, Running::kNone, 0,
+                     Layout::kChannelsLast, 0, 0, 3});
+  // The streamed kernel applying too (Plan::stream_applies), three parts a sample of 5333 rows: a
+  // ring of five stages (1024 rows forward, 512 of x and of dy backward) and more, so each part's
+  // first stage moves again; the forward's running stats written by each sample's first part.
+  reaches.push_back({"channels_last's streamed kernel applying, three parts a sample", {2, 8, 16000},
+                     DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 0,
+                     pass == Pass::kForward ? Running::kUpdate : Running::kNone, 0, Layout::kChannelsLast, 0, 0, 3,
+                     1});
   return reaches;
 }
 
