@@ -384,14 +384,18 @@ INORM_HOST_DEVICE inline constexpr int64_t channels_last_stream_sum_bytes(int in
 inline constexpr int64_t kChannelsLastStreamMaxParts = 256;
 inline constexpr int64_t kChannelsLastStreamPartCostBytes = 64 * 1024;
 inline constexpr int64_t kChannelsLastStreamMinBytes = int64_t{128} << 20;
-// The streamed kernel also applies (Plan::stream_applies) where x holds this many bytes to this
-// many, in parts whose CTAs each combine at most this many partials (C x parts: every channel of
-// its sample's, a round trip to L2 for every few), on at least this many CTAs (dev/VARIANTS.md 94:
-// 32 MiB to 1 GiB of 16-bit types and float32 ran 2-19% faster; 2 x 32 x 64^3 float16 in 132
-// parts, 4224 partials, 1% slower than the tiles, in 64 parts 17% faster; 16-32 CTAs 27-170%
-// slower; 16 MiB and below 8-20% slower, the float32 seed's 7 GiB 1.4%).
+// The streamed kernel also applies (Plan::stream_applies) where its inputs (x; the backward's x and
+// dy) hold this many bytes to this many (the forward's; the backward's), in parts whose CTAs each
+// combine at most this many partials (C x parts: every channel of its sample's, a round trip to L2
+// for every few), on at least this many CTAs. Forward (dev/VARIANTS.md 94): 32 MiB to 1 GiB of
+// 16-bit types and float32 ran 2-19% faster; 2 x 32 x 64^3 float16 in 132 parts, 4224 partials,
+// 1% slower than the tiles, in 64 parts 17% faster; 16-32 CTAs 27-170% slower; 16 MiB and below
+// 8-20% slower, the seeds' 3.5 and 7 GiB 3-4%. Backward (95): 16 MiB of x and dy each to the
+// bfloat16 seed's 3.5 GiB 4-34% faster (cl-bf16 20%), 8 MiB level, the float32 seed's 7 GiB 2.7%
+// slower.
 inline constexpr int64_t kChannelsLastStreamApplyMinBytes = int64_t{32} << 20;
 inline constexpr int64_t kChannelsLastStreamApplyMaxBytes = int64_t{1} << 30;
+inline constexpr int64_t kChannelsLastStreamApplyMaxBackwardBytes = int64_t{8} << 30;
 inline constexpr int64_t kChannelsLastStreamApplyMaxPartials = 2048;
 inline constexpr int64_t kChannelsLastStreamApplyMinCtas = 64;
 // The three kernels' backward marks its elementwise pass's loads and stores evict-first in L2

@@ -1208,10 +1208,10 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
 // equals. options.force_stream_parts: 0 the tiles' reduction, > 0 that many parts, whatever x's size.
 // The kernel also applies (Plan::stream_applies) where every part fits one round of CTAs each holding
 // a ring's stages of it (plan_internal.h channels_last_stream_apply_min_rows), in the most parts
-// that do whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials, where x holds
-// kChannelsLastStreamApplyMinBytes to kChannelsLastStreamApplyMaxBytes and the parts take
-// kChannelsLastStreamApplyMinCtas or more; options.force_stream_applies: 1 wherever it can (an error
-// where not), 0 never.
+// that do whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials, where the inputs
+// hold kChannelsLastStreamApplyMinBytes to kChannelsLastStreamApplyMaxBytes (the backward's x and
+// dy: kChannelsLastStreamApplyMaxBackwardBytes) and the parts take kChannelsLastStreamApplyMinCtas
+// or more; options.force_stream_applies: 1 wherever it can (an error where not), 0 never.
 Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t forced = options.force_stream_parts;
   const int forced_applies = options.force_stream_applies;
@@ -1266,8 +1266,11 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
                    std::to_string(detail::channels_last_stream_apply_min_rows(*plan)) + " rows: " + plan->describe() +
                    (forced > 0 ? " in " + std::to_string(forced) + " parts" : std::string()));
   }
-  const bool applies_by_rule = x_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
-                              x_bytes <= detail::kChannelsLastStreamApplyMaxBytes &&
+  const int64_t input_bytes = x_bytes * plan->inputs;
+  const int64_t apply_max_bytes = plan->pass == Pass::kForward ? detail::kChannelsLastStreamApplyMaxBytes
+                                                               : detail::kChannelsLastStreamApplyMaxBackwardBytes;
+  const bool applies_by_rule = input_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
+                              input_bytes <= apply_max_bytes &&
                               plan->channels * apply_parts <= detail::kChannelsLastStreamApplyMaxPartials &&
                               batch * apply_parts >= detail::kChannelsLastStreamApplyMinCtas;
   if (can_apply && (forced_applies == 1 || (forced_applies < 0 && applies_by_rule))) {

@@ -1560,8 +1560,8 @@ TEST(Planner, ChannelsLastStream) {
 // The streamed kernel applying too (Plan::stream_applies): where every part fits one round of its
 // CTAs (264 on the H200) and holds a ring of stages (five of 16 KiB: 640 rows of 64 16-bit
 // channels), in the most parts that do whose CTAs each combine at most 2048 partials (C x parts),
-// for x of 32 MiB to 1 GiB on 64 CTAs or more. Forced (force_stream_applies 1) wherever it can;
-// refused elsewhere.
+// for x of 32 MiB to 1 GiB (the backward: x and dy of 32 MiB to 8 GiB) on 64 CTAs or more. Forced
+// (force_stream_applies 1) wherever it can; refused elsewhere.
 TEST(Planner, ChannelsLastStreamApplies) {
   PlanOptions three_kernels;
   three_kernels.force_exchange = Exchange::kNone;
@@ -1658,8 +1658,10 @@ TEST(Planner, ChannelsLastStreamApplies) {
   }
   // A ring of rows exactly is enough: 640 rows in one part.
   EXPECT_TRUE(plan_of(cl(DType::kBFloat16, {2, 64, 640}), applies).stream_applies);
-  // The backward by the same rule on x's bytes, its ring half a stage of x and of dy (320 rows of 64
-  // 16-bit channels, 640 of 32): cl-3d-fp16 in 64 parts; 639 rows a part forced.
+  // The backward: its inputs' bytes, x and dy, from 32 MiB to 8 GiB; its ring half a stage of x and
+  // of dy (320 rows of 64 16-bit channels, 640 of 32). cl-3d-fp16 in 64 parts; 16 MiB of x, and a
+  // row short of it; the bfloat16 seed's 3.5 GiB of x in 2 parts (224 CTAs), the float32 seed's 7
+  // GiB streamed alone; 639 rows in a part forced.
   const auto cl_backward = [](DType dtype, std::initializer_list<int64_t> shape) {
     const ForwardParams f = problem(dtype, shape);
     BackwardParams b;
@@ -1676,18 +1678,31 @@ TEST(Planner, ChannelsLastStreamApplies) {
     b.rstd = reinterpret_cast<void*>(kAligned * 4);
     return b;
   };
+  struct Backward {
+    const char* why;
+    BackwardParams params;
+    bool applies;
+    int64_t parts;
+  };
+  const Backward backward[] = {
+      {"cl-3d-fp16: 64 parts", cl_backward(DType::kFloat16, {2, 32, 64, 64, 64}), true, 64},
+      {"16 MiB of x: 8 samples in 32 parts", cl_backward(DType::kBFloat16, {8, 64, 128, 128}), true, 32},
+      {"a row short of 16 MiB of x: the tiles", cl_backward(DType::kBFloat16, {8, 64, 128, 127}), false, 0},
+      {"cl-seed-bf16: 2 parts, 224 CTAs", cl_backward(DType::kBFloat16, {112, 64, 512, 512}), true, 2},
+      {"cl-seed-fp32: past 8 GiB, the stream alone", cl_backward(DType::kFloat32, {112, 64, 512, 512}), false, 7},
+  };
   Plan plan;
+  for (const Backward& e : backward) {
+    ASSERT_TRUE(plan_backward(e.params, hopper_h200_limits(), &plan, three_kernels).ok()) << e.why;
+    EXPECT_EQ(plan.stream_applies, e.applies) << e.why << ": " << plan.describe();
+    EXPECT_EQ(plan.stream_parts, e.parts) << e.why << ": " << plan.describe();
+  }
   ASSERT_TRUE(plan_backward(cl_backward(DType::kFloat16, {2, 32, 64, 64, 64}), hopper_h200_limits(), &plan,
                             three_kernels).ok());
-  EXPECT_TRUE(plan.stream_applies) << plan.describe();
-  EXPECT_EQ(plan.stream_parts, 64);
   EXPECT_EQ(detail::channels_last_stream_apply_min_rows(plan), 5 * 128);
   ASSERT_TRUE(plan_backward(cl_backward(DType::kBFloat16, {2, 64, 639}), hopper_h200_limits(), &plan, applies).ok());
   EXPECT_TRUE(plan.stream_applies) << plan.describe();
   EXPECT_EQ(plan.stream_parts, 1);
-  ASSERT_TRUE(plan_backward(cl_backward(DType::kBFloat16, {16, 64, 128, 127}), hopper_h200_limits(), &plan,
-                            three_kernels).ok());
-  EXPECT_FALSE(plan.stream_applies) << "a row short of 32 MiB of x";
 }
 
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's
