@@ -1208,7 +1208,8 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
 // equals. options.force_stream_parts: 0 the tiles' reduction, > 0 that many parts, whatever x's size.
 // The kernel also applies (Plan::stream_applies) where every part fits one round of CTAs each holding
 // a ring's stages of it (plan_internal.h channels_last_stream_apply_min_rows), in the most parts
-// that do whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials, where the inputs
+// that do whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials (or, where those
+// leave half the SMs idle, a CTA an SM), where the inputs
 // hold kChannelsLastStreamApplyMinBytes to kChannelsLastStreamApplyMaxBytes (the backward's x and
 // dy: kChannelsLastStreamApplyMaxBackwardBytes) and the parts take kChannelsLastStreamApplyMinCtas
 // or more; options.force_stream_applies: 1 wherever it can (an error where not), 0 never.
@@ -1251,13 +1252,16 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
                    " rows of a sample, got " + std::to_string(forced));
   }
   // The applying kernel's parts: the forced ones, else the most of one round whose CTAs each combine
-  // at most kChannelsLastStreamApplyMaxPartials (C <= 128: 16 parts or more).
+  // at most kChannelsLastStreamApplyMaxPartials (C <= 128: 16 parts or more), or where those would
+  // leave half the SMs or more without a CTA, a CTA an SM (the combine's latency costs less than
+  // the idle SMs: dev/VARIANTS.md 95).
+  int64_t combined_parts = detail::kChannelsLastStreamApplyMaxPartials / plan->channels;
+  if (2 * batch * combined_parts <= limits.sm_count) combined_parts = limits.sm_count / batch;
   const int64_t apply_capacity = capacity_of(true);
   const int64_t apply_parts =
       forced > 0 ? forced
                  : std::min({apply_capacity / batch, rows / detail::channels_last_stream_apply_min_rows(*plan),
-                             detail::kChannelsLastStreamMaxParts,
-                             detail::kChannelsLastStreamApplyMaxPartials / plan->channels});
+                             detail::kChannelsLastStreamMaxParts, combined_parts});
   const bool can_apply = apply_parts >= 1 && batch * apply_parts <= apply_capacity &&
                          rows / apply_parts >= detail::channels_last_stream_apply_min_rows(*plan);
   if (forced_applies == 1 && !can_apply) {
@@ -1271,7 +1275,7 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
                                                                : detail::kChannelsLastStreamApplyMaxBackwardBytes;
   const bool applies_by_rule = input_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
                               input_bytes <= apply_max_bytes &&
-                              plan->channels * apply_parts <= detail::kChannelsLastStreamApplyMaxPartials &&
+                              apply_parts <= combined_parts &&
                               batch * apply_parts >= detail::kChannelsLastStreamApplyMinCtas;
   if (can_apply && (forced_applies == 1 || (forced_applies < 0 && applies_by_rule))) {
     plan->stream_parts = apply_parts;

@@ -1559,7 +1559,8 @@ TEST(Planner, ChannelsLastStream) {
 
 // The streamed kernel applying too (Plan::stream_applies): where every part fits one round of its
 // CTAs (264 on the H200) and holds a ring of stages (five of 16 KiB: 640 rows of 64 16-bit
-// channels), in the most parts that do whose CTAs each combine at most 2048 partials (C x parts),
+// channels), in the most parts that do whose CTAs each combine at most 2048 partials (C x parts;
+// where that leaves half the 132 SMs idle, 132 CTAs),
 // for x of 32 MiB to 1 GiB (the backward: x and dy of 32 MiB to 8 GiB) on 64 CTAs or more. Forced
 // (force_stream_applies 1) wherever it can; refused elsewhere.
 TEST(Planner, ChannelsLastStreamApplies) {
@@ -1585,9 +1586,12 @@ TEST(Planner, ChannelsLastStreamApplies) {
       {"cl-3d-fp16: 2 volumes in 64 parts (32 x 64 partials a CTA), not 132", cl(DType::kFloat16, {2, 32, 64, 64, 64}),
        true, 64},
       {"two volumes of 128 MiB: 64 parts each", cl(DType::kFloat16, {2, 32, 128, 128, 128}), true, 64},
-      {"4 samples of 128 channels: 16 parts (2048 partials), 64 CTAs", cl(DType::kBFloat16, {4, 128, 128, 256}),
-       true, 16},
-      {"one sample of 128 channels: 16 parts, 16 CTAs", cl(DType::kBFloat16, {1, 128, 256, 512}), false, 0},
+      {"4 samples of 128 channels: 2048 partials leave 64 CTAs, so a CTA an SM, 33 parts",
+       cl(DType::kBFloat16, {4, 128, 128, 256}), true, 33},
+      {"2 samples of 64 channels: 66 parts, not 32", cl(DType::kBFloat16, {2, 64, 64, 64, 64}), true, 66},
+      {"one sample of 128 channels: 132 parts, not 16", cl(DType::kBFloat16, {1, 128, 256, 512}), true, 132},
+      {"one sample of 128 channels in 1,280 rows: 320 KiB on 4 CTAs, the tiles", cl(DType::kBFloat16, {1, 128, 1280}),
+       false, 0},
       {"GroupNorm(8) without an affine: the plain op", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 4},
   };
   for (const Expect& e : cases) {
@@ -1610,16 +1614,16 @@ TEST(Planner, ChannelsLastStreamApplies) {
                   plan.channels * int64_t{detail::kSliceCoefficientBytes})
         << e.why;
   }
-  // Forced: wherever it can (16 MiB in 25 parts, a ring of rows each; one sample on 16 CTAs; cl-bf16
+  // Forced: wherever it can (16 MiB in 25 parts, a ring of rows each; one sample on 4 CTAs; cl-bf16
   // in 3), or not at all.
   PlanOptions applies = three_kernels;
   applies.force_stream_applies = 1;
   const Plan small = plan_of(cl(DType::kBFloat16, {8, 64, 128, 128}), applies);
   EXPECT_TRUE(small.stream_applies);
   EXPECT_EQ(small.stream_parts, 25);
-  const Plan one = plan_of(cl(DType::kBFloat16, {1, 128, 256, 512}), applies);
+  const Plan one = plan_of(cl(DType::kBFloat16, {1, 128, 1280}), applies);
   EXPECT_TRUE(one.stream_applies);
-  EXPECT_EQ(one.stream_grid, 16);
+  EXPECT_EQ(one.stream_grid, 4);
   PlanOptions three_parts = applies;
   three_parts.force_stream_parts = 3;
   EXPECT_EQ(plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), three_parts).stream_grid, 192);
