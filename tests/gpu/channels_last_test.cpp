@@ -417,12 +417,12 @@ TEST(GpuChannelsLast, StreamedReduction) {
 }
 
 // The streamed kernel applying too (Plan::stream_applies, forced: PlanOptions force_stream_applies),
-// both passes, in the planner's parts for it (the most of one round, up to 2048 partials a CTA), in
-// one part and in three (rows split unevenly, each part's last stage short of rows), where each
-// part holds a ring of stages. Shapes as StreamedReduction's, larger, and two edges: a part of
-// exactly the ring's stages (none moved again) and of three rows more (the short last stage held,
-// the first moved again); each on expect_streamed_passes' data. The backward without dx (weight
-// gradients only) stops after its combine.
+// both passes, in the planner's parts for it (the most of one round, up to 2048 partials a CTA or
+// a CTA an SM), in one part and in three (rows split unevenly, each part's last stage short of
+// rows), where each part holds a ring of stages. Shapes as StreamedReduction's, larger, and two
+// edges: a part of exactly the ring's stages (none moved again) and of three rows more (the short
+// last stage held, the first moved again); each on expect_streamed_passes' data. The backward
+// without dx (weight gradients only) stops after its combine.
 TEST(GpuChannelsLast, StreamedApply) {
   INORM_REQUIRE_GPU();
   const Streamed shapes[] = {
@@ -431,6 +431,8 @@ TEST(GpuChannelsLast, StreamedApply) {
       {"C=128, 60x60", {3, 128, 60, 60}, 0},
       {"C=8, 12000 rows", {5, 8, 12000}, 0},
       {"GroupNorm(8) of 64 channels, no affine", {2, 64, 60, 70}, 8},
+      // 2048 partials a CTA would leave the SMs idle: the planner's 132 parts, a CTA an SM.
+      {"one sample of 128 channels in 132 parts", {1, 128, 42245}, 0},
   };
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
     const int inputs = pass == Pass::kForward ? 1 : 2;
