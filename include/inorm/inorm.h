@@ -225,10 +225,10 @@ struct PlanOptions {
   // form's blocks (whole slices, every row in one CTA; C: whole rows); its rows are its own.
   int force_channel_block = 0;
   int64_t force_tile_rows = 0;
-  // kChannelsLast's three kernels: the forward's reduction streamed through a ring of bulk copies in
-  // this many parts of each sample's rows (Plan::stream_parts); 0 by tiles; -1 the planner's. Only
-  // where the stream runs: the forward without an activation or channel affine, float32 and the
-  // 16-bit types, C = 4, 8, ... 128 channels, rows aligned to 16 bytes.
+  // kChannelsLast's three kernels: the reduction streamed through a ring of bulk copies in this many
+  // parts of each sample's rows (Plan::stream_parts); 0 by tiles; -1 the planner's. Only where the
+  // stream runs: either pass without an activation or channel affine, float32 and the 16-bit
+  // types, C = 4, 8, ... 128 channels, rows aligned to 16 bytes.
   int force_stream_parts = -1;
   // Where the reduction streams: 1 runs the elementwise pass in the same kernel (Plan::stream_applies:
   // every part a CTA at once, each part at least kChannelsLastStreamStages stages), 0 in its own
@@ -283,8 +283,8 @@ struct Plan {
   int64_t stream_grid = 0;
   // With stream_parts: the same kernel then runs the elementwise pass, its CTAs one a part all at
   // once, each sample's partials exchanged through L2, each part written from the last stages of its
-  // ring first, then from its last rows back (x read once where they are still on chip); no finish
-  // or elementwise kernel.
+  // ring first, then from its last rows back (x, and the backward's dy, read once where they are
+  // still on chip); no finish or elementwise kernel.
   bool stream_applies = false;
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int resident_parts = 0;     // kSplitPipelined: of each slice's parts, the last this many stay in the shared
