@@ -29,6 +29,23 @@ ForwardParams problem(DType dtype, std::initializer_list<int64_t> shape) {
   return p;
 }
 
+// The backward of p's problem (its shape, type and layout), with the forward's statistics.
+BackwardParams backward_of(const ForwardParams& p) {
+  BackwardParams b;
+  b.dtype = p.dtype;
+  b.layout = p.layout;
+  b.x = p.x;
+  b.dy = reinterpret_cast<void*>(kAligned * 128);
+  b.dx = reinterpret_cast<void*>(kAligned * 192);
+  b.batch = p.batch;
+  b.channels = p.channels;
+  b.spatial_rank = p.spatial_rank;
+  for (int i = 0; i < p.spatial_rank; ++i) b.spatial[i] = p.spatial[i];
+  b.mean = reinterpret_cast<void*>(kAligned * 3);
+  b.rstd = reinterpret_cast<void*>(kAligned * 4);
+  return b;
+}
+
 // GroupNorm with `groups` groups and a weight: an affine by channel inside each slice.
 ForwardParams affine_groups(DType dtype, std::initializer_list<int64_t> shape, int64_t groups) {
   ForwardParams p = problem(dtype, shape);
@@ -988,16 +1005,7 @@ TEST(Planner, PartBytesForcedWithinTheirBounds) {
   EXPECT_EQ(small.parts_per_slice, 256);
   EXPECT_EQ(small.pipeline_lead, 256 + small.grid / 2);  // 4 MiB slices: the short lead
   // The backward's stage holds x and dy: a part of each is half as long.
-  BackwardParams b;
-  b.x = p.x;
-  b.dy = reinterpret_cast<void*>(kAligned * 128);
-  b.dx = reinterpret_cast<void*>(kAligned * 192);
-  b.batch = p.batch;
-  b.channels = p.channels;
-  b.spatial_rank = p.spatial_rank;
-  for (int i = 0; i < p.spatial_rank; ++i) b.spatial[i] = p.spatial[i];
-  b.mean = reinterpret_cast<void*>(kAligned * 3);
-  b.rstd = reinterpret_cast<void*>(kAligned * 4);
+  BackwardParams b = backward_of(p);
   Plan backward;
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &backward, options).ok());
   EXPECT_EQ(backward.chunk_len, 2048);
@@ -1504,18 +1512,7 @@ TEST(Planner, ChannelsLastStream) {
   // The backward streams its plain op the same way, x and dy through the ring (half a stage each):
   // cl-bf16's 128 MiB of x applies too (Planner.ChannelsLastStreamApplies), or streams alone, or
   // in K parts; with an activation (the general op) it reduces its tiles, and refuses forced parts.
-  BackwardParams b;
-  b.x = reinterpret_cast<void*>(kAligned);
-  b.dy = reinterpret_cast<void*>(kAligned * 128);
-  b.dx = reinterpret_cast<void*>(kAligned * 192);
-  b.batch = 64;
-  b.channels = 64;
-  b.spatial_rank = 2;
-  b.spatial[0] = b.spatial[1] = 128;
-  b.dtype = DType::kBFloat16;
-  b.layout = Layout::kChannelsLast;
-  b.mean = reinterpret_cast<void*>(kAligned * 3);
-  b.rstd = reinterpret_cast<void*>(kAligned * 4);
+  BackwardParams b = backward_of(cl_bf16());
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
   EXPECT_TRUE(plan.stream_applies) << plan.describe();
   EXPECT_EQ(plan.stream_parts, 4);
@@ -1666,21 +1663,8 @@ TEST(Planner, ChannelsLastStreamApplies) {
   // of dy (320 rows of 64 16-bit channels, 640 of 32). cl-3d-fp16 in 64 parts; 16 MiB of x, and a
   // row short of it; the bfloat16 seed's 3.5 GiB of x in 2 parts (224 CTAs), the float32 seed's 7
   // GiB streamed alone; 639 rows in a part forced.
-  const auto cl_backward = [](DType dtype, std::initializer_list<int64_t> shape) {
-    const ForwardParams f = problem(dtype, shape);
-    BackwardParams b;
-    b.dtype = dtype;
-    b.layout = Layout::kChannelsLast;
-    b.batch = f.batch;
-    b.channels = f.channels;
-    b.spatial_rank = f.spatial_rank;
-    for (int i = 0; i < f.spatial_rank; ++i) b.spatial[i] = f.spatial[i];
-    b.x = reinterpret_cast<void*>(kAligned);
-    b.dy = reinterpret_cast<void*>(kAligned * 128);
-    b.dx = reinterpret_cast<void*>(kAligned * 192);
-    b.mean = reinterpret_cast<void*>(kAligned * 3);
-    b.rstd = reinterpret_cast<void*>(kAligned * 4);
-    return b;
+  const auto cl_backward = [&cl](DType dtype, std::initializer_list<int64_t> shape) {
+    return backward_of(cl(dtype, shape));
   };
   struct Backward {
     const char* why;
