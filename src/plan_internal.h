@@ -211,7 +211,8 @@ inline int64_t channels_last_stream_smem_bytes(const Plan& plan) {
 // The rows of a stage of the ring (whole rows), and the fewest rows of a part the applying kernel
 // takes: its ring's stages all full of the part, so that they are the part's last when it applies.
 inline int64_t channels_last_stream_stage_rows(const Plan& plan) {
-  return channels_last_stream_input_bytes(plan.inputs) / (plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)));
+  const int64_t row_bytes = plan.channels * static_cast<int64_t>(dtype_size(plan.dtype));
+  return channels_last_stream_input_bytes(plan.inputs) / row_bytes;
 }
 inline int64_t channels_last_stream_apply_min_rows(const Plan& plan) {
   return kChannelsLastStreamStages * channels_last_stream_stage_rows(plan);

@@ -1209,10 +1209,10 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
 // The kernel also applies (Plan::stream_applies) where every part fits one round of CTAs each holding
 // a ring's stages of it (plan_internal.h channels_last_stream_apply_min_rows), in the most parts
 // that do whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials (or, where those
-// leave half the SMs idle, a CTA an SM), where the inputs
-// hold kChannelsLastStreamApplyMinBytes to kChannelsLastStreamApplyMaxBytes (the backward's x and
-// dy: kChannelsLastStreamApplyMaxBackwardBytes) and the parts take kChannelsLastStreamApplyMinCtas
-// or more; options.force_stream_applies: 1 wherever it can (an error where not), 0 never.
+// leave half the SMs idle, a CTA an SM), where the inputs hold kChannelsLastStreamApplyMinBytes to
+// kChannelsLastStreamApplyMaxBytes (the backward's x and dy: kChannelsLastStreamApplyMaxBackwardBytes)
+// and the parts take kChannelsLastStreamApplyMinCtas or more; options.force_stream_applies: 1
+// wherever it can (an error where not), 0 never.
 Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t forced = options.force_stream_parts;
   const int forced_applies = options.force_stream_applies;

@@ -545,7 +545,8 @@ struct StreamedSums<BackwardOp<T, false>> {
 // asks for it): the plain ops' (no activation, no channel affine), with float32 blocks.
 template <typename Op>
 inline constexpr bool kStreamsReduction =
-    (std::is_same_v<Op, ForwardOp<typename Op::Elem, false>> || std::is_same_v<Op, BackwardOp<typename Op::Elem, false>>) &&
+    (std::is_same_v<Op, ForwardOp<typename Op::Elem, false>> ||
+     std::is_same_v<Op, BackwardOp<typename Op::Elem, false>>) &&
     std::is_same_v<typename Op::Acc, float>;
 
 // A block's sums added into a part's (float64), and a sum's fields added to those of the lane
