@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 66, call 6 (.carry/s66e, the head's inorm-bench): ncu on cl-bf16's backward in the one
+# Session 66, call 6 (.carry/s66e: inorm-bench built from b89a29b, the kernels of the head): ncu on cl-bf16's backward in the one
 # kernel (what its second read of x and dy finds in L2), and on the 512 MiB bfloat16 case's.
 cd "$(dirname "$0")/../../.."
 set -u
