@@ -98,6 +98,10 @@ inline bool reduces_channels(const Plan& plan) { return plan.update_running_stat
 inline int64_t channel_len_of(const Plan& plan) {
   return plan.slice_channels > 0 ? plan.slice_len / plan.slice_channels : 0;
 }
+// The bytes of each input the plan reads (x; the backward's dy holds as many): N x C x S elements.
+inline int64_t input_bytes_of(const Plan& plan) {
+  return plan.num_slices * plan.slice_len * static_cast<int64_t>(dtype_size(plan.dtype));
+}
 // Whether every chunk of a forward plan lies inside one channel (a CTA's chunk on kSharedResident,
 // a part on kSplitPipelined, whose length divides the channel's): GroupNorm's affine is then one
 // channel's a chunk, which the plain op applies at no cost (kernels/forward_op.cuh finish).

@@ -1245,8 +1245,8 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   }
   const int64_t batch = detail::batch_of(*plan);
   const int64_t rows = detail::channel_len_of(*plan);
-  const int64_t sample_bytes = rows * plan->channels * static_cast<int64_t>(dtype_size(plan->dtype));
-  const int64_t x_bytes = batch * sample_bytes;
+  const int64_t x_bytes = detail::input_bytes_of(*plan);
+  const int64_t sample_bytes = x_bytes / batch;
   if (forced > 0 && (forced > rows || forced * plan->slice_channels > std::numeric_limits<int32_t>::max())) {
     return invalid("forced channels_last stream parts must be 1 to the " + std::to_string(rows) +
                    " rows of a sample, got " + std::to_string(forced));
@@ -1270,11 +1270,11 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
                    std::to_string(detail::channels_last_stream_apply_min_rows(*plan)) + " rows: " + plan->describe() +
                    (forced > 0 ? " in " + std::to_string(forced) + " parts" : std::string()));
   }
-  const int64_t input_bytes = x_bytes * plan->inputs;
+  const int64_t inputs_bytes = x_bytes * plan->inputs;
   const int64_t apply_max_bytes = plan->pass == Pass::kForward ? detail::kChannelsLastStreamApplyMaxBytes
                                                                : detail::kChannelsLastStreamApplyMaxBackwardBytes;
-  const bool applies_by_rule = input_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
-                              input_bytes <= apply_max_bytes &&
+  const bool applies_by_rule = inputs_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
+                              inputs_bytes <= apply_max_bytes &&
                               apply_parts <= combined_parts &&
                               batch * apply_parts >= detail::kChannelsLastStreamApplyMinCtas;
   if (can_apply && (forced_applies == 1 || (forced_applies < 0 && applies_by_rule))) {
@@ -1304,13 +1304,12 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const Status status = plan_channels_last_form(base, limits, options, plan);
   if (!status.ok()) return status;
-  const int64_t input_bytes = detail::batch_of(*plan) * detail::channel_len_of(*plan) * plan->channels *
-                              static_cast<int64_t>(dtype_size(plan->dtype)) * plan->inputs;
   const Status streamed = plan_channels_last_stream(limits, options, plan);
   if (!streamed.ok()) return streamed;
   // (The elementwise kernel's hints: none where the streamed kernel applies.)
   plan->evict_first = plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
-                      !plan->stream_applies && input_bytes <= detail::kChannelsLastEvictFirstMaxBytes;
+                      !plan->stream_applies &&
+                      detail::input_bytes_of(*plan) * plan->inputs <= detail::kChannelsLastEvictFirstMaxBytes;
   return Status::Ok();
 }
 
