@@ -631,11 +631,11 @@ struct RingPosition {
 // one is an array of 16-byte packs an input whose i-th holds channels (i * its elements) mod C on:
 // a thread takes packs t, t + 256, ... of the same channels (256 packs hold whole rows); a stage
 // of fewer rows is taken by runs as the reduction takes it. `cells`: the sample's coefficients, a
-// cell a channel.
+// cell a channel; `stage_rows`: the kernel's rows a stage.
 template <typename Op>
 __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, const unsigned char* smem,
                                                     const unsigned char* cells, uint64_t* full, uint64_t* empty,
-                                                    RingPosition at) {
+                                                    RingPosition at, int stage_rows) {
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
@@ -648,7 +648,6 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
   constexpr int kPacksAStage = static_cast<int>(kInputBytes / (kConsumers * sizeof(Pack<T>)));
   constexpr int kRun = kChannelsLastStreamRun;
   const int64_t channels = args.channels;
-  const int stage_rows = static_cast<int>(kInputBytes / (channels * static_cast<int64_t>(sizeof(T))));
   const int64_t parts = args.stream_parts;
   int64_t begin = 0;
   const int64_t len = stream_part_rows(args, blockIdx.x % parts, &begin);
@@ -960,7 +959,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         blockIdx.x % parts == 0, cells, kConsumers);
     if (!applies) return;
     consumers_sync();
-    apply_streamed_part<Op>(args, smem, cells, full, empty, at);
+    apply_streamed_part<Op>(args, smem, cells, full, empty, at, stage_rows);
   }
 }
 
