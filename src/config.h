@@ -399,12 +399,6 @@ inline constexpr int64_t kChannelsLastStreamApplyMaxBytes = int64_t{1} << 30;
 inline constexpr int64_t kChannelsLastStreamApplyMaxBackwardBytes = int64_t{8} << 30;
 inline constexpr int64_t kChannelsLastStreamApplyMaxPartials = 2048;
 inline constexpr int64_t kChannelsLastStreamApplyMinCtas = 64;
-// Where a sample's parts of at most this many stages each fit one round of CTAs, and its last CTA
-// combines at most this many partials, the applying kernel takes such parts in rounds, each held
-// whole in its CTA's ring (the rest of the ring takes the CTA's next part meanwhile), whatever the
-// inputs' bytes past kChannelsLastStreamApplyMinBytes.
-inline constexpr int64_t kChannelsLastStreamHeldStages = 3;
-inline constexpr int64_t kChannelsLastStreamHeldMaxPartials = 16384;
 // The three kernels' backward marks its elementwise pass's loads and stores evict-first in L2
 // (Plan::evict_first) where x and dy together hold at most this many bytes, so the tiles that pass
 // has yet to reach stay there: 6-8% faster on 48 and 64 MiB (cl-c3, cl-3d-fp16), level on 128 MiB,

@@ -35,8 +35,7 @@ struct WorkspaceLayout {
   std::size_t split_slice_stats = 0;  // kSplitPipelined: SplitPartial[num_slices], each slice's combined
   std::size_t split_counters = 0;     // kSplitPipelined: unsigned [1 + num_slices]: next item, arrivals per slice
   // kChannelsLast's three kernels: kSliceCoefficientBytes [num_slices * slice_channels], the
-  // elementwise pass's, per channel (where the stream applies: each sample's, published by its
-  // combining CTA)
+  // elementwise pass's, per channel
   std::size_t slice_coefficients = 0;
   // stats type [num_slices] each: the two terms per slice that the channel reduction sums over the
   // batch: per-instance mean and unbiased variance for the running stats (forward), sum(dy * xhat)
@@ -213,26 +212,14 @@ inline int64_t channels_last_stream_smem_bytes(const Plan& plan, bool applies) {
 inline int64_t channels_last_stream_smem_bytes(const Plan& plan) {
   return channels_last_stream_smem_bytes(plan, channels_last_stream_applies(plan));
 }
-// The rows of a stage of the ring (whole rows), and of the ring.
+// The rows of a stage of the ring (whole rows), and the fewest rows of a part the applying kernel
+// takes: its ring's stages all full of the part, so that they are the part's last when it applies.
 inline int64_t channels_last_stream_stage_rows(const Plan& plan) {
   const int64_t row_bytes = plan.channels * static_cast<int64_t>(dtype_size(plan.dtype));
   return channels_last_stream_input_bytes(plan.inputs) / row_bytes;
 }
-inline int64_t channels_last_stream_ring_rows(const Plan& plan) {
+inline int64_t channels_last_stream_apply_min_rows(const Plan& plan) {
   return kChannelsLastStreamStages * channels_last_stream_stage_rows(plan);
-}
-// Whether the applying kernel can take `parts` parts of each sample on `grid` CTAs: parts of at
-// most a ring's rows, each held whole in its CTA's ring until it is written, in rounds (every part
-// of a sample in a CTA of its own); else every part in one round, each at least a ring's rows (its
-// ring's stages the part's last when it applies).
-inline bool channels_last_stream_holds_parts(const Plan& plan, int64_t parts) {
-  return (channel_len_of(plan) + parts - 1) / parts <= channels_last_stream_ring_rows(plan);
-}
-inline bool channels_last_stream_can_apply(const Plan& plan, int64_t parts, int64_t grid) {
-  const int64_t items = batch_of(plan) * parts;
-  return parts >= 1 && (channels_last_stream_holds_parts(plan, parts)
-                            ? parts <= grid && grid <= items
-                            : grid == items && channel_len_of(plan) / parts >= channels_last_stream_ring_rows(plan));
 }
 inline bool channels_last_can_stream(const Plan& plan) {
   const int64_t runs = plan.channels / kChannelsLastStreamRun;

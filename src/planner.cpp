@@ -247,8 +247,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.slice_arrivals = reserve(static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned));
   } else if (channels_last_stream_applies(plan)) {
     layout.slice_arrivals = reserve(static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned));
-  }
-  if (plan.path == Path::kChannelsLast && !channels_last_resident(plan)) {
+  } else if (plan.path == Path::kChannelsLast && !channels_last_resident(plan)) {
     layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
   }
   if (plan.path == Path::kSplitPipelined) {
@@ -1207,15 +1206,13 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
 // parts a sample that cost the least: each round of the grid (CTAs of its ring that fit an SM, on
 // every SM) costs a part's bytes and kChannelsLastStreamPartCostBytes, the fewest parts among
 // equals. options.force_stream_parts: 0 the tiles' reduction, > 0 that many parts, whatever x's size.
-// The kernel also applies (Plan::stream_applies) from kChannelsLastStreamApplyMinBytes of inputs:
-// in parts of kChannelsLastStreamHeldStages stages, each held whole in its CTA's ring, in rounds,
-// where a sample's fit one round of CTAs and its last CTA combines at most
-// kChannelsLastStreamHeldMaxPartials; else where every part fits one round of CTAs each holding a
-// ring's stages of it (plan_internal.h channels_last_stream_can_apply), in the most parts that do
-// whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials (or, where those leave half
-// the SMs idle, a CTA an SM), up to kChannelsLastStreamApplyMaxBytes of inputs (the backward's x
-// and dy: kChannelsLastStreamApplyMaxBackwardBytes), the parts on kChannelsLastStreamApplyMinCtas
-// or more; options.force_stream_applies: 1 wherever it can (an error where not), 0 never.
+// The kernel also applies (Plan::stream_applies) where every part fits one round of CTAs each holding
+// a ring's stages of it (plan_internal.h channels_last_stream_apply_min_rows), in the most parts
+// that do whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials (or, where those
+// leave half the SMs idle, a CTA an SM), where the inputs hold kChannelsLastStreamApplyMinBytes to
+// kChannelsLastStreamApplyMaxBytes (the backward's x and dy: kChannelsLastStreamApplyMaxBackwardBytes)
+// and the parts take kChannelsLastStreamApplyMinCtas or more; options.force_stream_applies: 1
+// wherever it can (an error where not), 0 never.
 Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const int64_t forced = options.force_stream_parts;
   const int forced_applies = options.force_stream_applies;
@@ -1254,41 +1251,35 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
     return invalid("forced channels_last stream parts must be 1 to the " + std::to_string(rows) +
                    " rows of a sample, got " + std::to_string(forced));
   }
-  // The applying kernel's parts: the forced ones, else those held whole, else the most of one round
-  // whose CTAs each combine at most kChannelsLastStreamApplyMaxPartials (C <= 128: 16 parts or
-  // more), or where those would leave half the SMs or more without a CTA, a CTA an SM (the
-  // combine's latency costs less than the idle SMs: dev/VARIANTS.md 95).
-  const int64_t apply_capacity = capacity_of(true);
-  const int64_t ring_rows = detail::channels_last_stream_ring_rows(*plan);
-  const int64_t held_rows = detail::kChannelsLastStreamHeldStages * detail::channels_last_stream_stage_rows(*plan);
-  const int64_t held_parts = ceil_div(rows, held_rows);
+  // The applying kernel's parts: the forced ones, else the most of one round whose CTAs each combine
+  // at most kChannelsLastStreamApplyMaxPartials (C <= 128: 16 parts or more), or where those would
+  // leave half the SMs or more without a CTA, a CTA an SM (the combine's latency costs less than
+  // the idle SMs: dev/VARIANTS.md 95).
   int64_t combined_parts = detail::kChannelsLastStreamApplyMaxPartials / plan->channels;
   if (2 * batch * combined_parts <= limits.sm_count) combined_parts = limits.sm_count / batch;
-  const int64_t round_parts = std::min({apply_capacity / batch, rows / ring_rows, detail::kChannelsLastStreamMaxParts,
-                                        combined_parts});
-  const int64_t inputs_bytes = x_bytes * plan->inputs;
-  const bool held_by_rule = held_parts <= apply_capacity &&
-                            held_parts * plan->channels <= detail::kChannelsLastStreamHeldMaxPartials;
-  const int64_t apply_parts = forced > 0 ? forced : held_by_rule ? held_parts : round_parts;
-  const int64_t apply_grid = std::min(batch * apply_parts, apply_capacity);
-  const bool can_apply = detail::channels_last_stream_can_apply(*plan, apply_parts, apply_grid);
+  const int64_t apply_capacity = capacity_of(true);
+  const int64_t apply_parts =
+      forced > 0 ? forced
+                 : std::min({apply_capacity / batch, rows / detail::channels_last_stream_apply_min_rows(*plan),
+                             detail::kChannelsLastStreamMaxParts, combined_parts});
+  const bool can_apply = apply_parts >= 1 && batch * apply_parts <= apply_capacity &&
+                         rows / apply_parts >= detail::channels_last_stream_apply_min_rows(*plan);
   if (forced_applies == 1 && !can_apply) {
-    return invalid("forced channels_last stream applies need parts of at most " + std::to_string(ring_rows) +
-                   " rows, each sample's on " + std::to_string(apply_capacity) + " CTAs, or every part of one round " +
-                   "on them of at least " + std::to_string(ring_rows) + " rows: " + plan->describe() +
+    return invalid("forced channels_last stream applies need every part of a sample in one round of " +
+                   std::to_string(apply_capacity) + " CTAs, each part at least " +
+                   std::to_string(detail::channels_last_stream_apply_min_rows(*plan)) + " rows: " + plan->describe() +
                    (forced > 0 ? " in " + std::to_string(forced) + " parts" : std::string()));
   }
+  const int64_t inputs_bytes = x_bytes * plan->inputs;
   const int64_t apply_max_bytes = plan->pass == Pass::kForward ? detail::kChannelsLastStreamApplyMaxBytes
                                                                : detail::kChannelsLastStreamApplyMaxBackwardBytes;
-  const bool applies_by_rule =
-      inputs_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
-      (detail::channels_last_stream_holds_parts(*plan, apply_parts)
-           ? apply_parts * plan->channels <= detail::kChannelsLastStreamHeldMaxPartials
-           : inputs_bytes <= apply_max_bytes && apply_parts <= combined_parts &&
-                 batch * apply_parts >= detail::kChannelsLastStreamApplyMinCtas);
+  const bool applies_by_rule = inputs_bytes >= detail::kChannelsLastStreamApplyMinBytes &&
+                              inputs_bytes <= apply_max_bytes &&
+                              apply_parts <= combined_parts &&
+                              batch * apply_parts >= detail::kChannelsLastStreamApplyMinCtas;
   if (can_apply && (forced_applies == 1 || (forced_applies < 0 && applies_by_rule))) {
     plan->stream_parts = apply_parts;
-    plan->stream_grid = apply_grid;
+    plan->stream_grid = batch * apply_parts;
     plan->stream_applies = true;
     return Status::Ok();
   }

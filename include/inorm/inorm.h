@@ -231,9 +231,8 @@ struct PlanOptions {
   // types, C = 4, 8, ... 128 channels, rows aligned to 16 bytes.
   int force_stream_parts = -1;
   // Where the reduction streams: 1 runs the elementwise pass in the same kernel (Plan::stream_applies:
-  // parts of at most a ring's rows held whole, a sample's parts on CTAs of their own at once; or
-  // every part a CTA at once, each part at least a ring's rows), 0 in its own kernel, -1 the
-  // planner's.
+  // every part a CTA at once, each part at least kChannelsLastStreamStages stages), 0 in its own
+  // kernel, -1 the planner's.
   int force_stream_applies = -1;
 };
 
@@ -282,12 +281,10 @@ struct Plan {
   // (kernels/channels_last.cuh channels_last_stream_kernel); 0: it reduces the tiles
   int64_t stream_parts = 0;
   int64_t stream_grid = 0;
-  // With stream_parts: the same kernel then runs the elementwise pass, all its CTAs resident, each
-  // sample's partials combined by its last CTA and its coefficients published through L2. Parts of
-  // at most a ring's rows are held whole in their CTA's ring until written, the CTAs taking parts in
-  // rounds (x, and the backward's dy, read once); longer parts, one a CTA in one round, are written
-  // from the last stages of their ring first, then from their last rows back (read again where L2
-  // no longer holds them); no finish or elementwise kernel.
+  // With stream_parts: the same kernel then runs the elementwise pass, its CTAs one a part all at
+  // once, each sample's partials exchanged through L2, each part written from the last stages of its
+  // ring first, then from its last rows back (x, and the backward's dy, read once where they are
+  // still on chip); no finish or elementwise kernel.
   bool stream_applies = false;
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int resident_parts = 0;     // kSplitPipelined: of each slice's parts, the last this many stay in the shared

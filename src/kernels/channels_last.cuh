@@ -624,25 +624,24 @@ struct RingPosition {
   }
 };
 
-// The elementwise pass of part `item` (a (sample, part) of the streamed kernel, kApplies) by its
-// consumer threads, from ring position `at` on: the part's last `held` stages in order, on chip
-// since the reduction (every stage of a part the ring holds whole; else a ring's), then the rest
-// from the last back. Returns the ring's position past the part's stages.
+// The elementwise pass of the streamed kernel's part (kApplies: a CTA's one part, blockIdx.x), by
+// its consumer threads, the ring `at` where the reduction left it: its j-th stage
+// is the part's last kStages stages in order (still there), then the rest from the last back.
 // A stage holds each input's rows in turn (kChannelsLastStreamStageBytes / kInputs each); a full
 // one is an array of 16-byte packs an input whose i-th holds channels (i * its elements) mod C on:
 // a thread takes packs t, t + 256, ... of the same channels (256 packs hold whole rows); a stage
 // of fewer rows is taken by runs as the reduction takes it. `cells`: the sample's coefficients, a
 // cell a channel; `stage_rows`: the kernel's rows a stage.
 template <typename Op>
-__device__ __forceinline__ RingPosition apply_streamed_part(const KernelArgs& args, int64_t item,
-                                                            const unsigned char* smem, const unsigned char* cells,
-                                                            uint64_t* full, uint64_t* empty, RingPosition at,
-                                                            int64_t held, int stage_rows) {
+__device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, const unsigned char* smem,
+                                                    const unsigned char* cells, uint64_t* full, uint64_t* empty,
+                                                    RingPosition at, int stage_rows) {
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
   using Run = StreamRun<T>;
   constexpr int kInputs = Op::kInputs;
+  constexpr int kStages = kChannelsLastStreamStages;
   constexpr int kConsumers = kChannelsLastStreamWarps * 32;
   constexpr int kVec = kVecOf<T>;
   constexpr int64_t kInputBytes = channels_last_stream_input_bytes(kInputs);
@@ -651,8 +650,8 @@ __device__ __forceinline__ RingPosition apply_streamed_part(const KernelArgs& ar
   const int64_t channels = args.channels;
   const int64_t parts = args.stream_parts;
   int64_t begin = 0;
-  const int64_t len = stream_part_rows(args, item % parts, &begin);
-  T* const part_out = static_cast<T*>(args.out) + (item / parts * args.channel_len + begin) * channels;
+  const int64_t len = stream_part_rows(args, blockIdx.x % parts, &begin);
+  T* const part_out = static_cast<T*>(args.out) + (blockIdx.x / parts * args.channel_len + begin) * channels;
   const auto coefficients_of = [&](int64_t channel) {
     return *reinterpret_cast<const Coefficients*>(cells + channel * kSliceCoefficientBytes);
   };
@@ -667,7 +666,7 @@ __device__ __forceinline__ RingPosition apply_streamed_part(const KernelArgs& ar
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
   epilogue.visit([&](const auto& activation) {
     for (int64_t j = 0; j < stages_of_part; ++j) {
-      const int64_t k = j < held ? stages_of_part - held + j : stages_of_part - 1 - j;
+      const int64_t k = j < kStages ? stages_of_part - kStages + j : stages_of_part - 1 - j;
       const int n = static_cast<int>(min(static_cast<int64_t>(stage_rows), len - k * stage_rows));
       wait_phase(&full[at.stage], at.phase);
       const unsigned char* const staged = smem + at.stage * kChannelsLastStreamStageBytes;
@@ -716,57 +715,6 @@ __device__ __forceinline__ RingPosition apply_streamed_part(const KernelArgs& ar
       at.advance();
     }
   });
-  return at;
-}
-
-// The streamed kernel's sample `sample` (kApplies) once a CTA's partials of its part are written:
-// its consumer threads arrive on the sample's counter; the last of its parts' CTAs to arrive
-// combines the sample's partials into its channels' coefficients (`cells`, as the finish kernel
-// does), writes the op's outputs and, where the kernel applies, publishes the cells in the
-// workspace and arrives once more for every part; the others wait for that and copy the cells
-// from there. One combine a sample: every CTA loading the sample's C x parts partials would read
-// them from L2 as many times as the sample has parts.
-template <typename Op>
-__device__ __forceinline__ void combine_streamed_sample(const KernelArgs& args, int64_t sample,
-                                                        const typename Op::SplitPartial* partials, bool applies,
-                                                        unsigned char* cells, int* last_arrival) {
-  constexpr int kConsumers = kChannelsLastStreamWarps * 32;
-  const int64_t parts = args.stream_parts;
-  const int64_t cell_words = args.channels * static_cast<int64_t>(kSliceCoefficientBytes / sizeof(uint4));
-  static_assert(kSliceCoefficientBytes % sizeof(uint4) == 0, "cells copy in 16-byte words");
-  auto* const published = static_cast<uint4*>(args.slice_coefficients) + sample * cell_words;
-  cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
-  __threadfence();  // this thread's partials, before the sample's last CTA reads them
-  consumers_sync();
-  if (threadIdx.x == 0) {
-    *last_arrival = arrivals.fetch_add(1u, cuda::memory_order_acq_rel) == static_cast<unsigned>(parts - 1);
-  }
-  consumers_sync();
-  if (*last_arrival) {
-    const int64_t slices = args.channels / args.slice_channels;
-    const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
-    combine_slices<Op, kConsumers>(
-        args, sample * slices, slices, count,
-        [&](int64_t s, int i) {
-          return load_l2<typename Op::SplitPartial>(partials + (sample * slices + s) * count + i);
-        },
-        /*writer=*/true, cells, kConsumers);
-    if (!applies || parts == 1) return;  // (a part alone: no other CTA waits)
-    consumers_sync();
-    for (int64_t w = threadIdx.x; w < cell_words; w += kConsumers) published[w] = reinterpret_cast<const uint4*>(cells)[w];
-    __threadfence();
-    consumers_sync();
-    if (threadIdx.x == 0) arrivals.fetch_add(static_cast<unsigned>(parts), cuda::memory_order_release);
-    return;
-  }
-  if (!applies) return;
-  if (threadIdx.x == 0) {
-    while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(2 * parts)) {
-    }
-  }
-  consumers_sync();
-  for (int64_t w = threadIdx.x; w < cell_words; w += kConsumers) reinterpret_cast<uint4*>(cells)[w] = load_l2<uint4>(published + w);
-  consumers_sync();
 }
 
 // The three kernels' reduction streamed (Plan::stream_parts, in place of
@@ -784,18 +732,14 @@ __device__ __forceinline__ void combine_streamed_sample(const KernelArgs& args, 
 // tile's serial steps (staged, waited for, column trees and barriers) stand between the loads: they
 // cost the tiles' reduction a third of its time (dev/VARIANTS.md 80).
 //
-// kApplies (Plan::stream_applies): the kernel then runs the elementwise pass too, its CTAs all
-// resident at once (a cooperative launch). Once a CTA's partials of a part are written it takes its
-// sample's coefficients (combine_streamed_sample) and writes the part. A part the ring holds whole
-// (at most kStages stages) stays there from its reduction on, its stages freed only as they are
-// written, while the producer moves the CTA's next part into those freed: CTAs then take parts in
-// rounds, x (and dy) read once. A longer part (the planner's: every part of one round, each at
-// least a ring's rows) frees its stages as it is reduced: the rows its ring's stages still hold
-// (the part's last) are written first, then the rest from the last back, moved through the ring
-// again (those read last are the likeliest still in L2). Every part of a sample lies in a distinct
-// CTA, and a CTA takes its parts in the order of their samples, so each sample's parts are all
-// reached. A thread stores only elements it read: y may be x, dx may be dy. The backward without
-// dx (args.out null: weight gradients only) stops at each part's combine.
+// kApplies (Plan::stream_applies): the kernel then runs the elementwise pass too. Its CTAs take a
+// part each, all resident at once (a cooperative launch): once a CTA's partials are written it
+// arrives on its sample's counter, and once every part of the sample has, it combines the sample's
+// partials into its channels' coefficients (as the finish kernel does) and writes its part: first
+// the rows its ring's stages still hold (the part's last: the planner gives each part at least a
+// ring of them), then the rest from the last back, moved through the ring again (those read last
+// are the likeliest still in L2). A thread stores only elements it read: y may be x, dx may be dy.
+// The backward without dx (args.out null: weight gradients only) stops after the combine.
 template <typename Op, bool kApplies>
 __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm)
     channels_last_stream_kernel(const KernelArgs args) {
@@ -816,7 +760,6 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   __shared__ uint64_t full[kStages];   // a stage's bytes have landed
   __shared__ uint64_t empty[kStages];  // every consumer thread is past its reads of a stage
   __shared__ int lost_in[2];  // whether a part's one pass may have lost digits, parts alternating
-  __shared__ int last_arrival;  // kApplies: whether the CTA's part is its sample's last to arrive
   const int64_t channels = args.channels;
   const int runs = static_cast<int>(channels / kVec);  // a power of two up to 32 (the planner's)
   const int64_t row_bytes = channels * static_cast<int64_t>(sizeof(T));
@@ -837,10 +780,6 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   }
   __syncthreads();
   const auto part_rows = [&](int64_t part, int64_t* begin) { return stream_part_rows(args, part, begin); };
-  const auto stages_of = [&](int64_t len) { return (len + stage_rows - 1) / stage_rows; };
-  // Whether the ring holds a part of `len` rows whole until it is written (its stages not freed by
-  // the reduction): where the kernel applies and they fit.
-  const auto holds = [&](int64_t len) { return applies && stages_of(len) <= kStages; };
   RingPosition at;
   if (threadIdx.x >= kConsumers) {  // the producer warp
     if (threadIdx.x == kConsumers) {
@@ -865,17 +804,20 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           copy_stage(from, r, len);
           at.advance();
         }
-        if (applies && !holds(len)) {  // the part again: the stages its ring holds, then back from the last
-          const int64_t stages_of_part = stages_of(len);
-          for (int64_t j = 0; j < stages_of_part; ++j) {
-            wait_phase(&empty[at.stage], at.phase ^ 1);
-            if (j < kStages) {
-              cuda::ptx::mbarrier_arrive(&full[at.stage]);  // its bytes are there already
-            } else {
-              copy_stage(from, (stages_of_part - 1 - j) * stage_rows, len);
-            }
-            at.advance();
+      }
+      if (applies) {  // the CTA's one part again: the stages its ring holds, then back from the last
+        int64_t begin = 0;
+        const int64_t len = part_rows(blockIdx.x % parts, &begin);
+        const int64_t from = (blockIdx.x / parts * rows + begin) * channels;
+        const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
+        for (int64_t j = 0; j < stages_of_part; ++j) {
+          wait_phase(&empty[at.stage], at.phase ^ 1);
+          if (j < kStages) {
+            cuda::ptx::mbarrier_arrive(&full[at.stage]);  // its bytes are there already
+          } else {
+            copy_stage(from, (stages_of_part - 1 - j) * stage_rows, len);
           }
+          at.advance();
         }
       }
     }
@@ -894,8 +836,6 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     int64_t begin = 0;
     const int64_t len = part_rows(part, &begin);
     const int64_t first_channel = sample * channels + run * kVec;  // of the batch's N * C
-    const RingPosition part_start = at;
-    const bool held = holds(len);
     Sums reduction;
     Sum sums[kVec] = {};
     for (int64_t r = 0; r < len; r += stage_rows) {
@@ -933,9 +873,8 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           reduction.add(block, v);
         }
       }
-      // Each thread arrives (a warp's lane for it, after __syncwarp, is a race to compute-sanitizer),
-      // once it has written a stage the ring holds.
-      if (!held) cuda::ptx::mbarrier_arrive(&empty[at.stage]);
+      // Each thread arrives (a warp's lane for it, after __syncwarp, is a race to compute-sanitizer).
+      cuda::ptx::mbarrier_arrive(&empty[at.stage]);
       at.advance();
 #pragma unroll
       for (int e = 0; e < kVec; ++e) add_block(sums[e], block[e]);
@@ -968,7 +907,9 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           partials[(first_channel + e) * parts + part] = reduction.partial(len, e, sums[e], &lost);
         }
       }
-    } else if constexpr (Sums::kMayLoseDigits) {
+      continue;
+    }
+    if constexpr (Sums::kMayLoseDigits) {
       // The rows again from global memory: their deviations from each channel's rounded mean.
       float mean[kVec];
 #pragma unroll
@@ -994,17 +935,31 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         }
       }
     }
-    if constexpr (kApplies) {
-      unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
-                                   kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(Sum));
-      combine_streamed_sample<Op>(args, sample, partials, applies, cells, &last_arrival);
-      if (applies) {
-        const RingPosition past = apply_streamed_part<Op>(args, item, smem, cells, full, empty,
-                                                          held ? part_start : at, held ? stages_of(len) : kStages,
-                                                          stage_rows);
-        if (!held) at = past;
+  }
+  if constexpr (kApplies) {
+    const int64_t sample = blockIdx.x / parts;
+    __threadfence();   // this thread's partials, before its sample's CTAs read them
+    consumers_sync();
+    if (threadIdx.x == 0) {
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
+      arrivals.fetch_add(1u, cuda::memory_order_release);
+      while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(parts)) {
       }
     }
+    consumers_sync();
+    unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
+                                 kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(Sum));
+    const int64_t slices = channels / args.slice_channels;
+    const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
+    combine_slices<Op, kConsumers>(
+        args, sample * slices, slices, count,
+        [&](int64_t s, int i) {
+          return load_l2<typename Op::SplitPartial>(partials + (sample * slices + s) * count + i);
+        },
+        blockIdx.x % parts == 0, cells, kConsumers);
+    if (!applies) return;
+    consumers_sync();
+    apply_streamed_part<Op>(args, smem, cells, full, empty, at, stage_rows);
   }
 }
 

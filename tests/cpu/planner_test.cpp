@@ -1422,7 +1422,7 @@ TEST(Planner, ChannelsLastStream) {
     p.layout = Layout::kChannelsLast;
     // The stream alone (where it would apply too: Planner.ChannelsLastStreamApplies).
     PlanOptions options = three_kernels;
-    options.force_stream_applies = 0;
+    if (e.shape.size() == 5) options.force_stream_applies = 0;
     const Plan plan = plan_of(p, options);
     EXPECT_TRUE(detail::channels_last_streams(plan)) << e.why;
     EXPECT_EQ(plan.stream_parts, e.parts) << e.why;
@@ -1431,7 +1431,8 @@ TEST(Planner, ChannelsLastStream) {
     // A partial a part of each channel, where the tiles took one a tile.
     EXPECT_EQ(detail::channels_last_reduce_parts(plan), e.parts) << e.why;
     EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total) << e.why;
-    EXPECT_FALSE(plan.stream_applies) << e.why;
+    // cl-bf16 applies too (Planner.ChannelsLastStreamApplies), the rest only streams.
+    EXPECT_EQ(plan.stream_applies, e.shape.begin()[0] == 64) << e.why;
   }
   // Where it does not stream: each case the one fact apart from cl-bf16's plan (x a row short of
   // 128 MiB a sample and the tiles' reduction is the planner's where the stream does not apply:
@@ -1476,7 +1477,7 @@ TEST(Planner, ChannelsLastStream) {
   // GroupNorm without an affine streams (the plain op), its channels' partials combined a slice.
   ForwardParams groups = cl_bf16();
   groups.groups = 8;
-  EXPECT_EQ(plan_of(groups, apart_from_apply).stream_parts, 4);
+  EXPECT_EQ(plan_of(groups, three_kernels).stream_parts, 4);
   // The resident form (the whole batch on chip at once) reads x once and never streams.
   ForwardParams small = problem(DType::kBFloat16, {8, 64, 32, 32});
   small.layout = Layout::kChannelsLast;
@@ -1509,13 +1510,12 @@ TEST(Planner, ChannelsLastStream) {
   negative.force_stream_parts = -2;
   EXPECT_EQ(plan_forward(cl_bf16(), hopper_h200_limits(), &plan, negative).code(), StatusCode::kInvalidArgument);
   // The backward streams its plain op the same way, x and dy through the ring (half a stage each):
-  // cl-bf16's 128 MiB of x applies too (Planner.ChannelsLastStreamApplies: 86 parts of three stages
-  // held whole), or streams alone, or in K parts; with an activation (the general op) it reduces
-  // its tiles, and refuses forced parts.
+  // cl-bf16's 128 MiB of x applies too (Planner.ChannelsLastStreamApplies), or streams alone, or
+  // in K parts; with an activation (the general op) it reduces its tiles, and refuses forced parts.
   BackwardParams b = backward_of(cl_bf16());
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
   EXPECT_TRUE(plan.stream_applies) << plan.describe();
-  EXPECT_EQ(plan.stream_parts, 86);
+  EXPECT_EQ(plan.stream_parts, 4);
   EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total);
   EXPECT_FALSE(plan.evict_first) << "no elementwise kernel";
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, apart_from_apply).ok());
@@ -1554,15 +1554,12 @@ TEST(Planner, ChannelsLastStream) {
   EXPECT_FALSE(plan_of(cl_3d, three_kernels).evict_first);
 }
 
-// The streamed kernel applying too (Plan::stream_applies) from 32 MiB of inputs (x; the backward's
-// x and dy): in parts of three stages (16 KiB each: 384 rows of 64 16-bit channels forward, 192
-// backward), each held whole in its CTA's ring and taken in rounds of the CTAs (264 on the H200),
-// where a sample's fit one round and its last CTA combines at most 16,384 partials (C x parts);
-// else where every part fits one round of CTAs and holds a ring of stages (five: 640 rows of 64
-// 16-bit channels), in the most parts that do whose CTAs each combine at most 2048 partials (where
-// that leaves half the 132 SMs idle, 132 CTAs), for x of up to 1 GiB (the backward: x and dy of up
-// to 8 GiB) on 64 CTAs or more. Forced (force_stream_applies 1) wherever it can; refused
-// elsewhere.
+// The streamed kernel applying too (Plan::stream_applies): where every part fits one round of its
+// CTAs (264 on the H200) and holds a ring of stages (five of 16 KiB: 640 rows of 64 16-bit
+// channels), in the most parts that do whose CTAs each combine at most 2048 partials (C x parts;
+// where that leaves half the 132 SMs idle, 132 CTAs),
+// for x of 32 MiB to 1 GiB (the backward: x and dy of 32 MiB to 8 GiB) on 64 CTAs or more. Forced
+// (force_stream_applies 1) wherever it can; refused elsewhere.
 TEST(Planner, ChannelsLastStreamApplies) {
   PlanOptions three_kernels;
   three_kernels.force_exchange = Exchange::kNone;
@@ -1578,27 +1575,21 @@ TEST(Planner, ChannelsLastStreamApplies) {
     int64_t parts;  // where it applies
   };
   const Expect cases[] = {
-      {"cl-bf16: 64 samples of 16,384 rows in 43 parts held whole", cl(DType::kBFloat16, {64, 64, 128, 128}), true,
-       43},
-      {"32 MiB exactly: 16 samples in 43 parts held whole", cl(DType::kBFloat16, {16, 64, 128, 128}), true, 43},
+      {"cl-bf16: 64 samples in 4 parts, 256 CTAs", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 4},
+      {"32 MiB exactly: 16 samples in 16 parts (264 / 16)", cl(DType::kBFloat16, {16, 64, 128, 128}), true, 16},
       {"a row short of 32 MiB: the tiles", cl(DType::kBFloat16, {16, 64, 128, 127}), false, 0},
-      {"1 GiB: 128 samples of 65,536 rows in 171 parts held whole (10,944 partials)",
-       cl(DType::kBFloat16, {128, 64, 256, 256}), true, 171},
-      {"past 1 GiB, parts held whole", cl(DType::kBFloat16, {128, 64, 256, 257}), true, 172},
-      {"1 GiB in one round where parts held whole would pass 264 CTAs: 64 samples of 128 channels in 4 parts",
-       cl(DType::kBFloat16, {64, 128, 256, 256}), true, 4},
-      {"past 1 GiB, 128 channels: the stream alone", cl(DType::kBFloat16, {64, 128, 256, 257}), false, 0},
+      {"1 GiB exactly: 128 samples in 2 parts", cl(DType::kBFloat16, {128, 64, 256, 256}), true, 2},
+      {"past 1 GiB: the stream alone", cl(DType::kBFloat16, {128, 64, 256, 257}), false, 0},
       {"cl-3d-fp16: 2 volumes in 64 parts (32 x 64 partials a CTA), not 132", cl(DType::kFloat16, {2, 32, 64, 64, 64}),
        true, 64},
       {"two volumes of 128 MiB: 64 parts each", cl(DType::kFloat16, {2, 32, 128, 128, 128}), true, 64},
-      {"4 samples of 128 channels (171 parts held whole: 21,888 partials): 2048 partials leave 64 CTAs, so a CTA "
-       "an SM, 33 parts",
+      {"4 samples of 128 channels: 2048 partials leave 64 CTAs, so a CTA an SM, 33 parts",
        cl(DType::kBFloat16, {4, 128, 128, 256}), true, 33},
       {"2 samples of 64 channels: 66 parts, not 32", cl(DType::kBFloat16, {2, 64, 64, 64, 64}), true, 66},
       {"one sample of 128 channels: 132 parts, not 16", cl(DType::kBFloat16, {1, 128, 256, 512}), true, 132},
       {"one sample of 128 channels in 1,280 rows: 320 KiB on 4 CTAs, the tiles", cl(DType::kBFloat16, {1, 128, 1280}),
        false, 0},
-      {"GroupNorm(8) without an affine: the plain op", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 43},
+      {"GroupNorm(8) without an affine: the plain op", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 4},
   };
   for (const Expect& e : cases) {
     ForwardParams params = e.params;
@@ -1608,30 +1599,28 @@ TEST(Planner, ChannelsLastStreamApplies) {
     EXPECT_EQ(detail::channels_last_stream_applies(plan), e.applies) << e.why;
     if (!e.applies) continue;
     EXPECT_EQ(plan.stream_parts, e.parts) << e.why;
-    EXPECT_EQ(plan.stream_grid, std::min<int64_t>(detail::batch_of(plan) * e.parts, 264)) << e.why;
+    EXPECT_EQ(plan.stream_grid, detail::batch_of(plan) * e.parts) << e.why;
     EXPECT_NE(plan.describe().find("stream-applies"), std::string::npos) << plan.describe();
-    // An arrival counter a sample, then the coefficients each sample's last CTA publishes; its
-    // cells in shared memory.
+    // An arrival counter a sample, no coefficients between kernels; its cells in shared memory.
     const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
     EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
+    EXPECT_EQ(layout.slice_coefficients, 0u) << e.why;
     EXPECT_GT(layout.slice_arrivals, layout.split_partials) << e.why;
-    EXPECT_GT(layout.slice_coefficients, layout.slice_arrivals) << e.why;
     EXPECT_EQ(detail::channels_last_stream_smem_bytes(plan),
               detail::channels_last_stream_smem_bytes(plan, false) +
                   plan.channels * int64_t{detail::kSliceCoefficientBytes})
         << e.why;
   }
-  // Forced: wherever it can (16 MiB in 43 parts held whole; one sample of 1280 rows in 7 held
-  // whole, 7 CTAs; cl-bf16 in 3, one round), or not at all.
+  // Forced: wherever it can (16 MiB in 25 parts, a ring of rows each; one sample on 4 CTAs; cl-bf16
+  // in 3), or not at all.
   PlanOptions applies = three_kernels;
   applies.force_stream_applies = 1;
   const Plan small = plan_of(cl(DType::kBFloat16, {8, 64, 128, 128}), applies);
   EXPECT_TRUE(small.stream_applies);
-  EXPECT_EQ(small.stream_parts, 43);
-  EXPECT_EQ(small.stream_grid, 264);
+  EXPECT_EQ(small.stream_parts, 25);
   const Plan one = plan_of(cl(DType::kBFloat16, {1, 128, 1280}), applies);
   EXPECT_TRUE(one.stream_applies);
-  EXPECT_EQ(one.stream_grid, 7);
+  EXPECT_EQ(one.stream_grid, 4);
   PlanOptions three_parts = applies;
   three_parts.force_stream_parts = 3;
   EXPECT_EQ(plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), three_parts).stream_grid, 192);
@@ -1640,8 +1629,8 @@ TEST(Planner, ChannelsLastStreamApplies) {
   const Plan streamed = plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), never);
   EXPECT_FALSE(streamed.stream_applies);
   EXPECT_EQ(streamed.stream_parts, 4);
-  // Refused: a sample's parts held whole past one round of CTAs, longer parts past one round, without
-  // a streamed reduction, or outside -1..1.
+  // Refused: more CTAs than one round, parts short of a ring, without a streamed reduction, or
+  // outside -1..1.
   struct Refused {
     const char* why;
     ForwardParams params;
@@ -1649,10 +1638,9 @@ TEST(Planner, ChannelsLastStreamApplies) {
     int applies;
   };
   const Refused refused[] = {
-      {"300 samples of 342 parts held whole, or of a part: past 264 CTAs", cl(DType::kBFloat16, {300, 64, 256, 512}),
-       -1, 1},
-      {"cl-bf16 in 5 parts of 3277 rows: 320 CTAs", cl(DType::kBFloat16, {64, 64, 128, 128}), 5, 1},
-      {"cl-bf16 in 300 parts held whole: past 264 CTAs", cl(DType::kBFloat16, {64, 64, 128, 128}), 300, 1},
+      {"300 samples: past 264 CTAs", cl(DType::kBFloat16, {300, 64, 64, 64}), -1, 1},
+      {"cl-bf16 in 5 parts: 320 CTAs", cl(DType::kBFloat16, {64, 64, 128, 128}), 5, 1},
+      {"639 rows: a row short of a ring", cl(DType::kBFloat16, {2, 64, 639}), -1, 1},
       {"the tiles' reduction", cl(DType::kBFloat16, {64, 64, 128, 128}), 0, 1},
       {"an activation: no stream", cl(DType::kBFloat16, {64, 64, 128, 128}), -1, 1},
       {"2", cl(DType::kBFloat16, {64, 64, 128, 128}), -1, 2},
@@ -1669,22 +1657,12 @@ TEST(Planner, ChannelsLastStreamApplies) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << r.why << ": " << plan.describe();
     EXPECT_NE(status.message().find("stream"), std::string::npos) << status.message();
   }
-  // A ring of rows is held whole (640 rows in one part), a row more is one round (641 rows in one
-  // part); 639 rows in the planner's 2 parts held whole.
-  PlanOptions one_part = applies;
-  one_part.force_stream_parts = 1;
-  const Plan ring = plan_of(cl(DType::kBFloat16, {300, 64, 640}), one_part);
-  EXPECT_TRUE(detail::channels_last_stream_holds_parts(ring, 1));
-  EXPECT_EQ(ring.stream_grid, 264) << ring.describe();
-  const Plan longer = plan_of(cl(DType::kBFloat16, {2, 64, 641}), one_part);
-  EXPECT_FALSE(detail::channels_last_stream_holds_parts(longer, 1));
-  EXPECT_EQ(longer.stream_grid, 2) << longer.describe();
-  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {2, 64, 639}), applies).stream_parts, 2);
-  // The backward: its inputs' bytes, x and dy, from 32 MiB (to 8 GiB in one round); its ring half a
-  // stage of x and of dy (320 rows of 64 16-bit channels, 640 of 32; parts held whole of 192 and
-  // 384). cl-3d-fp16 in 64 parts; 16 MiB of x in 86 parts held whole, and a row short of it; the
-  // bfloat16 seed's 3.5 GiB of x in 2 parts (224 CTAs), the float32 seed's 7 GiB streamed alone;
-  // 639 rows in 4 parts held whole, forced.
+  // A ring of rows exactly is enough: 640 rows in one part.
+  EXPECT_TRUE(plan_of(cl(DType::kBFloat16, {2, 64, 640}), applies).stream_applies);
+  // The backward: its inputs' bytes, x and dy, from 32 MiB to 8 GiB; its ring half a stage of x and
+  // of dy (320 rows of 64 16-bit channels, 640 of 32). cl-3d-fp16 in 64 parts; 16 MiB of x, and a
+  // row short of it; the bfloat16 seed's 3.5 GiB of x in 2 parts (224 CTAs), the float32 seed's 7
+  // GiB streamed alone; 639 rows in a part forced.
   const auto cl_backward = [&cl](DType dtype, std::initializer_list<int64_t> shape) {
     return backward_of(cl(dtype, shape));
   };
@@ -1696,7 +1674,7 @@ TEST(Planner, ChannelsLastStreamApplies) {
   };
   const Backward backward[] = {
       {"cl-3d-fp16: 64 parts", cl_backward(DType::kFloat16, {2, 32, 64, 64, 64}), true, 64},
-      {"16 MiB of x: 8 samples in 86 parts held whole", cl_backward(DType::kBFloat16, {8, 64, 128, 128}), true, 86},
+      {"16 MiB of x: 8 samples in 32 parts", cl_backward(DType::kBFloat16, {8, 64, 128, 128}), true, 32},
       {"a row short of 16 MiB of x: the tiles", cl_backward(DType::kBFloat16, {8, 64, 128, 127}), false, 0},
       {"cl-seed-bf16: 2 parts, 224 CTAs", cl_backward(DType::kBFloat16, {112, 64, 512, 512}), true, 2},
       {"cl-seed-fp32: past 8 GiB, the stream alone", cl_backward(DType::kFloat32, {112, 64, 512, 512}), false, 7},
@@ -1709,10 +1687,10 @@ TEST(Planner, ChannelsLastStreamApplies) {
   }
   ASSERT_TRUE(plan_backward(cl_backward(DType::kFloat16, {2, 32, 64, 64, 64}), hopper_h200_limits(), &plan,
                             three_kernels).ok());
-  EXPECT_EQ(detail::channels_last_stream_ring_rows(plan), 5 * 128);
+  EXPECT_EQ(detail::channels_last_stream_apply_min_rows(plan), 5 * 128);
   ASSERT_TRUE(plan_backward(cl_backward(DType::kBFloat16, {2, 64, 639}), hopper_h200_limits(), &plan, applies).ok());
   EXPECT_TRUE(plan.stream_applies) << plan.describe();
-  EXPECT_EQ(plan.stream_parts, 4);
+  EXPECT_EQ(plan.stream_parts, 1);
 }
 
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's

@@ -78,13 +78,8 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
     // The resident form's groups are an item's CTAs; the three kernels' CTAs each take tiles.
     const int64_t group = detail::channels_last_resident(*plan) ? plan->ctas_per_slice : 1;
     plan->grid = std::min<int64_t>(plan->grid, c.max_groups * group);
-    // The streamed kernel's CTAs each take parts in turn, but where it applies in one round (a
-    // sample's parts held whole take rounds too, each on a CTA of its own: a sample's parts at least).
     if (detail::channels_last_streams(*plan) && !plan->stream_applies) {
       plan->stream_grid = std::min<int64_t>(plan->stream_grid, c.max_groups);
-    } else if (detail::channels_last_stream_applies(*plan) &&
-               detail::channels_last_stream_holds_parts(*plan, plan->stream_parts)) {
-      plan->stream_grid = std::min<int64_t>(plan->stream_grid, std::max<int64_t>(c.max_groups, plan->stream_parts));
     }
   }
   outcome->plan = plan->describe();

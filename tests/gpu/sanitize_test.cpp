@@ -121,18 +121,10 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
                      Layout::kChannelsLast, 0, 0, 3});
   // The streamed kernel applying too (Plan::stream_applies), three parts a sample of 5333 rows: a
   // ring of five stages (1024 rows forward, 512 of x and of dy backward) and more, so each part's
-  // first stage moves again; the forward's running stats written by each sample's last part to
-  // arrive.
+  // first stage moves again; the forward's running stats written by each sample's first part.
   reaches.push_back({"channels_last's streamed kernel applying, three parts a sample", {2, 8, 16000},
                      DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 0,
                      pass == Pass::kForward ? Running::kUpdate : Running::kNone, 0, Layout::kChannelsLast, 0, 0, 3,
-                     1});
-  // Parts held whole: 20 parts a sample of 5 samples of 16000 rows (800 rows a part: one stage of
-  // 1024 forward, two of 512 backward), each held in its CTA's ring while the next moves in beside
-  // it, on 20 CTAs taking every sample's part in turn (the grid cut to a sample's parts).
-  reaches.push_back({"channels_last's streamed kernel applying, parts held whole in rounds", {5, 8, 16000},
-                     DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 1,
-                     pass == Pass::kForward ? Running::kUpdate : Running::kNone, 0, Layout::kChannelsLast, 0, 0, 20,
                      1});
   return reaches;
 }
