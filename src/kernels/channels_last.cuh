@@ -624,6 +624,11 @@ struct RingPosition {
   }
 };
 
+// Where the applying streamed kernel takes L2 hints (Plan::evict_first), the bytes of its inputs'
+// parts, all CTAs together, that it leaves unmarked beyond its rings' for its second read to find
+// in L2.
+inline constexpr int64_t kChannelsLastStreamL2KeepBytes = int64_t{32} << 20;
+
 // The elementwise pass of the streamed kernel's part (kApplies: a CTA's one part, blockIdx.x), by
 // its consumer threads, the ring `at` where the reduction left it: its j-th stage
 // is the part's last kStages stages in order (still there), then the rest from the last back.
@@ -690,7 +695,7 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
             for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(v[i][m].v[e]);
             y.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, element));
           }
-          store_pack_l2(dst + (threadIdx.x + m * kConsumers) * kVec, y);
+          store_output_pack(dst + (threadIdx.x + m * kConsumers) * kVec, y, args.evict_first);
         }
       } else {
         for (int row = first_row; row < n; row += rows_a_pass) {
@@ -784,24 +789,35 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   if (threadIdx.x >= kConsumers) {  // the producer warp
     if (threadIdx.x == kConsumers) {
       // Rows [r, r + a stage's) of a part of `len` rows at `from` (of each input) into the stage,
-      // once it is free.
-      const auto copy_stage = [&](int64_t from, int64_t r, int64_t len) {
+      // once it is free; `evict`: their lines marked evict-first in L2.
+      const auto copy_stage = [&](int64_t from, int64_t r, int64_t len, bool evict) {
         const auto bytes = static_cast<uint32_t>(min(static_cast<int64_t>(stage_rows), len - r) * row_bytes);
         arrive_expecting(&full[at.stage], bytes * kInputs);
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) {
-          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                   smem + at.stage * kChannelsLastStreamStageBytes + i * kInputBytes,
-                                   inputs[i] + from + r * channels, bytes, &full[at.stage]);
+          unsigned char* const dst = smem + at.stage * kChannelsLastStreamStageBytes + i * kInputBytes;
+          const T* const src = inputs[i] + from + r * channels;
+          if (evict) {
+            bulk_copy_evict_first(dst, src, bytes, &full[at.stage]);
+          } else {
+            cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, bytes,
+                                     &full[at.stage]);
+          }
         }
       };
+      // Where the kernel applies with L2 hints (Plan::evict_first), the rows its second read is to
+      // find in L2 (a share of kChannelsLastStreamL2KeepBytes beyond the ring's) stay unmarked;
+      // the rest of the part, read again from device memory anyway, is marked evict-first.
+      const bool hinted = applies && args.evict_first;
+      const int64_t keep_rows =
+          kStages * static_cast<int64_t>(stage_rows) + kChannelsLastStreamL2KeepBytes / gridDim.x / (row_bytes * kInputs);
       for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         int64_t begin = 0;
         const int64_t len = part_rows(item % parts, &begin);
         const int64_t from = (item / parts * rows + begin) * channels;
         for (int64_t r = 0; r < len; r += stage_rows) {
           wait_phase(&empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase counts as complete
-          copy_stage(from, r, len);
+          copy_stage(from, r, len, hinted && r + stage_rows <= len - keep_rows);
           at.advance();
         }
       }
@@ -815,7 +831,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           if (j < kStages) {
             cuda::ptx::mbarrier_arrive(&full[at.stage]);  // its bytes are there already
           } else {
-            copy_stage(from, (stages_of_part - 1 - j) * stage_rows, len);
+            copy_stage(from, (stages_of_part - 1 - j) * stage_rows, len, hinted);
           }
           at.advance();
         }
