@@ -1306,10 +1306,12 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   if (!status.ok()) return status;
   const Status streamed = plan_channels_last_stream(limits, options, plan);
   if (!streamed.ok()) return streamed;
-  // (The elementwise kernel's hints: none where the streamed kernel applies.)
-  plan->evict_first = plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
-                      !plan->stream_applies &&
-                      detail::input_bytes_of(*plan) * plan->inputs <= detail::kChannelsLastEvictFirstMaxBytes;
+  // L2 hints: the backward's elementwise kernel's, or the applying streamed kernel's.
+  const int64_t inputs_bytes = detail::input_bytes_of(*plan) * plan->inputs;
+  plan->evict_first = plan->stream_applies
+                          ? inputs_bytes <= detail::kChannelsLastStreamHintMaxBytes
+                          : plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
+                                inputs_bytes <= detail::kChannelsLastEvictFirstMaxBytes;
   return Status::Ok();
 }
 

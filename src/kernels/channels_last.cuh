@@ -624,11 +624,6 @@ struct RingPosition {
   }
 };
 
-// Where the applying streamed kernel takes L2 hints (Plan::evict_first), the bytes of its inputs'
-// parts, all CTAs together, that it leaves unmarked beyond its rings' for its second read to find
-// in L2.
-inline constexpr int64_t kChannelsLastStreamL2KeepBytes = int64_t{32} << 20;
-
 // The elementwise pass of the streamed kernel's part (kApplies: a CTA's one part, blockIdx.x), by
 // its consumer threads, the ring `at` where the reduction left it: its j-th stage
 // is the part's last kStages stages in order (still there), then the rest from the last back.
@@ -743,8 +738,11 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, cons
 // partials into its channels' coefficients (as the finish kernel does) and writes its part: first
 // the rows its ring's stages still hold (the part's last: the planner gives each part at least a
 // ring of them), then the rest from the last back, moved through the ring again (those read last
-// are the likeliest still in L2). A thread stores only elements it read: y may be x, dx may be dy.
-// The backward without dx (args.out null: weight gradients only) stops after the combine.
+// are the likeliest still in L2). Where Plan::evict_first, the part's rows past those the ring and a
+// share of L2 keep are read evict-first, and so are the rows read again and the output, so that L2
+// keeps what the second read is to find there. A thread stores only elements it read: y may be x,
+// dx may be dy. The backward without dx (args.out null: weight gradients only) stops after the
+// combine.
 template <typename Op, bool kApplies>
 __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm)
     channels_last_stream_kernel(const KernelArgs args) {
@@ -806,8 +804,8 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         }
       };
       // Where the kernel applies with L2 hints (Plan::evict_first), the rows its second read is to
-      // find in L2 (a share of kChannelsLastStreamL2KeepBytes beyond the ring's) stay unmarked;
-      // the rest of the part, read again from device memory anyway, is marked evict-first.
+      // find in L2 (a share of config.h kChannelsLastStreamL2KeepBytes beyond the ring's) stay
+      // unmarked; the rest of the part, read again from device memory anyway, is marked evict-first.
       const bool hinted = applies && args.evict_first;
       const int64_t keep_rows =
           kStages * static_cast<int64_t>(stage_rows) + kChannelsLastStreamL2KeepBytes / gridDim.x / (row_bytes * kInputs);

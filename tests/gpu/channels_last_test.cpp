@@ -467,6 +467,23 @@ TEST(GpuChannelsLast, StreamedApply) {
   }
 }
 
+// The applying streamed kernel's L2 hints (Plan::evict_first: the planner's up to 128 MiB of
+// inputs) where they mark some of each part's rows, those past the rings and the share of 32 MiB of
+// L2 (config.h kChannelsLastStreamL2KeepBytes): 64 MiB of bfloat16 x forward in 8 parts a sample
+// (each part's first 384 rows of 2048 marked), 32 MiB of x and of dy backward in 16 (192 of 1024).
+TEST(GpuChannelsLast, StreamedApplyHints) {
+  INORM_REQUIRE_GPU();
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const int64_t batch = pass == Pass::kForward ? 32 : 16;
+    Case c = channels_last_case(pass, {batch, 64, 128, 128}, DType::kBFloat16, Exchange::kNone);
+    c.expect_stream_parts = pass == Pass::kForward ? 8 : 16;
+    c.expect_stream_applies = true;
+    c.expect_evict_first = true;
+    ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+    expect_passes(c, std::string(pass == Pass::kForward ? "forward" : "backward") + " with L2 hints");
+  }
+}
+
 // Tiles forced smaller than the planner's (PlanOptions force_channel_block, force_tile_rows): many
 // tiles a channel, a channel block that does not divide C, and GroupNorm's groups across blocks
 // with SiLU (600 channels in blocks of 96: 20 channels a group, some groups split between two blocks),
