@@ -9,7 +9,8 @@
 //   inorm-bench --overhead               host time per call on a tiny tensor: plan + launch (plans
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
-//            --warmup N, --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
+//            --warmup N, --calls K (each timed sample K calls back to back, and K copies, as a
+//            network's layers or python -m inorm.bench run them: the time a call), --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
 //            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,alone8,regv8
 //            (also time forced plans: CTAs
@@ -103,6 +104,7 @@ struct Options {
   int warmup = 5;
   bool backward = false;
   bool overhead = false;   // --overhead: host time per call instead of the suite
+  int calls = 1;           // --calls: back-to-back calls (and copies) a timed sample
   std::vector<Variant> variants{Variant{}};
 };
 
@@ -327,7 +329,8 @@ Status sleep_cycles_per_us(cudaStream_t stream, double* rate) {
 }
 
 // Times `launch` against a copy of x into `scratch` (the same bytes), alternating, and fills the
-// row's medians. Each timed sample is queued behind a GPU sleep that outlasts its queueing (twice
+// row's medians (of options.calls back-to-back calls a sample, the time a call). Each timed sample
+// is queued behind a GPU sleep that outlasts its queueing (twice
 // the longest the host took to queue a warm-up sample, 20 us at least; measured only while nothing
 // sleeps, so a call that waited for the GPU could not lengthen the sleep it waits for), so that the
 // events time the GPU alone (bench/gpu_sleep.h).
@@ -348,10 +351,12 @@ Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const 
     }
     const auto queued = std::chrono::steady_clock::now();
     if (status.ok()) status = cuda(cudaEventRecord(events[0], stream), "cudaEventRecord");
-    if (status.ok()) status = cuda(cudaMemcpyAsync(scratch, x, bytes, cudaMemcpyDeviceToDevice, stream), "copy");
+    for (int k = 0; k < options.calls && status.ok(); ++k) {
+      status = cuda(cudaMemcpyAsync(scratch, x, bytes, cudaMemcpyDeviceToDevice, stream), "copy");
+    }
     if (status.ok()) status = cuda(cudaEventRecord(events[1], stream), "cudaEventRecord");
     if (status.ok()) status = cuda(cudaEventRecord(events[2], stream), "cudaEventRecord");
-    if (status.ok()) status = launch();
+    for (int k = 0; k < options.calls && status.ok(); ++k) status = launch();
     if (status.ok()) status = cuda(cudaEventRecord(events[3], stream), "cudaEventRecord");
     if (i < options.warmup) {
       queue_us = std::max(queue_us,
@@ -361,9 +366,9 @@ Status time_against_copy(const void* x, void* scratch, std::size_t bytes, const 
     if (!status.ok() || i < options.warmup) continue;
     float ms = 0;
     status = cuda(cudaEventElapsedTime(&ms, events[0], events[1]), "cudaEventElapsedTime");
-    copy_ms.push_back(ms);
+    copy_ms.push_back(ms / static_cast<float>(options.calls));
     if (status.ok()) status = cuda(cudaEventElapsedTime(&ms, events[2], events[3]), "cudaEventElapsedTime");
-    inorm_ms.push_back(ms);
+    inorm_ms.push_back(ms / static_cast<float>(options.calls));
   }
   for (cudaEvent_t e : events) cudaEventDestroy(e);
   if (!status.ok()) return status;
@@ -714,7 +719,7 @@ int run_overhead(cudaStream_t stream) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--backward] [--overhead] [--repeats N>=20] [--warmup N] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
+               "[--backward] [--overhead] [--repeats N>=20] [--warmup N] [--calls K] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
                message);
   return 2;
 }
@@ -729,6 +734,7 @@ int main_impl(int argc, char** argv) {
     else if (arg == "--markdown" && has_value) options.markdown = argv[++i];
     else if (arg == "--repeats" && has_value) options.repeats = std::atoi(argv[++i]);
     else if (arg == "--warmup" && has_value) options.warmup = std::atoi(argv[++i]);
+    else if (arg == "--calls" && has_value) options.calls = std::atoi(argv[++i]);
     else if (arg == "--backward") options.backward = true;
     else if (arg == "--overhead") options.overhead = true;
     else if (arg == "--variants" && has_value) {
@@ -738,6 +744,7 @@ int main_impl(int argc, char** argv) {
     }
   }
   if (options.repeats < 20) return usage("--repeats must be at least 20 (medians of fewer runs are noise)");
+  if (options.calls < 1 || options.calls > 1000) return usage("--calls must be 1 to 1000");
 
   std::string why;
   if (!testing::cuda_device_available(&why)) {
@@ -767,9 +774,11 @@ int main_impl(int argc, char** argv) {
   env.versions = "driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime);
   std::printf("inorm-bench on %s (%s), %s, commit %s\n", env.gpu.c_str(), env.versions.c_str(),
               env.date.c_str(), env.commit.c_str());
-  std::printf("median of %d runs after %d warm-up, each queued behind a GPU sleep (GPU time alone); copy = "
+  const std::string calls_a_run =
+      options.calls > 1 ? ", " + std::to_string(options.calls) + " calls back to back a run (the time a call)" : "";
+  std::printf("median of %d runs after %d warm-up, each queued behind a GPU sleep (GPU time alone)%s; copy = "
               "cudaMemcpyAsync D2D of the same tensor; floor = %s; GB/s counts %s\n\n",
-              options.repeats, options.warmup, options.backward ? "1.5 copies" : "1 copy",
+              options.repeats, options.warmup, calls_a_run.c_str(), options.backward ? "1.5 copies" : "1 copy",
               options.backward ? "x and dy read once and dx written once" : "x read once and y written once");
 
   cudaStream_t stream = nullptr;
@@ -810,7 +819,8 @@ int main_impl(int argc, char** argv) {
     std::ofstream out(options.markdown);
     out << "inorm-bench on " << env.gpu << " (" << env.versions << "), " << env.date << ", commit "
         << env.commit << "; " << (options.backward ? "backward, floor 1.5 copies" : "forward, floor 1 copy")
-        << "; median of " << options.repeats << " runs, each queued behind a GPU sleep\n\n" << markdown;
+        << "; median of " << options.repeats << " runs, each queued behind a GPU sleep" << calls_a_run << "\n\n"
+        << markdown;
   }
   return failed ? 1 : 0;
 }
