@@ -404,13 +404,10 @@ inline constexpr int64_t kChannelsLastStreamApplyMinCtas = 64;
 // has yet to reach stay there: 6-8% faster on 48 and 64 MiB (cl-c3, cl-3d-fp16), level on 128 MiB,
 // slower past it and in the forward (dev/VARIANTS.md 93).
 inline constexpr int64_t kChannelsLastEvictFirstMaxBytes = int64_t{64} << 20;
-// The applying streamed kernel (Plan::stream_applies) takes L2 hints (Plan::evict_first) where its
-// inputs hold at most this many bytes: each part's rows past the ring's and a share of
-// kChannelsLastStreamL2KeepBytes (all CTAs together) from its end are read evict-first, and so are
-// the rows read again and y, so that L2 keeps the rows the second read is to find there. Measured
-// on the H200 (dev/VARIANTS.md 97): 1-6% faster up to 128 MiB (cl-3d-fp16 6% in both passes,
-// cl-bf16's forward 2%), 2-7% slower past it.
-inline constexpr int64_t kChannelsLastStreamHintMaxBytes = int64_t{128} << 20;
+// Where the applying streamed kernel (Plan::stream_applies) takes L2 hints (Plan::evict_first, set
+// by a caller: not the planner's, dev/VARIANTS.md 97), each part's rows past the ring's and a share
+// of this many bytes (all CTAs together) from its end are read evict-first, and so are the rows read
+// again and y, so that L2 keeps the rows the second read is to find there.
 inline constexpr int64_t kChannelsLastStreamL2KeepBytes = int64_t{32} << 20;
 // Partials a lane of an op's combine_split loads before it adds any (kernels/forward_op.cuh). Where
 // lanes take many each (channels_last: a slice's up to thousands of tile partials over the finish

@@ -1306,12 +1306,13 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   if (!status.ok()) return status;
   const Status streamed = plan_channels_last_stream(limits, options, plan);
   if (!streamed.ok()) return streamed;
-  // L2 hints: the backward's elementwise kernel's, or the applying streamed kernel's.
-  const int64_t inputs_bytes = detail::input_bytes_of(*plan) * plan->inputs;
-  plan->evict_first = plan->stream_applies
-                          ? inputs_bytes <= detail::kChannelsLastStreamHintMaxBytes
-                          : plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
-                                inputs_bytes <= detail::kChannelsLastEvictFirstMaxBytes;
+  // (The elementwise kernel's hints: none where the streamed kernel applies. Its own hints, where a
+  // caller sets Plan::evict_first, ran 1-6% faster one call at a time up to 128 MiB of inputs, but
+  // showed no gain in python -m inorm.bench's calls back to back, across runs: not the planner's
+  // until an A/B back to back says, dev/VARIANTS.md 97.)
+  plan->evict_first = plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
+                      !plan->stream_applies &&
+                      detail::input_bytes_of(*plan) * plan->inputs <= detail::kChannelsLastEvictFirstMaxBytes;
   return Status::Ok();
 }
 

@@ -293,9 +293,9 @@ struct Plan {
                               // read, the output) is marked evict-first in L2, so the parts read again stay there;
                               // kChannelsLast's three kernels (the backward on up to 64 MiB of x and dy): the
                               // elementwise pass's loads and stores, so that the tiles it has yet to reach stay
-                              // there; where the streamed kernel applies (up to 128 MiB of inputs): each part's
-                              // first rows, beyond what its ring and a share of L2 keep for the second read, that
-                              // second read and the output
+                              // there; where the streamed kernel applies (not the planner's; a caller may set it):
+                              // each part's first rows, beyond what its ring and a share of L2 keep for the second
+                              // read, that second read and the output
   int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 
   std::size_t workspace_bytes = 0;

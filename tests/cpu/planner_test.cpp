@@ -1517,7 +1517,7 @@ TEST(Planner, ChannelsLastStream) {
   EXPECT_TRUE(plan.stream_applies) << plan.describe();
   EXPECT_EQ(plan.stream_parts, 4);
   EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total);
-  EXPECT_FALSE(plan.evict_first) << "256 MiB of x and dy: past the streamed kernel's hints";
+  EXPECT_FALSE(plan.evict_first) << "no elementwise kernel";
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, apart_from_apply).ok());
   EXPECT_FALSE(plan.stream_applies);
   EXPECT_EQ(plan.stream_parts, 4) << "256 CTAs in one round, as the forward's";
@@ -1534,8 +1534,7 @@ TEST(Planner, ChannelsLastStream) {
   EXPECT_EQ(plan_backward(silu_b, hopper_h200_limits(), &plan, seven).code(), StatusCode::kInvalidArgument);
   // Its elementwise kernel marks what it reads and writes evict-first in L2 on up to 64 MiB of x and
   // dy together (cl-3d-fp16's 2x32x64^3 float16, where the streamed kernel does not apply), not
-  // past it, nor in the forward; the applying streamed kernel takes its own hints up to 128 MiB of
-  // inputs (Planner.ChannelsLastStreamApplies).
+  // past it, nor in the forward, nor where the streamed kernel applies.
   b.dtype = DType::kFloat16;
   b.batch = 2;
   b.channels = 32;
@@ -1546,13 +1545,13 @@ TEST(Planner, ChannelsLastStream) {
   EXPECT_NE(plan.describe().find("evict-first"), std::string::npos) << plan.describe();
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, three_kernels).ok());
   EXPECT_TRUE(plan.stream_applies) << plan.describe();
-  EXPECT_TRUE(plan.evict_first) << "the streamed kernel's hints, up to 128 MiB of inputs";
+  EXPECT_FALSE(plan.evict_first) << "the streamed kernel's own hints are not the planner's";
   b.spatial[2] = 65;
   ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan, apart_from_apply).ok());
   EXPECT_FALSE(plan.evict_first) << "a row past 64 MiB";
   ForwardParams cl_3d = problem(DType::kFloat16, {2, 32, 64, 64, 64});
   cl_3d.layout = Layout::kChannelsLast;
-  EXPECT_FALSE(plan_of(cl_3d, apart_from_apply).evict_first);
+  EXPECT_FALSE(plan_of(cl_3d, three_kernels).evict_first);
 }
 
 // The streamed kernel applying too (Plan::stream_applies): where every part fits one round of its
@@ -1577,7 +1576,6 @@ TEST(Planner, ChannelsLastStreamApplies) {
   };
   const Expect cases[] = {
       {"cl-bf16: 64 samples in 4 parts, 256 CTAs", cl(DType::kBFloat16, {64, 64, 128, 128}), true, 4},
-      {"256 MiB: 128 samples in 2 parts", cl(DType::kBFloat16, {128, 64, 128, 128}), true, 2},
       {"32 MiB exactly: 16 samples in 16 parts (264 / 16)", cl(DType::kBFloat16, {16, 64, 128, 128}), true, 16},
       {"a row short of 32 MiB: the tiles", cl(DType::kBFloat16, {16, 64, 128, 127}), false, 0},
       {"1 GiB exactly: 128 samples in 2 parts", cl(DType::kBFloat16, {128, 64, 256, 256}), true, 2},
@@ -1612,8 +1610,7 @@ TEST(Planner, ChannelsLastStreamApplies) {
               detail::channels_last_stream_smem_bytes(plan, false) +
                   plan.channels * int64_t{detail::kSliceCoefficientBytes})
         << e.why;
-    // L2 hints up to 128 MiB of x.
-    EXPECT_EQ(plan.evict_first, detail::input_bytes_of(plan) <= (int64_t{128} << 20)) << e.why;
+    EXPECT_FALSE(plan.evict_first) << e.why;
   }
   // Forced: wherever it can (16 MiB in 25 parts, a ring of rows each; one sample on 4 CTAs; cl-bf16
   // in 3), or not at all.

@@ -467,10 +467,11 @@ TEST(GpuChannelsLast, StreamedApply) {
   }
 }
 
-// The applying streamed kernel's L2 hints (Plan::evict_first: the planner's up to 128 MiB of
-// inputs) where they mark some of each part's rows, those past the rings and the share of 32 MiB of
-// L2 (config.h kChannelsLastStreamL2KeepBytes): 64 MiB of bfloat16 x forward in 8 parts a sample
-// (each part's first 384 rows of 2048 marked), 32 MiB of x and of dy backward in 16 (192 of 1024).
+// The applying streamed kernel's L2 hints (Plan::evict_first, set on the planner's plan as a
+// caller may: not the planner's) where they mark some of each part's rows, those past the rings and
+// the share of 32 MiB of L2 (config.h kChannelsLastStreamL2KeepBytes): 64 MiB of bfloat16 x forward
+// in 8 parts a sample (each part's first 384 rows of 2048 marked), 32 MiB of x and of dy backward
+// in 16 (192 of 1024).
 TEST(GpuChannelsLast, StreamedApplyHints) {
   INORM_REQUIRE_GPU();
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
@@ -478,7 +479,7 @@ TEST(GpuChannelsLast, StreamedApplyHints) {
     Case c = channels_last_case(pass, {batch, 64, 128, 128}, DType::kBFloat16, Exchange::kNone);
     c.expect_stream_parts = pass == Pass::kForward ? 8 : 16;
     c.expect_stream_applies = true;
-    c.expect_evict_first = true;
+    c.set_evict_first = true;
     ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
     expect_passes(c, std::string(pass == Pass::kForward ? "forward" : "backward") + " with L2 hints");
   }
