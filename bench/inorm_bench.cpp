@@ -10,7 +10,8 @@
 //                                        come from the cache), forward(), and a copy
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --calls K (each timed sample K calls back to back, and K copies, as a
-//            network's layers or python -m inorm.bench run them: the time a call), --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
+//            network's layers or python -m inorm.bench run them: the time a call),
+//            --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
 //            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,alone8,regv8
 //            (also time forced plans: CTAs

@@ -67,8 +67,8 @@ std::vector<double> raw_to_double(const std::vector<unsigned char>& raw, DType d
   return values;
 }
 
-// Edits the plan as the case asks (a grid cut to max_groups groups, L2 hints set, as a caller may) and records
-// every planner expectation of the case that the plan misses.
+// Edits the plan as the case asks (a grid cut to max_groups groups, L2 hints set, as a caller may)
+// and records every planner expectation of the case that the plan misses.
 void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   if (c.max_groups > 0 && plan->path == Path::kSharedResident) {
     plan->grid = std::min<int64_t>(plan->grid, c.max_groups * plan->ctas_per_slice);
