@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Session 67, call 4 (.carry/s67d: ec18c60's library, inorm-bench with --calls): alone on the GPU,
-# inorm-bench on hints.json, the planner's plans (L2 hints up to 128 MiB of inputs) against
-# cl-evict0 (none), forward and backward, one call a sample and ten back to back. Packed into
-# $OUT/d.tgz.
+# Session 67, call 4, not run (the device was not lent again; .carry/s67d: inorm-bench built at
+# 0ca4dab or later, with --calls): alone on the GPU, inorm-bench on hints.json, the applying
+# kernel's L2 hints forced on (cl-evict1) and off (cl-evict0), forward and backward, one call a
+# sample and ten back to back. Packed into $OUT/d.tgz.
 cd "$(dirname "$0")/../../.."
 set -u
 W=$OUT/d; mkdir -p $W
@@ -16,7 +16,7 @@ SECONDS=0
 for calls in 10 1; do
   for pass in forward backward; do
     flag=""; [ $pass = backward ] && flag=--backward
-    timeout 60 /tmp/inorm-bench $flag --calls $calls --suite $R/hints.json --variants cl-evict0 \
+    timeout 60 /tmp/inorm-bench $flag --calls $calls --suite $R/hints.json --variants cl-evict0,cl-evict1 \
       --markdown $W/$pass-calls$calls.md --json $W/$pass-calls$calls.json > $W/$pass-calls$calls.log 2>&1
     echo "rc=$? $pass calls $calls $SECONDS s" >> $W/run.log
   done
