@@ -795,12 +795,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         for (int i = 0; i < kInputs; ++i) {
           unsigned char* const dst = smem + at.stage * kChannelsLastStreamStageBytes + i * kInputBytes;
           const T* const src = inputs[i] + from + r * channels;
-          if (evict) {
-            bulk_copy_evict_first(dst, src, bytes, &full[at.stage]);
-          } else {
-            cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, bytes,
-                                     &full[at.stage]);
-          }
+          bulk_copy_to_shared(dst, src, bytes, &full[at.stage], evict);
         }
       };
       // Where the kernel applies with L2 hints (Plan::evict_first), the rows its second read is to

@@ -63,13 +63,8 @@ __device__ __forceinline__ Barrier::arrival_token start_chunk_loads(Barrier& loa
     for (int k = 0; k < kInputs; ++k) {
       if (ranges[k].body_vecs == 0) continue;
       const uint32_t body_bytes = static_cast<uint32_t>(ranges[k].body_vecs * 16);
-      if (evict_first) {
-        bulk_copy_evict_first(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head, body_bytes,
-                              cuda::device::barrier_native_handle(loaded));
-      } else {
-        cuda::device::memcpy_async_tx(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head,
-                                      cuda::aligned_size_t<16>(body_bytes), loaded);
-      }
+      bulk_copy_to_shared(bufs[k] + ranges[k].head, srcs[k] + ranges[k].head, body_bytes,
+                          cuda::device::barrier_native_handle(loaded), evict_first);
       bytes += body_bytes;
     }
     if (bytes > 0) return cuda::device::barrier_arrive_tx(loaded, 1, bytes);

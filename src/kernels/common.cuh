@@ -235,10 +235,15 @@ __device__ __forceinline__ void store_output_pack(T* ptr, const Pack<T>& pack, b
 }
 
 // A bulk async copy of `bytes` (a multiple of 16) from global `src` to shared `dst`, completing on
-// the mbarrier `barrier`, its lines marked evict-first in L2. By hand: neither
-// cuda::device::memcpy_async_tx nor cuda::ptx::cp_async_bulk takes an L2 cache hint.
-__device__ __forceinline__ void bulk_copy_evict_first(void* dst, const void* src, uint32_t bytes,
-                                                      uint64_t* barrier) {
+// the mbarrier `barrier`; where `evict_first`, its lines marked evict-first in L2 (Plan::evict_first).
+// The hinted form by hand: neither cuda::device::memcpy_async_tx nor cuda::ptx::cp_async_bulk takes
+// an L2 cache hint.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* barrier,
+                                                    bool evict_first) {
+  if (!evict_first) {
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, bytes, barrier);
+    return;
+  }
   uint64_t policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   asm volatile(
