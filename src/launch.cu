@@ -267,6 +267,24 @@ Status plan_and_launch(const Params& params, PlanFn&& plan_fn, LaunchFn&& launch
   return status;
 }
 
+// The kernel arguments both passes take from their params alike (ForwardParams and BackwardParams
+// name them the same).
+template <typename Params>
+detail::KernelArgs shared_kernel_args(const Params& params) {
+  detail::KernelArgs args{};
+  args.x = params.x;
+  args.eps = params.eps;
+  args.weight = params.weight;
+  args.bias = params.bias;
+  args.param_dtype = params.param_dtype;
+  args.use_input_stats = params.use_input_stats;
+  args.activation = params.activation;
+  args.negative_slope = params.negative_slope;
+  args.running_mean = params.running_mean;
+  args.running_var = params.running_var;
+  return args;
+}
+
 Status plan_mismatch() {
   return Status(StatusCode::kInvalidArgument,
                 "inorm: the params differ from those the plan was made for (pass, shape, dtype, "
@@ -293,20 +311,10 @@ Status launch_forward(const Plan& plan, const ForwardParams& params, void* works
   if (!status.ok()) return status;
   if (!detail::plan_matches(plan, detail::plan_signature(params))) return plan_mismatch();
   if (plan.path == Path::kEmpty) return Status::Ok();
-  detail::KernelArgs args{};
-  args.x = params.x;
+  detail::KernelArgs args = shared_kernel_args(params);
   args.out = params.y;
-  args.eps = params.eps;
-  args.weight = params.weight;
-  args.bias = params.bias;
-  args.param_dtype = params.param_dtype;
-  args.use_input_stats = params.use_input_stats;
-  args.activation = params.activation;
-  args.negative_slope = params.negative_slope;
   args.mean_out = params.mean;
   args.rstd_out = params.rstd;
-  args.running_mean = params.running_mean;
-  args.running_var = params.running_var;
   detail::ChannelOutputs outputs;
   outputs.running_mean = params.running_mean;
   outputs.running_var = params.running_var;
@@ -329,21 +337,11 @@ Status launch_backward(const Plan& plan, const BackwardParams& params, void* wor
     }
     return Status::Ok();
   }
-  detail::KernelArgs args{};
-  args.x = params.x;
+  detail::KernelArgs args = shared_kernel_args(params);
   args.dy = params.dy;
   args.out = params.dx;
-  args.eps = params.eps;
-  args.weight = params.weight;
-  args.bias = params.bias;
-  args.param_dtype = params.param_dtype;
-  args.use_input_stats = params.use_input_stats;
-  args.activation = params.activation;
-  args.negative_slope = params.negative_slope;
   args.saved_mean = params.mean;
   args.saved_rstd = params.rstd;
-  args.running_mean = params.running_mean;
-  args.running_var = params.running_var;
   detail::ChannelOutputs outputs;
   outputs.dweight = params.dweight;
   outputs.dbias = params.dbias;
