@@ -8,6 +8,8 @@
 //   inorm-bench --backward [--suite FILE]  the backward (dy ~ N(0, 1); shared/suites/train.json)
 //   inorm-bench --overhead               host time per call on a tiny tensor: plan + launch (plans
 //                                        come from the cache), forward(), and a copy
+//   inorm-bench --plans [--suite FILE]   each case's plan (and its --variants'), nothing run; without a
+//                                        GPU, the plans for an H200's limits
 //   options: --json FILE (default inorm-bench-results.json), --markdown FILE, --repeats N (>= 20),
 //            --warmup N, --calls K (each timed sample K calls back to back, and K copies, as a
 //            network's layers or python -m inorm.bench run them: the time a call),
@@ -105,6 +107,7 @@ struct Options {
   int warmup = 5;
   bool backward = false;
   bool overhead = false;   // --overhead: host time per call instead of the suite
+  bool plans = false;      // --plans: each case's plans, nothing run
   int calls = 1;           // --calls: back-to-back calls (and copies) a timed sample
   std::vector<Variant> variants{Variant{}};
 };
@@ -275,7 +278,8 @@ struct Inputs {
   std::size_t bytes = 0;
 };
 
-Status make_inputs(const BenchCase& c, int64_t channels, Inputs* in) {
+Status make_inputs(const BenchCase& c, Inputs* in) {
+  const int64_t channels = c.shape[1];  // the shape is N, C, spatial... in every layout
   for (std::size_t i = 2; i < c.shape.size(); ++i) in->slice_len *= c.shape[i];
   in->numel = c.shape[0] * c.shape[1] * in->slice_len;
   in->bytes = static_cast<std::size_t>(in->numel) * dtype_size(c.dtype);
@@ -397,6 +401,57 @@ Row base_row(const BenchCase& c, const Options& options) {
   return row;
 }
 
+// The tensors a case's params point at: device buffers when it runs, stand-ins for --plans (the
+// planner reads only their alignment and overlap). Null where the case has none.
+struct CaseTensors {
+  void* x = nullptr;
+  void* out = nullptr;  // y (forward) or dx (backward)
+  void* weight = nullptr;
+  void* bias = nullptr;
+  void* dy = nullptr;
+  void* mean = nullptr;
+  void* rstd = nullptr;
+  void* dweight = nullptr;
+  void* dbias = nullptr;
+};
+
+ForwardParams forward_params(const BenchCase& c, const CaseTensors& t) {
+  ForwardParams p;
+  fill_shape(c, &p);
+  p.x = t.x;
+  p.y = t.out;
+  p.param_dtype = c.dtype;
+  p.weight = t.weight;
+  p.bias = t.bias;
+  p.activation = c.activation;
+  p.negative_slope = c.negative_slope;
+  p.groups = c.groups;
+  return p;
+}
+
+// The backward of the case in train mode (the forward's mean and rstd); with affine, its weight and
+// their gradients; its bias only where an activation follows the norm (it recomputes y).
+BackwardParams backward_params(const BenchCase& c, const CaseTensors& t) {
+  BackwardParams p;
+  fill_shape(c, &p);
+  p.groups = c.groups;
+  p.x = t.x;
+  p.dy = t.dy;
+  p.dx = t.out;
+  p.mean = t.mean;
+  p.rstd = t.rstd;
+  p.param_dtype = c.dtype;
+  if (c.affine) {
+    p.weight = t.weight;
+    p.dweight = t.dweight;
+    p.dbias = t.dbias;
+  }
+  p.activation = c.activation;
+  p.negative_slope = c.negative_slope;
+  p.bias = c.activation != Activation::kNone ? t.bias : nullptr;
+  return p;
+}
+
 // Every variant of a case: planned by plan_fn with the variant's options (and edit), timed against a
 // copy of x into `scratch`, GB/s from `tensors_moved` tensors of `bytes`, verified by verify_fn.
 template <typename Params, typename PlanFn, typename LaunchFn, typename VerifyFn>
@@ -429,18 +484,14 @@ Status time_variants(const Row& base, const Params& p, void* scratch, std::size_
 
 Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t stream, std::vector<Row>* rows) {
   const Row base = base_row(c, options);
-  ForwardParams p;
-  fill_shape(c, &p);
   Inputs in;
-  BENCH_TRY(make_inputs(c, p.channels, &in));
-  p.x = in.x.get();
-  p.y = in.out.get();
-  p.param_dtype = c.dtype;
-  p.weight = in.weight.get();
-  p.bias = in.bias.get();
-  p.activation = c.activation;
-  p.negative_slope = c.negative_slope;
-  p.groups = c.groups;
+  BENCH_TRY(make_inputs(c, &in));
+  CaseTensors tensors;
+  tensors.x = in.x.get();
+  tensors.out = in.out.get();
+  tensors.weight = in.weight.get();
+  tensors.bias = in.bias.get();
+  const ForwardParams p = forward_params(c, tensors);
   return time_variants(
       base, p, p.y, in.bytes, 2.0, options, stream,
       [](const ForwardParams& params, Plan* plan, const PlanOptions& o) { return plan_forward(params, plan, o); },
@@ -452,12 +503,10 @@ Status run_forward_case(const BenchCase& c, const Options& options, cudaStream_t
 // affine dweight and dbias.
 Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_t stream, std::vector<Row>* rows) {
   const Row base = base_row(c, options);
-  BackwardParams p;
-  fill_shape(c, &p);
+  const BackwardParams shape = backward_params(c, {});
   Inputs in;
-  BENCH_TRY(make_inputs(c, p.channels, &in));
-  p.groups = c.groups;
-  const int64_t slices = p.batch * slices_a_sample(p);
+  BENCH_TRY(make_inputs(c, &in));
+  const int64_t slices = shape.batch * slices_a_sample(shape);
   const std::size_t stats_bytes = static_cast<std::size_t>(slices) * dtype_size(stats_dtype(c.dtype));
   DeviceBuffer dy, mean, rstd, dweight, dbias;
   BENCH_TRY(mean.allocate(stats_bytes));
@@ -484,23 +533,22 @@ Status run_backward_case(const BenchCase& c, const Options& options, cudaStream_
   BENCH_TRY(testing::parse_data_spec("randn", &normal));
   BENCH_TRY(dy.allocate(in.bytes));
   BENCH_TRY(testing::fill_random(dy.get(), c.dtype, in.numel, normal, std::random_device{}()));
-  p.x = in.x.get();
-  p.dy = dy.get();
-  p.dx = in.out.get();
-  p.mean = mean.get();
-  p.rstd = rstd.get();
-  p.param_dtype = c.dtype;
   if (c.affine) {
-    const std::size_t grad_bytes = static_cast<std::size_t>(p.channels) * dtype_size(c.dtype);
+    const std::size_t grad_bytes = static_cast<std::size_t>(shape.channels) * dtype_size(c.dtype);
     BENCH_TRY(dweight.allocate(grad_bytes));
     BENCH_TRY(dbias.allocate(grad_bytes));
-    p.weight = in.weight.get();
-    p.dweight = dweight.get();
-    p.dbias = dbias.get();
   }
-  p.activation = c.activation;
-  p.negative_slope = c.negative_slope;
-  p.bias = c.activation != Activation::kNone ? in.bias.get() : nullptr;
+  CaseTensors tensors;
+  tensors.x = in.x.get();
+  tensors.out = in.out.get();
+  tensors.weight = in.weight.get();
+  tensors.bias = in.bias.get();
+  tensors.dy = dy.get();
+  tensors.mean = mean.get();
+  tensors.rstd = rstd.get();
+  tensors.dweight = dweight.get();
+  tensors.dbias = dbias.get();
+  const BackwardParams p = backward_params(c, tensors);
   return time_variants(
       base, p, p.dx, in.bytes, 3.0, options, stream,
       [](const BackwardParams& params, Plan* plan, const PlanOptions& o) { return plan_backward(params, plan, o); },
@@ -717,10 +765,53 @@ int run_overhead(cudaStream_t stream) {
   return 0;
 }
 
+// --plans: each case's plan and its variants', nothing allocated or run: the GPU's plans where
+// there is one, else those for an H200's limits (hopper_h200_limits), so the planner's choices can be
+// read, and checked by CI, on any machine. 1 where the planner's own plan fails for a case (a forced
+// variant may be refused: printed, as the timed runs print it).
+int print_plans(const std::vector<BenchCase>& cases, const Options& options, bool on_device) {
+  // Stand-ins for the tensors, 1 TiB apart: disjoint, and aligned as cudaMalloc's buffers are.
+  const auto stand_in = [](uintptr_t k) { return reinterpret_cast<void*>((k + 1) << 40); };
+  const DeviceLimits h200 = hopper_h200_limits();
+  bool failed = false;
+  for (const BenchCase& c : cases) {
+    CaseTensors t;
+    t.x = stand_in(0);
+    t.out = stand_in(1);
+    t.dy = stand_in(2);
+    t.mean = stand_in(3);
+    t.rstd = stand_in(4);
+    if (c.affine) {  // as make_inputs
+      t.weight = stand_in(5);
+      t.bias = stand_in(6);
+      t.dweight = stand_in(7);
+      t.dbias = stand_in(8);
+    }
+    for (const Variant& variant : options.variants) {
+      Plan plan;
+      Status status;
+      if (options.backward) {
+        const BackwardParams p = backward_params(c, t);
+        status = on_device ? plan_backward(p, &plan, variant.options) : plan_backward(p, h200, &plan, variant.options);
+      } else {
+        const ForwardParams p = forward_params(c, t);
+        status = on_device ? plan_forward(p, &plan, variant.options) : plan_forward(p, h200, &plan, variant.options);
+      }
+      if (status.ok()) edit_plan(variant, &plan);
+      const std::string id = variant.name.empty() ? c.id : c.id + "@" + variant.name;
+      std::printf("%-26s %-8s %-20s %-9s %s\n", id.c_str(), options.backward ? "backward" : "forward",
+                  shape_text(c.shape).c_str(), dtype_name(c.dtype),
+                  status.ok() ? plan.describe().c_str() : ("not planned: " + status.message()).c_str());
+      if (!status.ok() && variant.name.empty()) failed = true;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
 int usage(const char* message) {
   std::fprintf(stderr,
                "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--backward] [--overhead] [--repeats N>=20] [--warmup N] [--calls K] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
+               "[--backward] [--overhead] [--plans] [--repeats N>=20] [--warmup N] [--calls K] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
                message);
   return 2;
 }
@@ -738,6 +829,7 @@ int main_impl(int argc, char** argv) {
     else if (arg == "--calls" && has_value) options.calls = std::atoi(argv[++i]);
     else if (arg == "--backward") options.backward = true;
     else if (arg == "--overhead") options.overhead = true;
+    else if (arg == "--plans") options.plans = true;
     else if (arg == "--variants" && has_value) {
       if (!parse_variants(argv[++i], &options.variants)) return usage("bad --variants list");
     } else {
@@ -747,11 +839,6 @@ int main_impl(int argc, char** argv) {
   if (options.repeats < 20) return usage("--repeats must be at least 20 (medians of fewer runs are noise)");
   if (options.calls < 1 || options.calls > 1000) return usage("--calls must be 1 to 1000");
 
-  std::string why;
-  if (!testing::cuda_device_available(&why)) {
-    std::fprintf(stderr, "inorm-bench: %s; the benchmark needs an NVIDIA GPU (sm_90).\n", why.c_str());
-    return 2;
-  }
   std::vector<BenchCase> cases{seed_case()};
   if (!options.suite.empty()) {
     const Status loaded = load_suite(options.suite, &cases);
@@ -759,6 +846,17 @@ int main_impl(int argc, char** argv) {
       std::fprintf(stderr, "inorm-bench: %s\n", loaded.message().c_str());
       return 2;
     }
+  }
+  std::string why;
+  const bool on_device = testing::cuda_device_available(&why);
+  if (options.plans) {
+    std::printf("inorm-bench --plans: %s\n",
+                (on_device ? "the plans on " + why : why + "; the plans for an H200's limits").c_str());
+    return print_plans(cases, options, on_device);
+  }
+  if (!on_device) {
+    std::fprintf(stderr, "inorm-bench: %s; the benchmark needs an NVIDIA GPU (sm_90).\n", why.c_str());
+    return 2;
   }
 
   Environment env;
