@@ -7,6 +7,8 @@
 #include <memory>
 #include <sstream>
 
+#include "testing/device_data.h"
+
 namespace inorm::bench {
 namespace {
 
@@ -121,6 +123,36 @@ Status bad_suite(const std::string& path, const std::string& message) {
   return Status(StatusCode::kInvalidArgument, path + ": " + message);
 }
 
+// Every key a case may carry, and its JSON kind. A key outside this list is refused rather than
+// ignored: a misspelt "afine" or a "groups" on an instance_norm case would otherwise time some other
+// case than the one the file describes. "headline" marks the suites' headline rows; timing ignores it.
+// python/inorm/_suite.py holds the same list for python -m inorm.bench.
+const std::map<std::string, Json::Kind>& case_keys() {
+  static const std::map<std::string, Json::Kind> keys = {
+      {"id", Json::Kind::kString},       {"shape", Json::Kind::kArray},        {"dtype", Json::Kind::kString},
+      {"layout", Json::Kind::kString},   {"affine", Json::Kind::kBool},        {"data", Json::Kind::kString},
+      {"op", Json::Kind::kString},       {"groups", Json::Kind::kNumber},      {"activation", Json::Kind::kString},
+      {"negative_slope", Json::Kind::kNumber}, {"headline", Json::Kind::kBool}};
+  return keys;
+}
+
+const char* kind_name(Json::Kind kind) {
+  switch (kind) {
+    case Json::Kind::kBool: return "a boolean";
+    case Json::Kind::kNumber: return "a number";
+    case Json::Kind::kString: return "a string";
+    case Json::Kind::kArray: return "an array";
+    case Json::Kind::kObject: return "an object";
+    case Json::Kind::kNull: break;
+  }
+  return "null";
+}
+
+bool is_count(const Json& value, double least) {
+  return value.kind == Json::Kind::kNumber && value.number >= least && value.number <= 9.0e15 &&
+         value.number == static_cast<double>(static_cast<int64_t>(value.number));
+}
+
 }  // namespace
 
 BenchCase seed_case() {
@@ -143,6 +175,9 @@ Status load_suite(const std::string& path, std::vector<BenchCase>* cases) {
   if (root.kind != Json::Kind::kObject || list == root.object.end() || list->second.kind != Json::Kind::kArray) {
     return bad_suite(path, "expected an object with a \"cases\" array");
   }
+  for (const auto& [key, value] : root.object) {
+    if (key != "cases" && key != "about") return bad_suite(path, "unknown key \"" + key + "\" (a suite has \"about\" and \"cases\")");
+  }
   const std::map<std::string, DType> dtypes = {{"float32", DType::kFloat32},
                                                {"float16", DType::kFloat16},
                                                {"bfloat16", DType::kBFloat16},
@@ -154,20 +189,30 @@ Status load_suite(const std::string& path, std::vector<BenchCase>* cases) {
     activations[activation_name(a)] = a;
   }
   cases->clear();
-  for (const Json& item : list->second.array) {
+  for (std::size_t index = 0; index < list->second.array.size(); ++index) {
+    const Json& item = list->second.array[index];
+    if (item.kind != Json::Kind::kObject) return bad_suite(path, "case " + std::to_string(index) + " is not an object");
     auto field = [&](const char* name) -> const Json* {
       const auto it = item.object.find(name);
       return it == item.object.end() ? nullptr : &it->second;
     };
     BenchCase c;
     const Json* id = field("id");
+    c.id = id != nullptr && id->kind == Json::Kind::kString ? id->string : "case " + std::to_string(index);
+    for (const auto& [key, value] : item.object) {
+      const auto known = case_keys().find(key);
+      if (known == case_keys().end()) return bad_suite(path, c.id + ": unknown key \"" + key + "\"");
+      if (value.kind != known->second) {
+        return bad_suite(path, c.id + ": \"" + key + "\" must be " + kind_name(known->second));
+      }
+    }
     const Json* shape = field("shape");
     const Json* dtype = field("dtype");
-    if (!id || id->kind != Json::Kind::kString || !shape || shape->kind != Json::Kind::kArray || !dtype) {
-      return bad_suite(path, "every case needs \"id\", \"shape\" and \"dtype\"");
+    if (!id || !shape || !dtype) return bad_suite(path, c.id + ": every case needs \"id\", \"shape\" and \"dtype\"");
+    for (const Json& dim : shape->array) {
+      if (!is_count(dim, 0)) return bad_suite(path, c.id + ": shape's sizes must be whole numbers >= 0");
+      c.shape.push_back(static_cast<int64_t>(dim.number));
     }
-    c.id = id->string;
-    for (const Json& dim : shape->array) c.shape.push_back(static_cast<int64_t>(dim.number));
     if (c.shape.size() < 3 || c.shape.size() > 5) {
       return bad_suite(path, c.id + ": shape must have 3 to 5 dimensions (N, C, spatial)");
     }
@@ -181,13 +226,20 @@ Status load_suite(const std::string& path, std::vector<BenchCase>* cases) {
       c.layout_name = layout->string;
     }
     if (const Json* affine = field("affine")) c.affine = affine->boolean;
-    if (const Json* data = field("data")) c.data = data->string;
+    if (const Json* data = field("data")) {
+      testing::DataSpec spec;
+      const Status parsed = testing::parse_data_spec(data->string, &spec);
+      if (!parsed.ok()) return bad_suite(path, c.id + ": " + parsed.message());
+      c.data = data->string;
+    }
     if (const Json* op = field("op")) c.op = op->string;
     if (c.op != "instance_norm" && c.op != "group_norm") return bad_suite(path, c.id + ": unknown op '" + c.op + "'");
+    const Json* groups = field("groups");
     if (c.op == "group_norm") {
-      const Json* groups = field("groups");
-      if (groups == nullptr || groups->number < 1) return bad_suite(path, c.id + ": group_norm needs \"groups\" >= 1");
+      if (groups == nullptr || !is_count(*groups, 1)) return bad_suite(path, c.id + ": group_norm needs \"groups\" >= 1");
       c.groups = static_cast<int64_t>(groups->number);
+    } else if (groups != nullptr) {
+      return bad_suite(path, c.id + ": \"groups\" needs \"op\": \"group_norm\"");
     }
     if (const Json* activation = field("activation")) {
       const auto it = activations.find(activation->string);
@@ -196,7 +248,12 @@ Status load_suite(const std::string& path, std::vector<BenchCase>* cases) {
       }
       c.activation = it->second;
     }
-    if (const Json* slope = field("negative_slope")) c.negative_slope = slope->number;
+    if (const Json* slope = field("negative_slope")) {
+      if (c.activation != Activation::kLeakyRelu) {
+        return bad_suite(path, c.id + ": \"negative_slope\" needs \"activation\": \"leaky_relu\"");
+      }
+      c.negative_slope = slope->number;
+    }
     cases->push_back(std::move(c));
   }
   return Status::Ok();

@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import inorm
+from inorm._suite import load_suite, parse_data
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 TOLERANCES = {torch.float32: 1e-4, torch.float64: 1e-9, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
@@ -62,19 +63,15 @@ def default_suite(name="public.json"):
 
 
 def make_data(shape, dtype, spec):
-    """The suite's data spec: "rand" (U[0,1), the default), "randn", or "<offset> + randn"."""
-    spec = (spec or "rand").replace(" ", "")
-    if spec in ("rand", "U[0,1)"):
-        return torch.rand(shape, device="cuda", dtype=torch.float32).to(dtype)
-    offset, _, kind = spec.rpartition("+")
-    if kind != "randn":
-        raise ValueError(f"unknown data spec {spec!r}")
-    return (float(offset or 0) + torch.randn(shape, device="cuda", dtype=torch.float32)).to(dtype)
+    """The suite's data spec (inorm._suite.parse_data): U[0,1) or N(0, 1), plus an offset."""
+    offset, kind = parse_data(spec)
+    draw = torch.rand if kind == "rand" else torch.randn
+    return (offset + draw(shape, device="cuda", dtype=torch.float32)).to(dtype)
 
 
 def case_input(case, shape, dtype):
     """The case's input: its data spec, in its layout ("nhwc": channels_last, or channels_last_3d)."""
-    x = make_data(shape, dtype, case.get("data"))
+    x = make_data(shape, dtype, case["data"])
     if case.get("layout", "nchw") == "nhwc":
         x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
     return x
@@ -410,8 +407,10 @@ def main(argv=None):
         return 2
     cases = []
     if args.suite is not None:
-        with open(args.suite) as f:
-            cases = json.load(f)["cases"]
+        try:
+            cases = load_suite(args.suite)
+        except ValueError as error:
+            parser.error(str(error))
     if args.cases:
         wanted = args.cases.split(",")
         cases = [c for c in cases if c["id"] in wanted]
