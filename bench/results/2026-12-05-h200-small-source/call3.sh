@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Session 70, call 5 (replaces call2.sh, which got no machine; .carry/s70b: old.tar.xz holds
+# inorm-bench at the commit in `commit` (main, before), new.tar.xz inorm-bench and inorm_gpu_tests
+# with the forward's context converting the slice's first element after loading weight and bias
+# (call 4's SASS: the conversion held the affine's loads back one round trip at every chunk's start,
+# 163 of 1204 stall samples). Every GPU test of the new build in eight shards beside
+# compute-sanitizer's four tools on GpuSanitize.*; then, alone on the GPU, small.json and the public
+# suite forward, old and new in turn twice; then call2.sh's sweep of CTAs a slice (old build) and
+# call 4's Python check. Packed into $OUT/w.tgz.
+cd "$(dirname "$0")/../../.."
+set -u
+W=$OUT/w; mkdir -p $W
+pack() { tar czf $OUT/w.tgz -C $OUT w; }
+trap pack EXIT
+R=bench/results/2026-12-05-h200-small-source
+tar xJf .carry/s70b/pk.tar.xz -C /tmp
+{ echo "old $(cat .carry/s70b/commit), new: that with the change (the working tree)"
+  nvidia-smi --query-gpu=name,driver_version --format=csv; } > $W/run.log
+SECONDS=0
+for i in 0 1 2 3 4 5 6 7; do
+  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 240 /tmp/new/inorm_gpu_tests --gtest_brief=1 > $W/tests-$i.log 2>&1 &
+done
+for tool in memcheck racecheck synccheck initcheck; do
+  filter='GpuSanitize.*'
+  [ "$tool" = synccheck ] && filter='GpuSanitize.*:-GpuSanitize.ManyClustersOfLargeChunks'
+  timeout 240 compute-sanitizer --tool $tool --error-exitcode 1 /tmp/new/inorm_gpu_tests --gtest_brief=1 \
+    --gtest_filter="$filter" > $W/sanitize-$tool.log 2>&1 &
+done
+wait
+echo "tests $SECONDS s" >> $W/run.log
+for i in 0 1 2 3 4 5 6 7; do echo "shard $i: $(grep -E 'PASSED|FAILED' $W/tests-$i.log | tr '\n' ' ')" >> $W/run.log; done
+for tool in memcheck racecheck synccheck initcheck; do
+  echo "$tool: $(grep -E 'PASSED|FAILED|SUMMARY' $W/sanitize-$tool.log | tr '\n' ' ')" >> $W/run.log
+done
+for run in 1 2; do
+  for build in old new; do
+    for suite in $R/small.json bench/suites/public.json; do
+      name=$build-$(basename $suite .json)-$run
+      INORM_COMMIT=$build timeout 60 /tmp/$build/inorm-bench --suite $suite --markdown $W/$name.md --json $W/$name.json \
+        > $W/$name.log 2>&1
+      echo "rc=$? $name $SECONDS s" >> $W/run.log
+    done
+  done
+done
+for pass in forward backward; do
+  flag=""; [ $pass = backward ] && flag=--backward
+  timeout 60 /tmp/old/inorm-bench $flag --suite $R/small.json --variants g2,g4,g8,g10,g16,g20x2,g40x4,g8c4,g16c4 \
+    --markdown $W/sweep-$pass.md --json $W/sweep-$pass.json > $W/sweep-$pass.log 2>&1
+  echo "rc=$? sweep $pass $SECONDS s" >> $W/run.log
+done
+OUT=$W bash $R/call1.sh python > /dev/null 2>&1
+echo "python: $(tail -1 $W/q/python.log 2>/dev/null)" >> $W/run.log
+cat $W/run.log
