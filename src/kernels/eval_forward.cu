@@ -29,9 +29,10 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
     for (int64_t i = start; i < numel; i += stride) {
       const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
       const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);
-      const Acc weight = channel_weight<Acc>(args, channel);
-      const Acc bias = channel_bias<Acc>(args, channel);
-      const SliceAffine<Acc> affine{mean, Acc(0), reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * weight, bias};
+      const ChannelAffine<Acc> channel_params = channel_affine<Acc>(args, channel);
+      const SliceAffine<Acc> affine{mean, Acc(0),
+                                    reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * channel_params.weight,
+                                    channel_params.bias};
       y[i] = Traits<T>::from_acc(activation.activate(affine.apply(Traits<T>::to_acc(x[i]))));
       offset += step_offset;
       channel += step_channel;

@@ -155,13 +155,12 @@ struct ForwardOp {
                                     first_channel(args, slice)
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
-    Context ctx{Traits<T>::to_acc(__ldcg(static_cast<const T*>(args.x) + first)), Acc(1), Acc(0)};
-    if (normalizes) {
-      const int64_t channel = first_channel(args, slice);
-      ctx.weight = channel_weight<Acc>(args, channel);
-      ctx.bias = channel_bias<Acc>(args, channel);
-    }
-    return ctx;
+    const T first_element = __ldcg(static_cast<const T*>(args.x) + first);
+    const ChannelAffine<Acc> affine =
+        normalizes ? channel_affine<Acc>(args, first_channel(args, slice)) : ChannelAffine<Acc>{Acc(1), Acc(0)};
+    // Converted past the affine's loads: converted at once, it held them back a round trip
+    // (ptxas keeps the conversion in its load's block, before first_channel's branches).
+    return Context{Traits<T>::to_acc(first_element), affine.weight, affine.bias};
   }
 
   // Statistics of the `count` elements. Where kOnePass holds: one pass of float64 sums of d and
@@ -264,14 +263,11 @@ struct ForwardOp {
     Coefficients c{Epilogue::of(args)};
     const int64_t later_channel =
         !kGeneral && args.slice_channels > 1 ? min(first / args.channel_len, args.slice_channels - 1) : 0;
-    Acc weight = ctx.weight;
-    Acc bias = ctx.bias;
-    if (later_channel > 0) {
-      const int64_t channel = first_channel(args, slice) + later_channel;
-      weight = channel_weight<Acc>(args, channel);
-      bias = channel_bias<Acc>(args, channel);
-    }
-    c.affine = finish_slice<Acc>(args, slice, weight, bias, totals.mean_hi, totals.mean_lo, totals.m2, writer, &c.rstd);
+    const ChannelAffine<Acc> affine = later_channel > 0
+                                          ? channel_affine<Acc>(args, first_channel(args, slice) + later_channel)
+                                          : ChannelAffine<Acc>{ctx.weight, ctx.bias};
+    c.affine = finish_slice<Acc>(args, slice, affine.weight, affine.bias, totals.mean_hi, totals.mean_lo, totals.m2,
+                                 writer, &c.rstd);
     return c;
   }
 

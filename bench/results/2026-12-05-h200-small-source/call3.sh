@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Session 70, call 5 (replaces call2.sh, which got no machine; .carry/s70b: old.tar.xz holds
-# inorm-bench at the commit in `commit` (main, before), new.tar.xz inorm-bench and inorm_gpu_tests
-# with the forward's context converting the slice's first element after loading weight and bias
-# (call 4's SASS: the conversion held the affine's loads back one round trip at every chunk's start,
-# 163 of 1204 stall samples). Every GPU test of the new build in eight shards beside
+# Session 70, call 5 (.carry/s70b/pk.tar.xz: new/ holds
+# inorm-bench and inorm_gpu_tests built from the working tree on `commit` (main) with the forward's
+# context issuing its three loads (the slice's first element, the channel's weight and bias) before
+# converting any (call 4's SASS: three round trips one after the other at every chunk's start, 163
+# of 1204 stall samples; common.cuh channel_affine). The build before it does not travel too (the
+# two would pass the device's 64 MiB): its times are this session's calls 2 and 3 (main-check's
+# public.json, ncu-full's forward.json). Every GPU test of the new build in eight shards beside
 # compute-sanitizer's four tools on GpuSanitize.*; then, alone on the GPU, small.json and the public
-# suite forward, old and new in turn twice; then call2.sh's sweep of CTAs a slice (old build) and
-# call 4's Python check. Packed into $OUT/w.tgz.
+# suite forward, twice; then a sweep of forced CTAs a slice (more warps a scheduler?) and call 4's Python check. Packed into
+# $OUT/w.tgz.
 cd "$(dirname "$0")/../../.."
 set -u
 W=$OUT/w; mkdir -p $W
@@ -14,7 +16,7 @@ pack() { tar czf $OUT/w.tgz -C $OUT w; }
 trap pack EXIT
 R=bench/results/2026-12-05-h200-small-source
 tar xJf .carry/s70b/pk.tar.xz -C /tmp
-{ echo "old $(cat .carry/s70b/commit), new: that with the change (the working tree)"
+{ echo "$(cat .carry/s70b/commit) with the change (the working tree)"
   nvidia-smi --query-gpu=name,driver_version --format=csv; } > $W/run.log
 SECONDS=0
 for i in 0 1 2 3 4 5 6 7; do
@@ -33,18 +35,16 @@ for tool in memcheck racecheck synccheck initcheck; do
   echo "$tool: $(grep -E 'PASSED|FAILED|SUMMARY' $W/sanitize-$tool.log | tr '\n' ' ')" >> $W/run.log
 done
 for run in 1 2; do
-  for build in old new; do
-    for suite in $R/small.json bench/suites/public.json; do
-      name=$build-$(basename $suite .json)-$run
-      INORM_COMMIT=$build timeout 60 /tmp/$build/inorm-bench --suite $suite --markdown $W/$name.md --json $W/$name.json \
-        > $W/$name.log 2>&1
-      echo "rc=$? $name $SECONDS s" >> $W/run.log
-    done
+  for suite in $R/small.json bench/suites/public.json; do
+    name=$(basename $suite .json)-$run
+    INORM_COMMIT=new timeout 60 /tmp/new/inorm-bench --suite $suite --markdown $W/$name.md --json $W/$name.json \
+      > $W/$name.log 2>&1
+    echo "rc=$? $name $SECONDS s" >> $W/run.log
   done
 done
 for pass in forward backward; do
   flag=""; [ $pass = backward ] && flag=--backward
-  timeout 60 /tmp/old/inorm-bench $flag --suite $R/small.json --variants g2,g4,g8,g10,g16,g20x2,g40x4,g8c4,g16c4 \
+  timeout 60 /tmp/new/inorm-bench $flag --suite $R/small.json --variants g2,g4,g8,g10,g16,g20x2,g40x4,g8c4,g16c4 \
     --markdown $W/sweep-$pass.md --json $W/sweep-$pass.json > $W/sweep-$pass.log 2>&1
   echo "rc=$? sweep $pass $SECONDS s" >> $W/run.log
 done
