@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 70, call 5 (.carry/s70b/pk.tar.xz: new/ holds
-# inorm-bench and inorm_gpu_tests built from the working tree on `commit` (main) with the forward's
+# inorm-bench and inorm_gpu_tests built at `commit` (main), with the forward's
 # context issuing its three loads (the slice's first element, the channel's weight and bias) before
 # converting any (call 4's SASS: three round trips one after the other at every chunk's start, 163
 # of 1204 stall samples; common.cuh channel_affine). The build before it does not travel too (the
@@ -16,7 +16,7 @@ pack() { tar czf $OUT/w.tgz -C $OUT w; }
 trap pack EXIT
 R=bench/results/2026-12-05-h200-small-source
 tar xJf .carry/s70b/pk.tar.xz -C /tmp
-{ echo "$(cat .carry/s70b/commit) with the change (the working tree)"
+{ echo "commit $(cat .carry/s70b/commit)"
   nvidia-smi --query-gpu=name,driver_version --format=csv; } > $W/run.log
 SECONDS=0
 for i in 0 1 2 3 4 5 6 7; do
