@@ -808,11 +808,19 @@ int print_plans(const std::vector<BenchCase>& cases, const Options& options, boo
   return failed ? 1 : 0;
 }
 
+constexpr const char kUsage[] =
+    "usage: inorm-bench [--suite FILE] [--backward] [--overhead] [--plans] [--json FILE] [--markdown FILE]\n"
+    "                   [--repeats N>=20] [--warmup N] [--calls K] [--variants g11,g0c2,pipelined,...]\n"
+    "  (no --suite)  the seed workload, 112x64x512x512 float32\n"
+    "  --suite FILE  every case of a suite file (bench/suites/*.json)\n"
+    "  --backward    the backward pass (floor 1.5 copies) instead of the forward (1 copy)\n"
+    "  --overhead    host time a call on a tiny tensor\n"
+    "  --plans       each case's plan, nothing run (without a GPU: an H200's)\n"
+    "  --calls K     K calls back to back a timed sample\n"
+    "  --variants    forced plans timed beside the planner's (bench/inorm_bench.cpp's header lists them)\n";
+
 int usage(const char* message) {
-  std::fprintf(stderr,
-               "inorm-bench: %s\nusage: inorm-bench [--suite FILE] [--json FILE] [--markdown FILE] "
-               "[--backward] [--overhead] [--plans] [--repeats N>=20] [--warmup N] [--calls K] [--variants g11,g0c2,g16c3-global,pipelined,...]\n",
-               message);
+  std::fprintf(stderr, "inorm-bench: %s\n%s", message, kUsage);
   return 2;
 }
 
@@ -821,6 +829,10 @@ int main_impl(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (arg == "--suite" && has_value) options.suite = argv[++i];
     else if (arg == "--json" && has_value) options.json = argv[++i];
     else if (arg == "--markdown" && has_value) options.markdown = argv[++i];
