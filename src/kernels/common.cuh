@@ -266,15 +266,21 @@ __device__ __forceinline__ V load_l2(const void* p) {
   return value;
 }
 
+// A parameter tensor's value (its dtype P) in Acc.
+template <typename Acc, typename P>
+__device__ __forceinline__ Acc param_to_acc(P v) {
+  if constexpr (std::is_same_v<P, __half>) return static_cast<Acc>(__half2float(v));
+  else if constexpr (std::is_same_v<P, __nv_bfloat16>) return static_cast<Acc>(__bfloat162float(v));
+  else return static_cast<Acc>(v);
+}
+
 template <typename Acc>
 __device__ __forceinline__ Acc load_param(const void* ptr, DType dtype, int64_t index) {
   switch (dtype) {
-    case DType::kFloat32: return static_cast<Acc>(__ldg(static_cast<const float*>(ptr) + index));
-    case DType::kFloat64: return static_cast<Acc>(__ldg(static_cast<const double*>(ptr) + index));
-    case DType::kFloat16:
-      return static_cast<Acc>(__half2float(__ldg(static_cast<const __half*>(ptr) + index)));
-    case DType::kBFloat16:
-      return static_cast<Acc>(__bfloat162float(__ldg(static_cast<const __nv_bfloat16*>(ptr) + index)));
+    case DType::kFloat32: return param_to_acc<Acc>(__ldg(static_cast<const float*>(ptr) + index));
+    case DType::kFloat64: return param_to_acc<Acc>(__ldg(static_cast<const double*>(ptr) + index));
+    case DType::kFloat16: return param_to_acc<Acc>(__ldg(static_cast<const __half*>(ptr) + index));
+    case DType::kBFloat16: return param_to_acc<Acc>(__ldg(static_cast<const __nv_bfloat16*>(ptr) + index));
   }
   return Acc(0);
 }
@@ -302,12 +308,7 @@ __device__ __forceinline__ ChannelAffine<Acc> load_channel_affine(const KernelAr
   P weight{}, bias{};
   if (args.weight) weight = __ldg(static_cast<const P*>(args.weight) + channel);
   if (args.bias) bias = __ldg(static_cast<const P*>(args.bias) + channel);
-  const auto to_acc = [](P v) {
-    if constexpr (std::is_same_v<P, __half>) return static_cast<Acc>(__half2float(v));
-    else if constexpr (std::is_same_v<P, __nv_bfloat16>) return static_cast<Acc>(__bfloat162float(v));
-    else return static_cast<Acc>(v);
-  };
-  return {args.weight ? to_acc(weight) : Acc(1), args.bias ? to_acc(bias) : Acc(0)};
+  return {args.weight ? param_to_acc<Acc>(weight) : Acc(1), args.bias ? param_to_acc<Acc>(bias) : Acc(0)};
 }
 template <typename Acc>
 __device__ __forceinline__ ChannelAffine<Acc> channel_affine(const KernelArgs& args, int64_t channel) {
