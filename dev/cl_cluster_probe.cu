@@ -17,15 +17,18 @@
 //     first piece, and the next sample's piece p is loaded as soon as every thread has written
 //     piece p of this one (pieces = 1: none of that overlap);
 //   - its skeleton (kStatistics false): the same loads, barriers and stores without the two passes
-//     of statistics or the exchange, y = x: the memory schedule's own cost.
-// Checked against a float64 reference on three samples and for NaN over the whole output (poisoned
-// before each checked run); timed against cudaMemcpyAsync of the same tensor, CUDA events (each
+//     of statistics or the exchange, y = x: the memory schedule's own cost;
+//   - the backward the same way (x and dy of a 2 MiB sample do not fit a cluster): x held, dy read
+//     twice from global memory, its second read a cluster's sample read microseconds before, in L2
+//     if the L2 keeps it (the clusters' samples in flight are 14-16 MiB of the H200's 60).
+// Checked against a float64 reference on three samples (y and the saved mean and rstd; dx and the
+// weight gradient's sums) and for NaN over the whole output (poisoned before each checked run);
+// timed against cudaMemcpyAsync of the same tensor (the backward's floor 1.5 copies), CUDA events (each
 // sample queued behind a 50 us hold of the GPU), median of 25 after 3 warm-ups. The library's
 // number is inorm-bench's on the same shapes in the same device call (dev/cl-cluster/call.sh).
 // Not library code: built by CI so it keeps compiling (target inorm-dev-cl-cluster), run by hand
 // on a GPU: inorm-dev-cl-cluster.
 #include <cooperative_groups.h>
-#include <cuda/ptx>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -34,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cuda/ptx>
 #include <functional>
 #include <string>
 #include <vector>
@@ -93,9 +97,15 @@ struct Run<__nv_bfloat16> {
 
 struct Args {
   const void* x;
-  void* y;
+  void* y;              // forward
+  const void* dy;       // backward
+  void* dx;             // backward
   const float* weight;  // [C]
   const float* bias;    // [C]
+  float* mean;          // [N * C]: the forward's output where not null, the backward's input
+  float* rstd;          // [N * C], as mean
+  float* sum_dy;        // [N * C]: the backward's per-sample sums for dbias, where not null
+  float* sum_dy_xhat;   // [N * C]: and for dweight
   int64_t samples;
   int64_t rows;      // spatial positions a sample
   int channels;      // C
@@ -142,37 +152,39 @@ __device__ __forceinline__ float2 cta_channel_sums(float (&v)[K][kVec], int runs
   return total;
 }
 
-template <typename T, int kThreads, int kPieces, bool kStatistics = true>
-__global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_constant__ Args a) {
-  using R = Run<T>;
-  constexpr int kVec = R::kVec;
-  constexpr int kWarps = kThreads / 32;
-  extern __shared__ __align__(128) unsigned char tile[];
-  __shared__ uint64_t landed[kPieces];
-  // This CTA's (shift, sum of d, sum of d^2) a channel, d = x - shift (its float32 mean), by the
-  // sample's parity.
-  __shared__ float4 cells[2][kMaxChannels];
-  __shared__ float4 coefficients[kMaxChannels];  // (center hi, center lo, scale, bias); first the CTA's mean in .x
-  __shared__ float2 red[kWarps][kMaxChannels];
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int64_t clusters = gridDim.x / a.group;
-  const int runs = a.channels / kVec;
-  const int run = static_cast<int>(threadIdx.x) % runs;
-  const int step = kThreads / runs;
-  const int first_row = static_cast<int>(threadIdx.x) / runs;
-  const int my_rows =
-      static_cast<int>(min(static_cast<int64_t>(a.rows_per_cta), a.rows - static_cast<int64_t>(rank) * a.rows_per_cta));
-  const int pieces = (my_rows + a.piece_rows - 1) / a.piece_rows;
-  const int row_bytes = a.channels * static_cast<int>(sizeof(T));
-  if (threadIdx.x == 0) {
-    for (int p = 0; p < kPieces; ++p) cuda::ptx::mbarrier_init(&landed[p], 1);
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+// Rows of rank `rank` of a cluster: rows_per_cta, the last rank the rest.
+__device__ __forceinline__ int rows_of_rank(const Args& a, int rank) {
+  return static_cast<int>(
+      min(static_cast<int64_t>(a.rows_per_cta), a.rows - static_cast<int64_t>(rank) * a.rows_per_cta));
+}
+
+// A CTA's share of a sample in shared memory (x: both passes' tile), its pieces' bulk copies and
+// barriers, and where a thread works: a 16-byte run of channels (`run`) on rows first_row,
+// first_row + step, ... of each piece.
+template <typename T, int kThreads>
+struct SampleTile {
+  const Args& a;
+  unsigned char* tile;
+  uint64_t* landed;  // a barrier a piece
+  int rank, runs, run, step, first_row, my_rows, pieces, row_bytes;
+
+  __device__ SampleTile(const Args& args, unsigned char* smem, uint64_t* barriers, int cta_rank)
+      : a(args), tile(smem), landed(barriers), rank(cta_rank) {
+    runs = a.channels * static_cast<int>(sizeof(T)) / 16;
+    run = static_cast<int>(threadIdx.x) % runs;
+    step = kThreads / runs;
+    first_row = static_cast<int>(threadIdx.x) / runs;
+    my_rows = rows_of_rank(a, rank);
+    pieces = (my_rows + a.piece_rows - 1) / a.piece_rows;
+    row_bytes = a.channels * static_cast<int>(sizeof(T));
   }
-  __syncthreads();
-  const auto rows_of = [&](int p) { return min(a.piece_rows, my_rows - p * a.piece_rows); };
-  const auto issue = [&](int64_t sample, int p) {  // thread 0: piece p of `sample` into the tile
+  // Byte offset of this CTA's first row of `sample` in a tensor of x's shape, at this thread's run.
+  __device__ int64_t offset(int64_t sample) const {
+    return (sample * a.rows + static_cast<int64_t>(rank) * a.rows_per_cta) * row_bytes + run * 16;
+  }
+  __device__ int rows_of(int p) const { return min(a.piece_rows, my_rows - p * a.piece_rows); }
+  // Thread 0: piece p of `sample`'s x into the tile.
+  __device__ void issue(int64_t sample, int p) const {
     const uint32_t bytes = static_cast<uint32_t>(rows_of(p)) * row_bytes;
     const int64_t row =
         sample * a.rows + static_cast<int64_t>(rank) * a.rows_per_cta + static_cast<int64_t>(p) * a.piece_rows;
@@ -181,29 +193,90 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
     cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global,
                              tile + static_cast<int64_t>(p) * a.piece_rows * row_bytes,
                              static_cast<const unsigned char*>(a.x) + row * row_bytes, bytes, &landed[p]);
-  };
-  // f(p, v) for this thread's rows of piece p, v its run of the row as read from the tile.
-  const auto for_rows = [&](int p, auto&& f) {
+  }
+  __device__ void issue_all(int64_t sample) const {
+    if (threadIdx.x == 0 && sample < a.samples) {
+      for (int p = 0; p < pieces; ++p) issue(sample, p);
+    }
+  }
+  // After every thread's last read of piece p (a barrier): the next sample's piece p.
+  __device__ void refill(int64_t next, int p) const {
+    __syncthreads();
+    if (threadIdx.x == 0 && next < a.samples) issue(next, p);
+  }
+  __device__ uint4 x_run(int r) const {
+    return *reinterpret_cast<const uint4*>(tile + static_cast<int64_t>(r) * row_bytes + run * 16);
+  }
+  // f(r, x) for this thread's rows r of piece p, x its run of the row as read from the tile.
+  template <typename F>
+  __device__ void for_rows(int p, F&& f) const {
     const int end = p * a.piece_rows + rows_of(p);
 #pragma unroll 4  // four 16-byte shared loads in flight a thread
-    for (int r = p * a.piece_rows + first_row; r < end; r += step) {
-      f(r, *reinterpret_cast<const uint4*>(tile + static_cast<int64_t>(r) * row_bytes + run * 16));
+    for (int r = p * a.piece_rows + first_row; r < end; r += step) f(r, x_run(r));
+  }
+  // f(r, x, g) likewise, g the run of the same row of `other` (global memory, from offset()),
+  // kBatch rows' runs loaded before the first f: 16 * kBatch bytes in flight a thread.
+  template <int kBatch, typename F>
+  __device__ void for_rows_with(int p, const unsigned char* other, F&& f) const {
+    const int end = p * a.piece_rows + rows_of(p);
+    for (int first = p * a.piece_rows + first_row; first < end; first += kBatch * step) {
+      uint4 g[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int r = first + b * step;
+        if (r < end) g[b] = *reinterpret_cast<const uint4*>(other + static_cast<int64_t>(r) * row_bytes);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int r = first + b * step;
+        if (r < end) f(r, x_run(r), g[b]);
+      }
     }
-  };
+  }
+};
+
+// The barriers' init by thread 0, seen by the copy engine; the CTA synchronizes after it.
+template <int kPieces>
+__device__ __forceinline__ void init_landed(uint64_t (&landed)[kPieces]) {
+  if (threadIdx.x == 0) {
+    for (int p = 0; p < kPieces; ++p) cuda::ptx::mbarrier_init(&landed[p], 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  }
+  __syncthreads();
+}
+
+template <typename T, int kThreads, int kPieces, bool kStatistics = true>
+__global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_constant__ Args a) {
+  using R = Run<T>;
+  constexpr int kVec = R::kVec;
+  constexpr int kWarps = kThreads / 32;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t landed[kPieces];
+  // This CTA's (shift, sum of d, sum of d^2) a channel, d = x - shift (its float32 mean), by the
+  // sample's parity.
+  __shared__ float4 cells[2][kMaxChannels];
+  __shared__ float4 coefficients[kMaxChannels];  // (center hi, center lo, scale, bias); first the CTA's mean in .x
+  __shared__ float2 red[kWarps][kMaxChannels];
+  cg::cluster_group cluster = cg::this_cluster();
+  init_landed(landed);
+  const SampleTile<T, kThreads> t(a, smem, landed, static_cast<int>(cluster.block_rank()));
+  const int run = t.run;
+  const int c = static_cast<int>(threadIdx.x);
   // The sample's statistics from the landing tile: each channel's coefficients.
-  const auto statistics = [&](uint32_t parity) {
+  const auto statistics = [&](int64_t sample, uint32_t parity) {
     float sum[1][kVec] = {};
-    for (int p = 0; p < pieces; ++p) {
+    for (int p = 0; p < t.pieces; ++p) {
       wait_parity(&landed[p], parity);
-      for_rows(p, [&](int, const uint4& u) {
+      t.for_rows(p, [&](int, const uint4& u) {
         float f[kVec];
         R::unpack(u, f);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) sum[0][e] += f[e];
       });
     }
-    const float local_sum = cta_channel_sums<kVec, kWarps>(sum, runs, a.channels, red).x;
-    if (static_cast<int>(threadIdx.x) < a.channels) coefficients[threadIdx.x].x = local_sum / my_rows;
+    const float local_sum = cta_channel_sums<kVec, kWarps>(sum, t.runs, a.channels, red).x;
+    if (c < a.channels) coefficients[c].x = local_sum / t.my_rows;
     __syncthreads();
     // The second pass around that mean, with the residual sum of d that corrects it (as the
     // library's Partial: kernels/forward_op.cuh).
@@ -214,8 +287,8 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
       d_sums[0][e] = 0.f;
       d_sums[1][e] = 0.f;
     }
-    for (int p = 0; p < pieces; ++p) {
-      for_rows(p, [&](int, const uint4& u) {
+    for (int p = 0; p < t.pieces; ++p) {
+      t.for_rows(p, [&](int, const uint4& u) {
         float f[kVec];
         R::unpack(u, f);
 #pragma unroll
@@ -226,8 +299,7 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
         }
       });
     }
-    const float2 local = cta_channel_sums<kVec, kWarps>(d_sums, runs, a.channels, red);
-    const int c = static_cast<int>(threadIdx.x);
+    const float2 local = cta_channel_sums<kVec, kWarps>(d_sums, t.runs, a.channels, red);
     if (c < a.channels) cells[parity][c] = make_float4(coefficients[c].x, local.x, local.y, 0.f);
     // Every CTA's cells written (release) and seen (acquire); a CTA writes these cells again two
     // samples on, after the next barrier, which no CTA passes before it is done reading them.
@@ -236,8 +308,7 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
       double n = 0.0, mean_all = 0.0, m2_all = 0.0;
       for (int q = 0; q < a.group; ++q) {
         const float4 cell = *cluster.map_shared_rank(&cells[parity][c], q);
-        const double nq = static_cast<double>(
-            min(static_cast<int64_t>(a.rows_per_cta), a.rows - static_cast<int64_t>(q) * a.rows_per_cta));
+        const double nq = rows_of_rank(a, q);
         const double mean_q = cell.x + static_cast<double>(cell.y) / nq;
         const double m2_q = cell.z - static_cast<double>(cell.y) * cell.y / nq;
         const double delta = mean_q - mean_all;  // Chan's merge
@@ -250,30 +321,31 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
       const float hi = static_cast<float>(mean_all);
       const float rstd = static_cast<float>(1.0 / ::sqrt(m2_all / n + a.eps));
       coefficients[c] = make_float4(hi, static_cast<float>(mean_all - hi), rstd * a.weight[c], a.bias[c]);
+      if (t.rank == 0 && a.mean != nullptr) {  // saved for the backward
+        a.mean[sample * a.channels + c] = hi;
+        a.rstd[sample * a.channels + c] = rstd;
+      }
     }
   };
+  const int64_t clusters = gridDim.x / a.group;
   int64_t sample = blockIdx.x / a.group;
-  if (threadIdx.x == 0 && sample < a.samples) {
-    for (int p = 0; p < pieces; ++p) issue(sample, p);
-  }
+  t.issue_all(sample);
   // Every CTA of the cluster takes the same samples (a sample a cluster, strided).
   for (uint32_t parity = 0; sample < a.samples; parity ^= 1u, sample += clusters) {
     if constexpr (kStatistics) {
-      statistics(parity);
+      statistics(sample, parity);
     } else {
-      for (int p = 0; p < pieces; ++p) wait_parity(&landed[p], parity);
-      if (threadIdx.x < a.channels) coefficients[threadIdx.x] = make_float4(0.f, 0.f, 1.f, 0.f);
+      for (int p = 0; p < t.pieces; ++p) wait_parity(&landed[p], parity);
+      if (c < a.channels) coefficients[c] = make_float4(0.f, 0.f, 1.f, 0.f);
       cluster.sync();
     }
     __syncthreads();
     float4 coefficient[kVec];
 #pragma unroll
     for (int e = 0; e < kVec; ++e) coefficient[e] = coefficients[run * kVec + e];
-    unsigned char* const out = static_cast<unsigned char*>(a.y) +
-                               (sample * a.rows + static_cast<int64_t>(rank) * a.rows_per_cta) * row_bytes + run * 16;
-    const int64_t next = sample + clusters;
-    for (int p = 0; p < pieces; ++p) {
-      for_rows(p, [&](int r, const uint4& u) {
+    unsigned char* const out = static_cast<unsigned char*>(a.y) + t.offset(sample);
+    for (int p = 0; p < t.pieces; ++p) {
+      t.for_rows(p, [&](int r, const uint4& u) {
         float f[kVec];
         R::unpack(u, f);
 #pragma unroll
@@ -281,18 +353,108 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
           const float4& k = coefficient[e];
           f[e] = fmaf((f[e] - k.x) - k.y, k.z, k.w);
         }
-        *reinterpret_cast<uint4*>(out + static_cast<int64_t>(r) * row_bytes) = R::pack(f);
+        *reinterpret_cast<uint4*>(out + static_cast<int64_t>(r) * t.row_bytes) = R::pack(f);
       });
-      __syncthreads();  // every thread is past its reads of piece p
-      if (threadIdx.x == 0 && next < a.samples) issue(next, p);
+      t.refill(sample + clusters, p);
     }
   }
   cluster.sync();  // no CTA leaves while another may read its cells
 }
 
-// x[sample, row, c] = mu + sigma * N(0, 1), mu and sigma a (sample, channel): offsets of up to 1000.
+// The backward (train mode, the affine's weight, no activation): x held in the tile, dy read from
+// global memory twice (its second read, a cluster's 1-2 MiB a sample read some microseconds
+// before, likely from L2): the sums of dy and dy * (x - mean) a channel over the sample, through
+// the cluster as the forward's; then dx = rstd * w * (dy - S1 / n - (x - mean) * rstd^2 * S2 / n).
+template <typename T, int kThreads, int kPieces>
+__global__ void __launch_bounds__(kThreads, 1) cluster_backward(const __grid_constant__ Args a) {
+  using R = Run<T>;
+  constexpr int kVec = R::kVec;
+  constexpr int kWarps = kThreads / 32;
+  constexpr int kBatch = 8;  // dy's 16-byte runs in flight a thread
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t landed[kPieces];
+  __shared__ float2 cells[2][kMaxChannels];  // this CTA's (S1, S2) a channel, by the sample's parity
+  // (mean, rstd * w, b, k): dx = rstd * w * dy + b + k * (x - mean); first (mean, rstd, w).
+  __shared__ float4 coefficients[kMaxChannels];
+  __shared__ float2 red[kWarps][kMaxChannels];
+  cg::cluster_group cluster = cg::this_cluster();
+  init_landed(landed);
+  const SampleTile<T, kThreads> t(a, smem, landed, static_cast<int>(cluster.block_rank()));
+  const int run = t.run;
+  const int c = static_cast<int>(threadIdx.x);
+  const int64_t clusters = gridDim.x / a.group;
+  int64_t sample = blockIdx.x / a.group;
+  t.issue_all(sample);
+  for (uint32_t parity = 0; sample < a.samples; parity ^= 1u, sample += clusters) {
+    if (c < a.channels) {
+      coefficients[c] = make_float4(a.mean[sample * a.channels + c], a.rstd[sample * a.channels + c], a.weight[c], 0.f);
+    }
+    __syncthreads();
+    float center[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) center[e] = coefficients[run * kVec + e].x;
+    const unsigned char* const dy = static_cast<const unsigned char*>(a.dy) + t.offset(sample);
+    float sums[2][kVec] = {};
+    for (int p = 0; p < t.pieces; ++p) {
+      wait_parity(&landed[p], parity);
+      t.template for_rows_with<kBatch>(p, dy, [&](int, const uint4& xu, const uint4& gu) {
+        float xf[kVec], g[kVec];
+        R::unpack(xu, xf);
+        R::unpack(gu, g);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          sums[0][e] += g[e];
+          sums[1][e] = fmaf(g[e], xf[e] - center[e], sums[1][e]);
+        }
+      });
+    }
+    const float2 local = cta_channel_sums<kVec, kWarps>(sums, t.runs, a.channels, red);
+    if (c < a.channels) cells[parity][c] = local;
+    cluster.sync();  // as the forward's
+    if (c < a.channels) {
+      double s1 = 0.0, s2 = 0.0;
+      for (int q = 0; q < a.group; ++q) {
+        const float2 cell = *cluster.map_shared_rank(&cells[parity][c], q);
+        s1 += cell.x;
+        s2 += cell.y;
+      }
+      const float4 k = coefficients[c];
+      const double n = static_cast<double>(a.rows);
+      const double scale = static_cast<double>(k.y) * k.z;  // rstd * w
+      coefficients[c] = make_float4(k.x, static_cast<float>(scale), static_cast<float>(-scale * s1 / n),
+                                    static_cast<float>(-scale * k.y * k.y * s2 / n));
+      if (t.rank == 0 && a.sum_dy != nullptr) {
+        a.sum_dy[sample * a.channels + c] = static_cast<float>(s1);
+        a.sum_dy_xhat[sample * a.channels + c] = static_cast<float>(s2 * k.y);
+      }
+    }
+    __syncthreads();
+    float4 coefficient[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) coefficient[e] = coefficients[run * kVec + e];
+    unsigned char* const out = static_cast<unsigned char*>(a.dx) + t.offset(sample);
+    for (int p = 0; p < t.pieces; ++p) {
+      t.template for_rows_with<kBatch>(p, dy, [&](int r, const uint4& xu, const uint4& gu) {
+        float xf[kVec], g[kVec];
+        R::unpack(xu, xf);
+        R::unpack(gu, g);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float4& k = coefficient[e];
+          g[e] = fmaf(k.y, g[e], fmaf(k.w, xf[e] - k.x, k.z));
+        }
+        *reinterpret_cast<uint4*>(out + static_cast<int64_t>(r) * t.row_bytes) = R::pack(g);
+      });
+      t.refill(sample + clusters, p);
+    }
+  }
+  cluster.sync();  // no CTA leaves while another may read its cells
+}
+
+// x[sample, row, c] = mu + sigma * N(0, 1), mu and sigma a (sample, channel) where `offsets` (up to
+// 1000 and 0.25-4.25), else N(0, 1) (dy).
 template <typename T>
-__global__ void fill(T* x, int64_t samples, int64_t rows, int channels, uint32_t seed) {
+__global__ void fill(T* x, int64_t samples, int64_t rows, int channels, uint32_t seed, bool offsets) {
   const int64_t n = samples * rows * channels;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -310,10 +472,29 @@ __global__ void fill(T* x, int64_t samples, int64_t rows, int channels, uint32_t
     const float u2 = static_cast<float>((h >> 24) & 0xffffffu) / 16777216.f;
     const float normal = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
     const uint64_t hs = hash(static_cast<uint64_t>(slice) + seed * 7919ull);
-    const float mu = static_cast<float>(static_cast<int>(hs % 1501) - 500);
-    const float sigma = 0.25f + static_cast<float>((hs >> 16) % 400) / 100.f;
+    const float mu = offsets ? static_cast<float>(static_cast<int>(hs % 1501) - 500) : 0.f;
+    const float sigma = offsets ? 0.25f + static_cast<float>((hs >> 16) % 400) / 100.f : 1.f;
     x[i] = static_cast<T>(mu + sigma * normal);
   }
+}
+
+// The backward's saved statistics, in float64 a thread a (sample, channel), stored as float32.
+template <typename T>
+__global__ void reference_stats(const T* x, int64_t samples, int64_t rows, int channels, float eps, float* mean,
+                                float* rstd) {
+  const int64_t slice = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (slice >= samples * channels) return;
+  const T* p = x + (slice / channels) * rows * channels + slice % channels;
+  double sum = 0.0;
+  for (int64_t r = 0; r < rows; ++r) sum += static_cast<float>(p[r * channels]);
+  const double m = sum / rows;
+  double m2 = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double d = static_cast<float>(p[r * channels]) - m;
+    m2 += d * d;
+  }
+  mean[slice] = static_cast<float>(m);
+  rstd[slice] = static_cast<float>(1.0 / sqrt(m2 / rows + eps));
 }
 
 // Holds the GPU for `ns` so that the host queues the timed launch and its events behind it: a
@@ -342,21 +523,33 @@ struct Shape {
   bool bf16;
 };
 
+// One variant's launch: clusters of `group` CTAs of `threads`, each CTA's rows in `pieces`.
+struct Variant {
+  int threads, pieces, group;
+  bool skeleton = false;
+};
+
 template <typename T>
 int run_shape(const Shape& s, int sms) {
   using R = Run<T>;
   const int64_t n = s.samples * s.rows * s.channels;
+  const int64_t slices = s.samples * s.channels;
   const size_t bytes = static_cast<size_t>(n) * sizeof(T);
   const int row_bytes = static_cast<int>(s.channels * sizeof(T));
-  T *x = nullptr, *y = nullptr;
-  float *weight = nullptr, *bias = nullptr;
+  T *x = nullptr, *y = nullptr, *dy = nullptr;
+  float *weight = nullptr, *bias = nullptr, *mean = nullptr, *rstd = nullptr, *sum_dy = nullptr, *sum_dy_xhat = nullptr;
   unsigned long long* bad = nullptr;
   CK(cudaMalloc(&x, bytes));
-  CK(cudaMalloc(&y, bytes));
+  CK(cudaMalloc(&y, bytes));  // y, and the backward's dx
+  CK(cudaMalloc(&dy, bytes));
   CK(cudaMalloc(&weight, s.channels * sizeof(float)));
   CK(cudaMalloc(&bias, s.channels * sizeof(float)));
+  for (float** p : {&mean, &rstd, &sum_dy, &sum_dy_xhat}) CK(cudaMalloc(p, slices * sizeof(float)));
   CK(cudaMalloc(&bad, sizeof *bad));
-  fill<<<1056, 256>>>(x, s.samples, s.rows, static_cast<int>(s.channels), 12345u);
+  fill<<<1056, 256>>>(x, s.samples, s.rows, static_cast<int>(s.channels), 12345u, true);
+  fill<<<1056, 256>>>(dy, s.samples, s.rows, static_cast<int>(s.channels), 777u, false);
+  reference_stats<<<static_cast<unsigned>((slices + 127) / 128), 128>>>(
+      x, s.samples, s.rows, static_cast<int>(s.channels), 1e-5f, mean, rstd);
   std::vector<float> w(s.channels), b(s.channels);
   for (int c = 0; c < s.channels; ++c) {
     w[c] = 0.5f + 0.01f * static_cast<float>(c % 97);
@@ -365,6 +558,9 @@ int run_shape(const Shape& s, int sms) {
   CK(cudaMemcpy(weight, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(bias, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice));
   CK(cudaDeviceSynchronize());
+  std::vector<float> saved_mean(slices), saved_rstd(slices);
+  CK(cudaMemcpy(saved_mean.data(), mean, slices * sizeof(float), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(saved_rstd.data(), rstd, slices * sizeof(float), cudaMemcpyDeviceToHost));
 
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
@@ -393,29 +589,36 @@ int run_shape(const Shape& s, int sms) {
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
   };
-  const double copy = time([&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); });
+  const auto copy_x = [&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); };
+  const double copy = time(copy_x);
   std::printf("%s: %lld x %lld channels x %lld rows %s, %.1f MiB (%.2f MiB a sample); copy %.4f ms\n", s.id,
               static_cast<long long>(s.samples), static_cast<long long>(s.channels), static_cast<long long>(s.rows),
               s.bf16 ? "bf16" : "fp32", bytes / 1048576.0, bytes / 1048576.0 / s.samples, copy);
 
   // The float64 reference of samples 0, N/2 and N-1, from the inputs as stored.
-  std::vector<int64_t> checked = {0, s.samples / 2, s.samples - 1};
+  const std::vector<int64_t> checked = {0, s.samples / 2, s.samples - 1};
   const int64_t sample_elems = s.rows * s.channels;
-  std::vector<T> hx(sample_elems), hy(sample_elems);
+  std::vector<T> hx(sample_elems), hdy(sample_elems), hout(sample_elems);
+  // Tolerances: bfloat16 output, half an ulp of rounding (2^-8 relative) and float32 arithmetic on
+  // the way; float32 output, float32 arithmetic around offsets of up to 1000.
+  const auto tolerance = [&](double ref, double slack) {
+    return s.bf16 ? slack * (1e-2 + 4e-3 * std::fabs(ref)) : slack * (1e-4 + 1e-4 * std::fabs(ref));
+  };
 
-  // skeleton: y = x, so it is checked against x (the reference with mean 0, rstd 1, no affine).
-  const auto variant = [&](auto kernel, int threads, int pieces, int group, bool skeleton = false) -> int {
-    const int runs = static_cast<int>(s.channels) / R::kVec;
-    if (s.channels % R::kVec != 0 || runs > 32 || 32 % runs != 0 || s.channels > kMaxChannels) return 0;
+  // Runs variant v of `kernel` (checked, then timed), `backward` or the forward; prints its row.
+  const auto run = [&](auto kernel, const Variant& v, bool backward) -> int {
+    const int runs = row_bytes / 16;
+    if (row_bytes % 16 != 0 || runs > 32 || 32 % runs != 0 || s.channels > kMaxChannels) return 0;
     // Rows a CTA: whole pieces; the last rank takes the rest. (A piece's rows need not be a multiple
     // of the step: each piece's rows go round the threads from its first.)
-    const int piece_rows = static_cast<int>(((s.rows + group - 1) / group + pieces - 1) / pieces);
-    const int rows_per_cta = piece_rows * pieces;
+    const int piece_rows = static_cast<int>(((s.rows + v.group - 1) / v.group + v.pieces - 1) / v.pieces);
+    const int rows_per_cta = piece_rows * v.pieces;
     const int smem = rows_per_cta * row_bytes;
-    char label[96];
-    std::snprintf(label, sizeof label, "c%-2d %4d threads %d pieces%s %3d KiB a CTA", group, threads, pieces,
-                  skeleton ? " skeleton" : "", smem / 1024);
-    if (static_cast<int64_t>(rows_per_cta) * (group - 1) >= s.rows) {
+    char label[112];
+    std::snprintf(label, sizeof label, "%s c%-2d %4d threads %d pieces%s %3d KiB a CTA",
+                  backward ? "backward" : "forward ", v.group, v.threads, v.pieces, v.skeleton ? " skeleton" : "",
+                  smem / 1024);
+    if (static_cast<int64_t>(rows_per_cta) * (v.group - 1) >= s.rows) {
       std::printf("  %s: skipped, the last rank would be empty\n", label);
       return 0;
     }
@@ -428,14 +631,14 @@ int run_shape(const Shape& s, int sms) {
     cudaLaunchConfig_t cfg{};
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = group;
+    attr.val.clusterDim.x = v.group;
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    cfg.blockDim = dim3(threads);
+    cfg.blockDim = dim3(v.threads);
     cfg.dynamicSmemBytes = smem;
-    cfg.gridDim = dim3(group);
+    cfg.gridDim = dim3(v.group);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || clusters == 0) {
       cudaGetLastError();
@@ -443,9 +646,27 @@ int run_shape(const Shape& s, int sms) {
       return 0;
     }
     clusters = static_cast<int>(std::min<int64_t>(clusters, s.samples));
-    cfg.gridDim = dim3(clusters * group);
-    const Args args{
-        x, y, weight, bias, s.samples, s.rows, static_cast<int>(s.channels), group, rows_per_cta, piece_rows, 1e-5f};
+    cfg.gridDim = dim3(clusters * v.group);
+    // The forward writes its own mean and rstd into sum_dy / sum_dy_xhat's buffers, so that the
+    // backward's saved statistics (mean, rstd: the float64 reference's) stay as they are.
+    Args args{};
+    args.x = x;
+    args.y = y;
+    args.dy = dy;
+    args.dx = y;
+    args.weight = weight;
+    args.bias = bias;
+    args.mean = backward ? mean : sum_dy;
+    args.rstd = backward ? rstd : sum_dy_xhat;
+    args.sum_dy = sum_dy;
+    args.sum_dy_xhat = sum_dy_xhat;
+    args.samples = s.samples;
+    args.rows = s.rows;
+    args.channels = static_cast<int>(s.channels);
+    args.group = v.group;
+    args.rows_per_cta = rows_per_cta;
+    args.piece_rows = piece_rows;
+    args.eps = 1e-5f;
     const auto launch = [&] { return cudaLaunchKernelEx(&cfg, kernel, args); };
     // Checked run: poisoned output (NaN), then every element not NaN and three samples against float64.
     CK(cudaMemset(y, 0xff, bytes));
@@ -455,56 +676,83 @@ int run_shape(const Shape& s, int sms) {
     count_nan<<<1056, 256>>>(y, n, bad);
     unsigned long long nans = 0;
     CK(cudaMemcpy(&nans, bad, sizeof nans, cudaMemcpyDeviceToHost));
+    std::vector<float> sums[2] = {std::vector<float>(slices), std::vector<float>(slices)};
+    CK(cudaMemcpy(sums[0].data(), sum_dy, slices * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(sums[1].data(), sum_dy_xhat, slices * sizeof(float), cudaMemcpyDeviceToHost));
     double worst = 0.0;
     int64_t outside = 0;
     for (const int64_t sample : checked) {
       CK(cudaMemcpy(hx.data(), x + sample * sample_elems, sample_elems * sizeof(T), cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(hy.data(), y + sample * sample_elems, sample_elems * sizeof(T), cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hdy.data(), dy + sample * sample_elems, sample_elems * sizeof(T), cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hout.data(), y + sample * sample_elems, sample_elems * sizeof(T), cudaMemcpyDeviceToHost));
       for (int c = 0; c < s.channels; ++c) {
-        double sum = 0.0;
-        for (int64_t r = 0; r < s.rows; ++r) sum += R::host_value(&hx[r * s.channels + c]);
-        const double mean = skeleton ? 0.0 : sum / s.rows;
-        double m2 = 0.0;
-        for (int64_t r = 0; r < s.rows; ++r) {
-          const double d = R::host_value(&hx[r * s.channels + c]) - mean;
-          m2 += d * d;
+        const auto xv = [&](int64_t r) { return R::host_value(&hx[r * s.channels + c]); };
+        const auto gv = [&](int64_t r) { return R::host_value(&hdy[r * s.channels + c]); };
+        const int64_t slice = sample * s.channels + c;
+        double m = 0.0, rs = 1.0;  // the skeleton's y = x
+        double s1 = 0.0, s2 = 0.0, abs1 = 0.0, abs2 = 0.0;
+        if (backward) {  // with the saved statistics, as the kernel
+          m = saved_mean[slice];
+          rs = saved_rstd[slice];
+          for (int64_t r = 0; r < s.rows; ++r) {
+            s1 += gv(r);
+            s2 += gv(r) * (xv(r) - m);
+            abs1 += std::fabs(gv(r));
+            abs2 += std::fabs(gv(r) * (xv(r) - m));
+          }
+          // The weight gradient's per-sample sums, within float32 sums' reach.
+          const double e1 = std::fabs(sums[0][slice] - s1), e2 = std::fabs(sums[1][slice] - s2 * rs);
+          outside += e1 > 1e-5 * abs1 + 1e-4 || e2 > 1e-5 * abs2 * rs + 1e-4 || std::isnan(e1 + e2);
+        } else if (!v.skeleton) {
+          double sum = 0.0;
+          for (int64_t r = 0; r < s.rows; ++r) sum += xv(r);
+          m = sum / s.rows;
+          double m2 = 0.0;
+          for (int64_t r = 0; r < s.rows; ++r) m2 += (xv(r) - m) * (xv(r) - m);
+          rs = 1.0 / std::sqrt(m2 / s.rows + 1e-5);
+          // The saved statistics (in sum_dy / sum_dy_xhat's buffers here): float32 of float64 sums.
+          const double e1 = std::fabs(sums[0][slice] - m), e2 = std::fabs(sums[1][slice] - rs);
+          outside += e1 > 1e-6 * std::fabs(m) + 1e-6 || e2 > 1e-5 * rs || std::isnan(e1 + e2);
         }
-        const double rstd = skeleton ? 1.0 : 1.0 / std::sqrt(m2 / s.rows + 1e-5);
         for (int64_t r = 0; r < s.rows; ++r) {
-          const double ref = (R::host_value(&hx[r * s.channels + c]) - mean) * rstd * (skeleton ? 1.0 : w[c]) +
-                             (skeleton ? 0.0 : b[c]);
-          const double err = std::fabs(R::host_value(&hy[r * s.channels + c]) - ref);
-          // bfloat16 output: half an ulp of rounding (2^-8 relative) and float32 arithmetic on the
-          // way; float32 output: float32 arithmetic around offsets of up to 1000.
-          const double tol = s.bf16 ? 1e-2 + 4e-3 * std::fabs(ref) : 1e-4 + 1e-4 * std::fabs(ref);
+          double ref;
+          if (backward) {
+            ref = rs * w[c] * (gv(r) - s1 / s.rows - (xv(r) - m) * rs * rs * s2 / s.rows);
+          } else {
+            ref = v.skeleton ? xv(r) : (xv(r) - m) * rs * w[c] + b[c];
+          }
+          const double err = std::fabs(R::host_value(&hout[r * s.channels + c]) - ref);
           worst = std::max(worst, err);
-          outside += err > tol || std::isnan(err);
+          // dx's terms are each up to rstd * w * |dy|, about ten times dx's scale at sigma 0.25.
+          outside += err > tolerance(ref, backward ? 4.0 : 1.0) || std::isnan(err);
         }
       }
     }
     const double ms = time(launch);
-    std::printf("  %s, %2d clusters (%3d of %d SMs): %.4f ms  %.3fx copy  %s (NaN %llu, outside %lld, worst %.2e)\n",
-                label, clusters, clusters * group, sms, ms, ms / copy, nans == 0 && outside == 0 ? "ok" : "WRONG", nans,
-                static_cast<long long>(outside), worst);
+    const double floor = backward ? 1.5 * copy : copy;
+    std::printf("  %s, %2d clusters (%3d of %d SMs): %.4f ms  %.3fx %s  %s (NaN %llu, outside %lld, worst %.2e)\n",
+                label, clusters, clusters * v.group, sms, ms, ms / floor, backward ? "1.5 copies" : "copy",
+                nans == 0 && outside == 0 ? "ok" : "WRONG", nans, static_cast<long long>(outside), worst);
     std::fflush(stdout);
     failed = failed || nans != 0 || outside != 0;
     return 0;
   };
   for (const int group : {16, 12, 8}) {
-    int errors = variant(cluster_forward<T, 512, 1>, 512, 1, group);
-    errors += variant(cluster_forward<T, 512, 4>, 512, 4, group);
-    errors += variant(cluster_forward<T, 512, 8>, 512, 8, group);
-    errors += variant(cluster_forward<T, 256, 4>, 256, 4, group);
-    errors += variant(cluster_forward<T, 1024, 4>, 1024, 4, group);
-    errors += variant(cluster_forward<T, 512, 4, false>, 512, 4, group, true);
+    int errors = run(cluster_forward<T, 512, 1>, {512, 1, group}, false);
+    errors += run(cluster_forward<T, 512, 4>, {512, 4, group}, false);
+    errors += run(cluster_forward<T, 512, 8>, {512, 8, group}, false);
+    errors += run(cluster_forward<T, 256, 4>, {256, 4, group}, false);
+    errors += run(cluster_forward<T, 1024, 4>, {1024, 4, group}, false);
+    errors += run(cluster_forward<T, 512, 4, false>, {512, 4, group, true}, false);
+    errors += run(cluster_backward<T, 512, 1>, {512, 1, group}, true);
+    errors += run(cluster_backward<T, 512, 4>, {512, 4, group}, true);
+    errors += run(cluster_backward<T, 512, 8>, {512, 8, group}, true);
     failed = failed || errors != 0;
   }
-  std::printf("  copy again %.4f ms\n", time([&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); }));
-  CK(cudaFree(x));
-  CK(cudaFree(y));
-  CK(cudaFree(weight));
-  CK(cudaFree(bias));
-  CK(cudaFree(bad));
+  std::printf("  copy again %.4f ms\n", time(copy_x));
+  for (void* p : std::initializer_list<void*>{x, y, dy, weight, bias, mean, rstd, sum_dy, sum_dy_xhat, bad}) {
+    CK(cudaFree(p));
+  }
   return failed ? 1 : 0;
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The device run that decides dev/cl-cluster (README.md there): the probe's cluster a sample against
-# the library's forward on the same channels_last shapes, each twice, alternating, alone on the GPU.
+# the library on the same channels_last shapes, forward and backward, each twice, alone on the GPU.
 # The probe is built here with nvcc (seconds); inorm-bench is /tmp/new/inorm-bench where a call of
 # this session left it (dev/cluster-sync/call.sh: main's channels_last kernels), else built from
-# this tree (about 2-3 min on 16 cores, while the probe's first pass runs). Packed into $OUT/w.tgz.
+# this tree first (about 2-3 min on 16 cores; not beside the timed runs). Packed into $OUT/w.tgz.
 cd "$(dirname "$0")/../.."
 set -u
 W=$OUT/w; mkdir -p $W
@@ -16,18 +16,20 @@ echo "rc=$? probe build $SECONDS s" >> $W/run.log
 BENCH=/tmp/new/inorm-bench
 if [ ! -x $BENCH ]; then
   BENCH=build/inorm-bench
-  (cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > $W/bench-build.log 2>&1 &&
-   cmake --build build --target inorm-bench >> $W/bench-build.log 2>&1
-   echo "rc=$? bench build $SECONDS s" >> $W/run.log) &
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > $W/bench-build.log 2>&1 &&
+    cmake --build build --target inorm-bench >> $W/bench-build.log 2>&1
+  echo "rc=$? bench build $SECONDS s" >> $W/run.log
 fi
-timeout 120 /tmp/cl-probe > $W/probe-1.log 2>&1
+timeout 150 /tmp/cl-probe > $W/probe-1.log 2>&1
 echo "rc=$? probe pass 1 $SECONDS s" >> $W/run.log
-wait
 for run in 1 2; do
-  timeout 60 $BENCH --suite dev/cl-cluster/shapes.json --markdown $W/bench-$run.md --json $W/bench-$run.json \
-    > $W/bench-$run.log 2>&1
-  echo "rc=$? bench $run $SECONDS s" >> $W/run.log
+  for pass in forward backward; do
+    flag=; [ $pass = backward ] && flag=--backward
+    timeout 60 $BENCH --suite dev/cl-cluster/shapes.json $flag --markdown $W/bench-$pass-$run.md \
+      --json $W/bench-$pass-$run.json > $W/bench-$pass-$run.log 2>&1
+    echo "rc=$? bench $pass $run $SECONDS s" >> $W/run.log
+  done
 done
-timeout 120 /tmp/cl-probe > $W/probe-2.log 2>&1
+timeout 150 /tmp/cl-probe > $W/probe-2.log 2>&1
 echo "rc=$? probe pass 2 $SECONDS s" >> $W/run.log
 cat $W/run.log
