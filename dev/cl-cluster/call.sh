@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The device run that decides dev/cl-cluster (README.md there): the probe's cluster a sample against
 # the library on the same channels_last shapes, forward and backward, each twice, alone on the GPU.
-# The probe is built here with nvcc (seconds); inorm-bench is /tmp/new/inorm-bench where a call of
-# this session left it (dev/cluster-sync/call.sh: main's channels_last kernels), else built from
-# this tree first (about 2-3 min on 16 cores; not beside the timed runs). Packed into $OUT/w.tgz.
+# The probe is built here with nvcc (seconds); inorm-bench is $BENCH (default /tmp/new/inorm-bench,
+# where dev/cluster-sync/call.sh leaves it: main's channels_last kernels), else built from this tree
+# first (about 2-3 min on 16 cores; not beside the timed runs). Packed into $OUT/w.tgz.
 cd "$(dirname "$0")/../.."
 set -u
 W=$OUT/w; mkdir -p $W
@@ -13,7 +13,7 @@ trap pack EXIT
 SECONDS=0
 nvcc -O3 -std=c++17 -arch=sm_90 dev/cl_cluster_probe.cu -o /tmp/cl-probe > $W/probe-build.log 2>&1
 echo "rc=$? probe build $SECONDS s" >> $W/run.log
-BENCH=/tmp/new/inorm-bench
+BENCH=${BENCH:-/tmp/new/inorm-bench}
 if [ ! -x $BENCH ]; then
   BENCH=build/inorm-bench
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > $W/bench-build.log 2>&1 &&
