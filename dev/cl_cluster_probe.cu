@@ -1,4 +1,4 @@
-// dev scratch (issue 19; dev/cl-cluster/README.md says what decides it): channels_last's forward
+// dev scratch (issue 19; dev/VARIANTS.md 100, lost): channels_last's forward
 // with a thread-block cluster a sample, the shape that took NCHW's 1-2 MiB slices to 1.12-1.16x a
 // copy (shared_resident), tried on NHWC samples of 1-2 MiB. cl-bf16 (64 samples of 64 channels x
 // 128x128 bfloat16) runs 1.70x a copy through the library's one-round streamed kernel, which reads
@@ -25,7 +25,8 @@
 // weight gradient's sums) and for NaN over the whole output (poisoned before each checked run);
 // timed against cudaMemcpyAsync of the same tensor (the backward's floor 1.5 copies), CUDA events (each
 // sample queued behind a 50 us hold of the GPU), median of 25 after 3 warm-ups. The library's
-// number is inorm-bench's on the same shapes in the same device call (dev/cl-cluster/call.sh).
+// number is inorm-bench's on the same shapes in the same device call
+// (bench/results/2026-12-05-h200-cl-cluster/call.sh).
 // Not library code: built by CI so it keeps compiling (target inorm-dev-cl-cluster), run by hand
 // on a GPU: inorm-dev-cl-cluster.
 #include <cooperative_groups.h>

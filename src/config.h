@@ -355,6 +355,13 @@ inline constexpr int kChannelsLastBlockCtasPerSm = 2;
 // fitted to the H200 (dev/VARIANTS.md 67: blocks of 40, 80 and 256 channels on 16-bit InstanceNorm
 // of 8x8 positions ran 1.94 : 1.52 : 1, the model 1.94 : 1.50 : 1).
 inline constexpr int64_t kChannelsLastBlockRoundBytes = 13 * 1024;
+// Where the three kernels' streamed kernel applies (Plan::stream_applies), the narrowest part of a
+// row a channel block takes where it is not the whole row: blocks of 16- and 32-byte runs of 128-
+// and 256-byte rows ran 1.4-1.7x and 1.1-1.15x slower than the stream, both passes (a warp's load
+// a separate sector of each of 32 or 16 rows, the rest of each read by the sample's other blocks);
+// where nothing streams, blocks of 16-80-byte runs ran 1.2-2.3x faster than the three kernels
+// (dev/VARIANTS.md 100, H100).
+inline constexpr int64_t kChannelsLastBlockMinRunBesideStreamBytes = 64;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
 // The three kernels' streamed reduction (Plan::stream_parts): consumer warps (a producer warp
 // beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,

@@ -1080,10 +1080,10 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
 // block: `forced_block`, else the cheapest: the busiest SM's items (ceil(items / SMs)) x a tile's
 // bytes, plus kChannelsLastBlockRoundBytes a round of its CTAs (wide blocks take fewer rounds;
 // narrow ones spread over every SM and leave fewer items to a last round), and of equal costs the
-// one with more CTAs an SM, then the narrower (dev/VARIANTS.md 67). False where no such block fits
-// a CTA.
+// one with more CTAs an SM, then the narrower (dev/VARIANTS.md 67); of a wider row, no block of
+// less than `min_run_bytes` a row. False where no such block fits a CTA.
 bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, int forced_block, int forced_ctas_per_sm,
-                               Plan* plan) {
+                               Plan* plan, int64_t min_run_bytes = 0) {
   if (!tiles.vector_io) return false;
   const auto elem = static_cast<int64_t>(dtype_size(tiles.dtype));
   const int64_t unit = std::lcm(tiles.slice_channels, 16 / elem);
@@ -1096,6 +1096,7 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
   int64_t best_cost = 0;
   for (int64_t block = unit; block <= widest; block += unit) {
     if (forced_block != 0 && block != forced_block) continue;
+    if (block < tiles.channels && block * elem < min_run_bytes) continue;
     Plan candidate = tiles;
     candidate.exchange = Exchange::kGlobal;
     candidate.channel_block = static_cast<int>(block);
@@ -1131,6 +1132,8 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
   return found;
 }
 
+Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& options, Plan* plan);
+
 // A kChannelsLast plan: the resident form of whole rows at one CTA an SM where the whole batch fits
 // the chip at once, InstanceNorm or GroupNorm (a group's channels combined in the CTA before the
 // group's exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64,
@@ -1138,10 +1141,11 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
 // forward 13-17% faster than channel blocks on 140x512x4x4 and 256x512x8x8, 67); else its channel
 // blocks where a CTA holds every row of whole slices; else the three kernels over tiles (55: where
 // samples of several CTAs took rounds the resident form of whole rows ran no faster than the three
-// kernels, or slower). options.force_exchange kGlobal asks for the resident form (whole rows at the
-// most CTAs an SM that hold a sample, or force_ctas_per_sm, else channel blocks;
-// force_channel_block: blocks of that many channels), kNone for the three kernels; forced tiles
-// without kGlobal are the three kernels'.
+// kernels, or slower); and not blocks of less than kChannelsLastBlockMinRunBesideStreamBytes of a
+// wider row where the three kernels' streamed kernel applies (100). options.force_exchange kGlobal
+// asks for the resident form (whole rows at the most CTAs an SM that hold a sample, or
+// force_ctas_per_sm, else channel blocks; force_channel_block: blocks of that many channels), kNone
+// for the three kernels; forced tiles without kGlobal are the three kernels'.
 Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
@@ -1174,9 +1178,13 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
   bool one_round = false;
   if (!forced_resident) {
     Plan resident;
+    Plan streamed = tiles;
+    const bool stream_applies =
+        plan_channels_last_stream(limits, options, &streamed).ok() && detail::channels_last_stream_applies(streamed);
     const bool whole_rows = plan_channels_last_resident(tiles, limits, 1, &resident, &one_round);
     if ((whole_rows && (one_round || !detail::channels_last_exchanges(resident))) ||
-        plan_channels_last_blocks(tiles, limits, 0, 0, &resident)) {
+        plan_channels_last_blocks(tiles, limits, 0, 0, &resident,
+                                  stream_applies ? detail::kChannelsLastBlockMinRunBesideStreamBytes : 0)) {
       *plan = resident;
     }
     return Status::Ok();

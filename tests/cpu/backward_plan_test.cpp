@@ -645,6 +645,23 @@ TEST(PlanBackward, ChannelsLastBlocks) {
   EXPECT_EQ(plan.workspace_bytes, 2u * 1024 + 256u * 39 * 2 * 4);
 }
 
+// The backward's channel blocks of narrow runs: 16x256x32x32 float32 in blocks of 8 channels (32
+// bytes of 1 KiB rows, which do not stream: 1.5x faster than the three kernels), but not
+// 32x32x64x64 float32 in blocks of 4 (16 bytes of 128), where the stream applies (x and dy of 32
+// MiB) and ran 1.6x faster (dev/VARIANTS.md 100).
+TEST(PlanBackward, ChannelsLastBlocksOfNarrowRuns) {
+  BackwardParams wide = problem(DType::kFloat32, {16, 256, 32, 32});
+  wide.layout = Layout::kChannelsLast;
+  const Plan blocks = plan_of(wide);
+  EXPECT_TRUE(detail::channels_last_resident(blocks)) << blocks.describe();
+  EXPECT_EQ(blocks.channel_block, 8) << blocks.describe();
+  BackwardParams narrow = problem(DType::kFloat32, {32, 32, 64, 64});
+  narrow.layout = Layout::kChannelsLast;
+  const Plan stream = plan_of(narrow);
+  EXPECT_EQ(stream.exchange, Exchange::kNone) << stream.describe();
+  EXPECT_TRUE(detail::channels_last_stream_applies(stream)) << stream.describe();
+}
+
 TEST(PlanBackward, NothingToComputeIsEmpty) {
   BackwardParams p = valid_params();
   p.dx = nullptr;  // no gradient wanted at all

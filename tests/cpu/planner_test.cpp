@@ -1928,6 +1928,28 @@ TEST(Planner, ChannelsLastBlocks) {
     EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
     EXPECT_EQ(plan.workspace_bytes, 0u) << e.why;  // no running stats here
   }
+  // Where the stream applies (x of 32 MiB or more), blocks of less than 64 bytes of a wider row
+  // (8 or 16 of 64 bfloat16 channels, 4 or 8 of 64 float32: 1.1-1.7x slower than the stream there,
+  // dev/VARIANTS.md 100) are not the planner's, and wider ones do not fit: these 1 MiB samples take
+  // the stream. Forced, the blocks still run.
+  struct Narrow {
+    DType dtype;
+    int64_t batch, spatial;
+  };
+  for (const Narrow& n : {Narrow{DType::kBFloat16, 128, 128}, Narrow{DType::kFloat32, 64, 64}}) {
+    const DType dtype = n.dtype;
+    ForwardParams narrow = problem(dtype, {n.batch, 64, 64, n.spatial});
+    narrow.layout = Layout::kChannelsLast;
+    const Plan planned = plan_of(narrow);
+    EXPECT_EQ(planned.exchange, Exchange::kNone) << planned.describe();
+    EXPECT_TRUE(detail::channels_last_stream_applies(planned)) << planned.describe();
+    PlanOptions forced;
+    forced.force_exchange = Exchange::kGlobal;
+    forced.force_channel_block = static_cast<int>(16 / dtype_size(dtype));
+    const Plan blocks = plan_of(narrow, forced);
+    EXPECT_EQ(blocks.channel_block, forced.force_channel_block) << blocks.describe();
+    EXPECT_TRUE(detail::channels_last_resident(blocks)) << blocks.describe();
+  }
   // Refused where forced: blocks that split a group (48 of 20-channel groups), that are not whole
   // vectors (20 channels of bfloat16), at three CTAs an SM (the blocks' bound is two), or whose
   // rows are not aligned (a view one element off: no 16-byte runs), or whose rows do not fit (cl-seed).

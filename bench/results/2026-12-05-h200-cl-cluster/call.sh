@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The device run that decides dev/cl-cluster (README.md there): the probe's cluster a sample against
+# The device run behind dev/VARIANTS.md 100 (README.md here): the probe's cluster a sample against
 # the library on the same channels_last shapes, forward and backward, each twice, alone on the GPU.
 # The probe is built here with nvcc (seconds); inorm-bench is $BENCH (default /tmp/new/inorm-bench,
 # where dev/cluster-sync/call.sh leaves it: main's channels_last kernels), else built from this tree
 # first (about 2-3 min on 16 cores; not beside the timed runs). Packed into $OUT/w.tgz.
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 set -u
 W=$OUT/w; mkdir -p $W
 pack() { tar czf $OUT/w.tgz -C $OUT w; }
@@ -25,7 +25,7 @@ echo "rc=$? probe pass 1 $SECONDS s" >> $W/run.log
 for run in 1 2; do
   for pass in forward backward; do
     flag=; [ $pass = backward ] && flag=--backward
-    timeout 60 $BENCH --suite dev/cl-cluster/shapes.json $flag --markdown $W/bench-$pass-$run.md \
+    timeout 60 $BENCH --suite bench/results/2026-12-05-h200-cl-cluster/shapes.json $flag --markdown $W/bench-$pass-$run.md \
       --json $W/bench-$pass-$run.json > $W/bench-$pass-$run.log 2>&1
     echo "rc=$? bench $pass $run $SECONDS s" >> $W/run.log
   done
