@@ -7,7 +7,8 @@
 #   small.json both passes twice and ten calls back to back, public.json, train.json.
 # - Then every GPU test in 13 shards and compute-sanitizer's four tools on GpuSanitize.* of this
 #   tree's build, and its inorm-bench on layouts.json and the channel-block cases, both passes.
-# Packed into $OUT/w.tgz after every step.
+# `call2.sh --ab-only`: the A/B alone, nothing built (about 2 min, where too little device time is
+# left for the tests). Packed into $OUT/w.tgz after every step.
 cd "$(dirname "$0")/../.."
 set -u
 W=$OUT/w; mkdir -p $W
@@ -16,10 +17,13 @@ trap pack EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv > $W/run.log
 SECONDS=0
 xz -dc .carry/cs/inorm-bench-experiment.xz > /tmp/exp-bench && chmod +x /tmp/exp-bench
-(nice -n 19 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > $W/build.log 2>&1 &&
- nice -n 19 cmake --build build --target inorm_gpu_tests inorm-bench >> $W/build.log 2>&1
- echo "rc=$? build $SECONDS s" >> $W/run.log) &
-builder=$!
+ab_only=false; [ "${1:-}" = --ab-only ] && ab_only=true
+if ! $ab_only; then
+  (nice -n 19 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > $W/build.log 2>&1 &&
+   nice -n 19 cmake --build build --target inorm_gpu_tests inorm-bench >> $W/build.log 2>&1
+   echo "rc=$? build $SECONDS s" >> $W/run.log) &
+  builder=$!
+fi
 R=bench/results/2026-12-05-h200-small-source
 ab() {  # ab NAME ARGS...
   local name=$1; shift
@@ -35,6 +39,7 @@ done
 ab small-fwd-calls10 --suite $R/small.json --calls 10
 ab public --suite bench/suites/public.json
 ab train --suite bench/suites/train.json --backward
+$ab_only && { cat $W/run.log; exit 0; }
 wait $builder
 for i in $(seq 0 12); do
   GTEST_TOTAL_SHARDS=13 GTEST_SHARD_INDEX=$i timeout 240 build/inorm_gpu_tests --gtest_brief=1 > $W/tests-$i.log 2>&1 &
