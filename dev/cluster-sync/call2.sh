@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The device run that decides dev/cluster-sync, with session 72's planner change beside it: this
-# tree is main with land.patch applied. .carry/cs/inorm-bench-experiment.xz: inorm-bench built
-# from 08767ac + experiment.patch (Plan::dev_cluster_sync picks the barriers at run time).
+# The device run that decides dev/cluster-sync, with session 72's planner change and session 73's
+# channels_last change beside it: this tree is main with land.patch applied.
+# .carry/cs/inorm-bench-experiment.xz: inorm-bench built from 08767ac + experiment.patch
+# (Plan::dev_cluster_sync picks the barriers at run time).
 # - While this tree builds (nice'd, 16 cores): the A/B in one process, the planner's plan (land's
 #   barriers) against `sync-full` (both cluster.sync() as on main) and `sync-relaxed`, on
 #   small.json both passes twice and ten calls back to back, public.json, train.json.
-# - Then every GPU test in 13 shards and compute-sanitizer's four tools on GpuSanitize.* of this
-#   tree's build, and its inorm-bench on layouts.json and the channel-block cases, both passes.
+# - Then the channels_last A/B (the carried build against this tree's: below), every GPU test in
+#   13 shards and compute-sanitizer's four tools on GpuSanitize.* of this tree's build, and its
+#   inorm-bench on layouts.json and the channel-block cases, both passes.
 # `call2.sh --ab-only`: the A/B alone, nothing built (about 2 min, where too little device time is
 # left for the tests). Packed into $OUT/w.tgz after every step.
 cd "$(dirname "$0")/../.."
@@ -41,6 +43,23 @@ ab public --suite bench/suites/public.json
 ab train --suite bench/suites/train.json --backward
 $ab_only && { cat $W/run.log; exit 0; }
 wait $builder
+# channels_last's staging without a division a unit and GroupNorm's backward rows without a check
+# a row (dev/VARIANTS.md 102): the carried build (main's channels_last kernels) against this tree's,
+# in turn, twice, on small.json (sd-unet-cl) and the channel-block cases.
+for run in 1 2; do
+  for bin in old new; do
+    exe=/tmp/exp-bench; [ $bin = new ] && exe=build/inorm-bench
+    for pass in forward backward; do
+      flag=; [ $pass = backward ] && flag=--backward
+      for suite in $R/small.json bench/results/2026-12-05-h100-cl-blocks/blocks.json; do
+        name=cl-$bin-$(basename $suite .json)-$pass-$run
+        timeout 60 $exe --suite $suite $flag --markdown $W/$name.md --json $W/$name.json > $W/$name.log 2>&1
+        echo "rc=$? $name $SECONDS s" >> $W/run.log
+      done
+    done
+  done
+done
+pack
 for i in $(seq 0 12); do
   GTEST_TOTAL_SHARDS=13 GTEST_SHARD_INDEX=$i timeout 240 build/inorm_gpu_tests --gtest_brief=1 > $W/tests-$i.log 2>&1 &
 done

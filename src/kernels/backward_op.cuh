@@ -92,8 +92,10 @@ struct BackwardOp {
       ctx.rstd = reciprocal_sqrt(load_param<Acc>(args.running_var, args.param_dtype, channel) +
                                  static_cast<Acc>(args.eps));
     }
-    ctx.weight = channel_weight<Acc>(args, channel);
-    ctx.bias = kGeneral ? channel_bias<Acc>(args, channel) : Acc(0);
+    const ChannelAffine<Acc> affine =
+        kGeneral ? channel_affine<Acc>(args, channel) : ChannelAffine<Acc>{channel_weight<Acc>(args, channel), Acc(0)};
+    ctx.weight = affine.weight;
+    ctx.bias = affine.bias;
     return ctx;
   }
 
@@ -154,8 +156,10 @@ struct BackwardOp {
     for (int64_t c = place.first / len; c <= last; ++c) {
       const int64_t begin = max(c * len, place.first) - place.first;
       const int64_t end = min((c + 1) * len, place.first + count) - place.first;
-      const Acc weight = channel_weight<Acc>(args, slice_channel + c);
-      const Acc bias = kGeneral ? channel_bias<Acc>(args, slice_channel + c) : Acc(0);
+      const ChannelAffine<Acc> affine = kGeneral ? channel_affine<Acc>(args, slice_channel + c)
+                                                 : ChannelAffine<Acc>{channel_weight<Acc>(args, slice_channel + c), Acc(0)};
+      const Acc weight = affine.weight;
+      const Acc bias = affine.bias;
       const TripleSum<Acc> sums = all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(
           ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
       if (place.writer && args.channel_partials != nullptr) {
