@@ -92,10 +92,8 @@ struct BackwardOp {
       ctx.rstd = reciprocal_sqrt(load_param<Acc>(args.running_var, args.param_dtype, channel) +
                                  static_cast<Acc>(args.eps));
     }
-    const ChannelAffine<Acc> affine =
-        kGeneral ? channel_affine<Acc>(args, channel) : ChannelAffine<Acc>{channel_weight<Acc>(args, channel), Acc(0)};
-    ctx.weight = affine.weight;
-    ctx.bias = affine.bias;
+    ctx.weight = channel_weight<Acc>(args, channel);
+    ctx.bias = kGeneral ? channel_bias<Acc>(args, channel) : Acc(0);
     return ctx;
   }
 
@@ -156,10 +154,8 @@ struct BackwardOp {
     for (int64_t c = place.first / len; c <= last; ++c) {
       const int64_t begin = max(c * len, place.first) - place.first;
       const int64_t end = min((c + 1) * len, place.first + count) - place.first;
-      const ChannelAffine<Acc> affine = kGeneral ? channel_affine<Acc>(args, slice_channel + c)
-                                                 : ChannelAffine<Acc>{channel_weight<Acc>(args, slice_channel + c), Acc(0)};
-      const Acc weight = affine.weight;
-      const Acc bias = affine.bias;
+      const Acc weight = channel_weight<Acc>(args, slice_channel + c);
+      const Acc bias = kGeneral ? channel_bias<Acc>(args, slice_channel + c) : Acc(0);
       const TripleSum<Acc> sums = all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(
           ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
       if (place.writer && args.channel_partials != nullptr) {
