@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# call2.sh's run without the build, for a device budget too short for it: both builds come carried
-# in .carry/cs/pk.tar.xz, built for sm_90 alone with uncompressed fatbins, so that xz finds the
-# binaries' kernels alike (13 MB for the three): old/inorm-bench (main at f493c24 +
-# experiment.patch: main's kernels, the barriers picked at run time) and new/inorm-bench and
-# new/inorm_gpu_tests (main with land.patch and staging.patch applied; .carry/cs/new-commit says
-# from which commit).
+# The device run that decides dev/cluster-sync's two patches, nothing built on the device: both
+# builds come carried in .carry/cs/pk.tar.xz, built for sm_90 alone with uncompressed fatbins, so
+# that xz finds the binaries' kernels alike (19 MB for the three; README.md says how):
+# old/inorm-bench (main at f493c24 + experiment.patch: main's kernels, the barriers picked at run
+# time), new/inorm-bench and new/inorm_gpu_tests (main with land.patch and staging.patch applied;
+# .carry/cs/new-commit says from which commit).
 # Correctness first, each step fitting what is left of DEADLINE (seconds, default 300): every GPU
 # test and the four sanitizers, the channels_last A/B of the two builds, the barriers' A/B in one
 # process (small.json both passes, train.json, public.json), the channels_last A/B again. Packed into
