@@ -80,6 +80,15 @@ struct BackwardOp {
     bool train;
   };
 
+  // `channel`'s weight, and its bias where the op applies one (kGeneral), loaded together.
+  static __device__ __forceinline__ ChannelAffine<Acc> affine_of(const KernelArgs& args, int64_t channel) {
+    if constexpr (kGeneral) {
+      return channel_affine<Acc>(args, channel);
+    } else {
+      return ChannelAffine<Acc>{channel_weight<Acc>(args, channel), Acc(0)};
+    }
+  }
+
   // (`normalizes`: the forward's; every backward item needs the slice's coefficients.)
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool = true) {
     const int64_t channel = first_channel(args, slice);
@@ -92,8 +101,9 @@ struct BackwardOp {
       ctx.rstd = reciprocal_sqrt(load_param<Acc>(args.running_var, args.param_dtype, channel) +
                                  static_cast<Acc>(args.eps));
     }
-    ctx.weight = channel_weight<Acc>(args, channel);
-    ctx.bias = kGeneral ? channel_bias<Acc>(args, channel) : Acc(0);
+    const ChannelAffine<Acc> affine = affine_of(args, channel);
+    ctx.weight = affine.weight;
+    ctx.bias = affine.bias;
     return ctx;
   }
 
@@ -154,8 +164,9 @@ struct BackwardOp {
     for (int64_t c = place.first / len; c <= last; ++c) {
       const int64_t begin = max(c * len, place.first) - place.first;
       const int64_t end = min((c + 1) * len, place.first + count) - place.first;
-      const Acc weight = channel_weight<Acc>(args, slice_channel + c);
-      const Acc bias = kGeneral ? channel_bias<Acc>(args, slice_channel + c) : Acc(0);
+      const ChannelAffine<Acc> affine = affine_of(args, slice_channel + c);
+      const Acc weight = affine.weight;
+      const Acc bias = affine.bias;
       const TripleSum<Acc> sums = all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(
           ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
       if (place.writer && args.channel_partials != nullptr) {

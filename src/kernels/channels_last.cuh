@@ -205,26 +205,36 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
       to[i] = reinterpret_cast<T*>(smem) + i * args.tile_rows * args.channel_block;
       result.staged[i] = to[i];
     }
+    // A thread takes one unit of the row, the same in every row it takes (rows_a_pass apart; the
+    // threads past whole rows idle): a division a unit cost the staging 7 of the SD UNet forward's
+    // 41 instructions an element (cuobjdump, dev/VARIANTS.md 102).
     const int units_a_row = tile.width / kUnitElems<T, kLoad>;
-    const int units = static_cast<int>(tile.rows) * units_a_row;
-    for (int first = static_cast<int>(threadIdx.x); first < units; first += kBatch * static_cast<int>(blockDim.x)) {
-      Unit v[kBatch][kInputs];
+    const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;
+    const int first_row = static_cast<int>(threadIdx.x) / units_a_row;
+    const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+    const int rows = static_cast<int>(tile.rows);
+    if (first_row < rows_a_pass) {
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int u = first + b * static_cast<int>(blockDim.x);
-        if (u >= units) break;
-        const int64_t at =
-            static_cast<int64_t>(u / units_a_row) * args.channels + (u % units_a_row) * kUnitElems<T, kLoad>;
-#pragma unroll
-        for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + at);
+      for (int i = 0; i < kInputs; ++i) {
+        from[i] += static_cast<int64_t>(first_row) * args.channels + unit * kUnitElems<T, kLoad>;
+        to[i] += first_row * args.channel_block + unit * kUnitElems<T, kLoad>;
       }
+      const int64_t from_step = static_cast<int64_t>(rows_a_pass) * args.channels;
+      const int to_step = rows_a_pass * args.channel_block;
+      for (int k = 0; first_row + k * rows_a_pass < rows; k += kBatch) {
+        Unit v[kBatch][kInputs];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int u = first + b * static_cast<int>(blockDim.x);
-        if (u >= units) break;
-        const int at = (u / units_a_row) * args.channel_block + (u % units_a_row) * kUnitElems<T, kLoad>;
+        for (int b = 0; b < kBatch; ++b) {
+          if (first_row + (k + b) * rows_a_pass >= rows) break;
 #pragma unroll
-        for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + at) = v[b][i];
+          for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + (k + b) * from_step);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          if (first_row + (k + b) * rows_a_pass >= rows) break;
+#pragma unroll
+          for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + (k + b) * to_step) = v[b][i];
+        }
       }
     }
     __syncthreads();
@@ -253,13 +263,14 @@ struct TileColumn {
     for (int k = 0; k < count; ++k) visit(k, f);
   }
   // f(v) for the thread's rows in [begin, end) (GroupNorm's backward sums a chunk per channel; a
-  // column is one channel, so it asks for every row).
+  // column is one channel, so it asks for every row). Its rows' bounds are taken once: a check a
+  // row cost the SD UNet backward's reduction about half of its 35 instructions a row (cuobjdump,
+  // dev/VARIANTS.md 102).
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
-    for (int k = 0; k < count; ++k) {
-      const int64_t r = row + static_cast<int64_t>(k) * rows;
-      if (r >= begin && r < end) visit(k, f);
-    }
+    const int first = begin > row ? static_cast<int>((begin - row + rows - 1) / rows) : 0;
+    const int last = end > row ? static_cast<int>(min(static_cast<int64_t>(count), (end - row + rows - 1) / rows)) : 0;
+    for (int k = first; k < last; ++k) visit(k, f);
   }
   template <typename F>
   __device__ __forceinline__ void visit(int k, F& f) const {

@@ -285,18 +285,14 @@ __device__ __forceinline__ Acc load_param(const void* ptr, DType dtype, int64_t 
   return Acc(0);
 }
 
-// The affine's weight and bias of `channel`: 1 and 0 where the tensor is not given.
+// The affine's weight of `channel`: 1 where the tensor is not given.
 template <typename Acc>
 __device__ __forceinline__ Acc channel_weight(const KernelArgs& args, int64_t channel) {
   return args.weight ? load_param<Acc>(args.weight, args.param_dtype, channel) : Acc(1);
 }
-template <typename Acc>
-__device__ __forceinline__ Acc channel_bias(const KernelArgs& args, int64_t channel) {
-  return args.bias ? load_param<Acc>(args.bias, args.param_dtype, channel) : Acc(0);
-}
 
-// Both of `channel`, their loads in flight together: channel_weight then channel_bias convert each
-// value in the dtype's branch of its load, one round trip after the other (ncu on SD UNet's
+// The weight and bias of `channel` (1 and 0 where not given), their loads in flight together: each
+// converted in its dtype's branch of its load took one round trip after the other (ncu on SD UNet's
 // GroupNorm: the two waits were a tenth of a small kernel's stall samples).
 template <typename Acc>
 struct ChannelAffine {

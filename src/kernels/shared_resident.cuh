@@ -212,11 +212,11 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barrier
   }
-  if constexpr (kCluster) {
-    cluster.sync();  // every CTA's barriers are initialized before anyone sends
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();  // `loaded` is initialized before any thread waits on it
+  // The peers' barriers are initialized (the fence above) once every CTA of the cluster has
+  // arrived; the wait comes before the first send, so the first chunk's load and reduction run
+  // under it (dev/VARIANTS.md 101).
+  if constexpr (kCluster) cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
 
   int64_t unit = blockIdx.x / group_size;
   // Groups started together would load, exchange and store in step (config.h kSharedStaggerCycles).
@@ -247,6 +247,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
         Op::reduce(args, ctx, chunk, ChunkPlace{slice, begin, chunk_index, threadIdx.x == 0}, len, all_sum);
     Partial* stats = inbox[kCluster ? (round & 1) : 0];
     if constexpr (kCluster) {
+      if (round == 0) cuda::ptx::barrier_cluster_wait();
       exchange_in_cluster(cluster, rank, group_size, mine, stats, &arrived[round & 1],
                           static_cast<uint32_t>((round >> 1) & 1));
     } else {
@@ -279,7 +280,10 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     __syncthreads();  // the buffer and the inbox are free for the next slice
     unit = kCluster || args.slice_counter == nullptr ? next : next_slot[round & 1];
   }
-  if constexpr (kCluster) cluster.sync();  // no CTA exits while a peer may still address its shared memory
+  // No cluster barrier at exit (its release fence drained the CTA's stores first: dev/VARIANTS.md
+  // 101): every st.async into a CTA's shared memory, the exchange's and the next slice's, lands on
+  // one of its own barriers, which it waits on in every round, the last included, so no peer
+  // addresses its shared memory once it leaves the loop.
 }
 
 // Which ops run with register parts (config.h shared_register_part_max_group): every forward, and
