@@ -61,9 +61,10 @@ __global__ void __launch_bounds__(kThreads) cluster_resident_kernel(const Kernel
   Acc mean_hi, mean_lo, m2;
   combine_chunks(cluster_stats, static_cast<int>(cluster_size), &mean_hi, &mean_lo, &m2);
   const int64_t channel = first_channel(args, slice);
+  const ChannelAffine<Acc> channel_params = channel_affine<Acc>(args, channel);
   const SliceAffine<Acc> affine =
-      finish_slice<Acc>(args, slice, channel_weight<Acc>(args, channel), channel_bias<Acc>(args, channel), mean_hi,
-                        mean_lo, m2, rank == 0 && threadIdx.x == 0);
+      finish_slice<Acc>(args, slice, channel_params.weight, channel_params.bias, mean_hi, mean_lo, m2,
+                        rank == 0 && threadIdx.x == 0);
   chunk.store_each(static_cast<T*>(args.out) + slice * args.slice_len + begin, args.coaligned, WholeSliceWindow{},
                    begin, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
 }

@@ -176,9 +176,10 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) real
     combine_chunks(peer_stats, kNoExchange ? 1 : group_size, &mean_hi, &mean_lo, &m2);
     if (kNoExchange) m2 *= group_size;
     const int64_t channel = first_channel(args, slice);
+    const ChannelAffine<Acc> channel_params = channel_affine<Acc>(args, channel);
     SliceAffine<Acc> affine =
-        finish_slice<Acc>(args, slice, channel_weight<Acc>(args, channel), channel_bias<Acc>(args, channel), mean_hi,
-                          mean_lo, m2, rank == 0 && threadIdx.x == 0);
+        finish_slice<Acc>(args, slice, channel_params.weight, channel_params.bias, mean_hi, mean_lo, m2,
+                          rank == 0 && threadIdx.x == 0);
     if (kNoStats) affine = SliceAffine<Acc>{0.f, 0.f, 1.f, 0.f};
     if (kBulkStore) {
       Pack<T>* body = reinterpret_cast<Pack<T>*>(buf + range.head);
@@ -480,9 +481,10 @@ __global__ void __launch_bounds__(kThreads, kSharedThreadsPerSm / kThreads) clus
     Acc mean_hi, mean_lo, m2;
     combine_chunks(peers[b], group_size, &mean_hi, &mean_lo, &m2);
     const int64_t channel = first_channel(args, slice);
+    const ChannelAffine<Acc> channel_params = channel_affine<Acc>(args, channel);
     const SliceAffine<Acc> affine =
-        finish_slice<Acc>(args, slice, channel_weight<Acc>(args, channel), channel_bias<Acc>(args, channel), mean_hi,
-                          mean_lo, m2, rank == 0 && threadIdx.x == 0);
+        finish_slice<Acc>(args, slice, channel_params.weight, channel_params.bias, mean_hi, mean_lo, m2,
+                          rank == 0 && threadIdx.x == 0);
     chunk.store_each(dst, args.coaligned, WholeSliceWindow{}, 0, [&](const Acc(&v)[1]) { return affine.apply(v[0]); });
     __syncthreads();
   }
