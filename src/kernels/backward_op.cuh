@@ -89,8 +89,11 @@ struct BackwardOp {
     }
   }
 
-  // (`normalizes`: the forward's; every backward item needs the slice's coefficients.)
-  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool = true) {
+  // (`normalizes`: the forward's; every backward item needs the slice's coefficients. The chunk's
+  // first element: the weight and bias are the slice's first channel's, which the window starts
+  // at; taken at the chunk's own channel they ran 0-4% slower, dev/VARIANTS.md 105.)
+  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool = true,
+                                                    int64_t /*first*/ = 0) {
     const int64_t channel = first_channel(args, slice);
     Context ctx{Epilogue::of(args)};
     if (args.use_input_stats) {
@@ -106,6 +109,9 @@ struct BackwardOp {
     ctx.bias = affine.bias;
     return ctx;
   }
+
+  // The channel of the slice whose coefficients finish makes (common.cuh ChannelWindow).
+  static __device__ __forceinline__ constexpr int64_t window_channel(const Context&) { return 0; }
 
   // This thread's sums of dz, dz * d and d over the elements `visit` walks, for one channel's
   // weight and bias. kFixActivation: the activation fixed around the loop (ctx.visit); the branch
@@ -196,8 +202,8 @@ struct BackwardOp {
     return Partial{totals.dy, totals.dy_d, totals.d, Acc(0)};
   }
 
-  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, int64_t /*first*/,
-                                                        const Context& ctx, const Totals& totals, bool writer) {
+  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, const Context& ctx,
+                                                        const Totals& totals, bool writer) {
     const Acc n = static_cast<Acc>(args.slice_len);
     const Acc resid = args.use_input_stats ? totals.d / n : Acc(0);
     const Acc dy_xhat = ctx.rstd * (totals.dy_d - resid * totals.dy);

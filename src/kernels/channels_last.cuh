@@ -459,7 +459,7 @@ __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t f
                                                                         lane, kCombineLanes, lane_sum);
         if (!owner) return;
         const Coefficients c =
-            Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), writer && lane == 0);
+            Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), writer && lane == 0);
         for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) {
           *reinterpret_cast<Coefficients*>(cells + (s * args.slice_channels + local) * kSliceCoefficientBytes) =
               channel_coefficients<Op>(args, slice, c, local);
@@ -1018,7 +1018,7 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
     const SplitSums stats =
         Op::template combine_split<kCombineInFlight>(partial, static_cast<int>(parts), lane, kLanes, combine_sum);
     // Every lane has the slice's sums and finishes it alike; the first writes its outputs.
-    const Coefficients c = Op::finish(args, slice, 0, Op::context(args, slice), Op::from_split(stats), lane == 0);
+    const Coefficients c = Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), lane == 0);
     for (int64_t local = lane; local < args.slice_channels; local += kLanes) {
       *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) =
           channel_coefficients<Op>(args, slice, c, local);

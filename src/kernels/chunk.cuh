@@ -246,8 +246,10 @@ struct Chunk {
 
   // dst[i] = g(values of element i) for every element (dst: the output's elements of this chunk,
   // whose element 0 is element `first` of its slice), `window` (common.cuh ChannelWindow) moved to
-  // each element's channel first: checked once a 16-byte vector, element by element only in a
-  // vector that crosses a channel's end. 16-byte stores (L2 only) where every tensor, dst too, is
+  // each element's channel first: checked once a 16-byte vector of the body, element by element
+  // only in a vector that crosses a channel's end, and not at all where the window cannot move (a
+  // slice of one channel: the general op's InstanceNorm; dev/VARIANTS.md 105). 16-byte stores (L2
+  // only) where every tensor, dst too, is
   // aligned alike (`coaligned`, passed at the store: a flag kept in the chunk across the exchange
   // cost the forward a register spill); a thread stores only elements it read, so dst may be an
   // input. The register part first, as it was loaded last. `evict_first`: the body's 16-byte stores
@@ -258,7 +260,7 @@ struct Chunk {
     // The output vector of the inputs' vectors at element j of the chunk.
     // Two loops, not a check per element inside one: that cost the general op 12-20% more
     // (dev/VARIANTS.md 43).
-    const auto map_pack = [&](const Pack<T>(&packs)[kInputs], int64_t j) {
+    const auto map_pack = [&](auto& pack_window, const Pack<T>(&packs)[kInputs], int64_t j) {
       const auto output = [&](int e) {
         Acc v[kInputs];
 #pragma unroll
@@ -266,13 +268,13 @@ struct Chunk {
         return Traits<T>::from_acc(g(v));
       };
       Pack<T> out;
-      if (window.covers(first + j, kVec)) {
+      if (pack_window.covers(first + j, kVec)) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) out.v[e] = output(e);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          window.seek(first + j + e);
+          pack_window.seek(first + j + e);
           out.v[e] = output(e);
         }
       }
@@ -291,15 +293,23 @@ struct Chunk {
         Pack<T> packs[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) packs[i] = part[i].packs[k];
-        store_pack_l2(dst + len + part[0].offset(k), map_pack(packs, len + part[0].offset(k)));
+        store_pack_l2(dst + len + part[0].offset(k), map_pack(window, packs, len + part[0].offset(k)));
       }
     }
     if (coaligned) {
-      for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) {
+      // Body vector b with `pack_window` (window, or one that covers all), by its thread.
+      const auto store_vec = [&](auto& pack_window, int64_t b) {
         Pack<T> packs[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) packs[i] = body(i)[b];
-        store_output_pack(dst + range.head + b * kVec, map_pack(packs, range.head + b * kVec), evict_first);
+        store_output_pack(dst + range.head + b * kVec, map_pack(pack_window, packs, range.head + b * kVec),
+                          evict_first);
+      };
+      if (window.moves()) {
+        for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) store_vec(window, b);
+      } else {
+        WholeSliceWindow inside;
+        for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) store_vec(inside, b);
       }
       if (threadIdx.x < range.ragged()) store_element(range.ragged_index(threadIdx.x));
     } else {

@@ -468,9 +468,15 @@ __device__ __forceinline__ int64_t first_channel(const KernelArgs& args, int64_t
   return remainder_of(slice, args.groups) * args.slice_channels;
 }
 
+// The channel of a slice that its element `first` lies in (past the slice's end, the last): 0
+// without a division where the slice is one channel.
+__device__ __forceinline__ int64_t channel_in_slice(const KernelArgs& args, int64_t first) {
+  return args.slice_channels > 1 ? min(first / args.channel_len, args.slice_channels - 1) : 0;
+}
+
 // Where a slice spans several channels (GroupNorm), the coefficients an op applies follow the
 // channel of each element: the window is the elements [begin, begin + len) of the slice whose
-// channel `coefficients` (the caller's, which Op::finish made for the slice's first channel) now
+// channel `coefficients` (the caller's, which Op::finish made for Op::window_channel's channel) now
 // hold. covers() checks a run of elements at once (a 16-byte vector); seek() moves the window to an
 // element's channel (Op::for_channel with that channel's weight and bias) where it lies outside.
 // A thread's elements run in order, so that is about once per channel; a slice of one channel
@@ -482,7 +488,7 @@ struct WholeSliceWindow {
 };
 template <typename Op, bool = Op::kChannelCoefficients>
 struct ChannelWindow : WholeSliceWindow {
-  __device__ __forceinline__ ChannelWindow(const KernelArgs&, int64_t, typename Op::Coefficients&) {}
+  __device__ __forceinline__ ChannelWindow(const KernelArgs&, int64_t, typename Op::Coefficients&, int64_t = 0) {}
 };
 template <typename Op>
 struct ChannelWindow<Op, true> {
@@ -496,9 +502,14 @@ struct ChannelWindow<Op, true> {
   // of the windows that never move: InstanceNorm's).
   int64_t slice_first_channel = -1;
 
+  // (`channel`: the slice's channel whose coefficients the caller's are, Op::window_channel.)
   __device__ __forceinline__ ChannelWindow(const KernelArgs& kernel_args, int64_t slice_index,
-                                           typename Op::Coefficients& slice_coefficients)
-      : coefficients(slice_coefficients), args(kernel_args), slice(slice_index), len(kernel_args.channel_len) {}
+                                           typename Op::Coefficients& slice_coefficients, int64_t channel = 0)
+      : coefficients(slice_coefficients),
+        args(kernel_args),
+        slice(slice_index),
+        len(kernel_args.channel_len),
+        begin(channel * kernel_args.channel_len) {}
   // Whether the window may move: the slice spans several channels.
   __device__ __forceinline__ bool moves() const { return args.slice_channels > 1; }
   // Whether elements [first, first + count) of the slice all lie in the window.

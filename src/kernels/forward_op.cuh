@@ -10,7 +10,9 @@
 // part, so data far from zero (1e4 + randn) keeps its digits.
 //
 // An op of the engine answers, as static members:
-//   Context context(args, slice)          what the slice needs before its reductions
+//   Context context(args, slice, normalizes, first)   what the slice needs before its reductions,
+//                                          the weight and bias of the channel of element `first`
+//                                          (the caller's chunk's first) among them
 //   ExtraSum                               a type reduce sums beyond Acc and its pairs and
 //                                          triples (chunk.cuh BlockAllSum), or Acc
 //   Partial reduce(args, ctx, elements, place, count, all_sum)   a chunk's (or a whole slice's)
@@ -26,17 +28,16 @@
 //   from_split(split)                      the same in float64 through global memory (split_pipelined,
 //                                          channels_last), combined by a CTA or a group of lanes, each
 //                                          lane kInFlight partials at a time (config.h kCombineInFlight)
-//   Coefficients finish(args, slice, first, ctx, totals, writer)   per-slice outputs, elementwise
-//                                          coefficients (of the slice's first channel, or of the
-//                                          channel of element `first`, the caller's first)
+//   Coefficients finish(args, slice, ctx, totals, writer)   per-slice outputs, elementwise
+//                                          coefficients (of the context's channel)
 //   Acc apply(coefficients, activation, v) the output element from the inputs' element v, with the
 //                                          coefficients' activation fixed by coefficients.visit
 //                                          around the loop (common.cuh ActivationEpilogue), or
 //                                          the coefficients themselves (a branch per element)
-//   kChannelCoefficients, for_channel(weight, bias, coefficients)   whether the coefficients
-//                                          depend on the channel inside a slice, and their
-//                                          values for another channel's weight and bias
-//                                          (common.cuh ChannelWindow)
+//   kChannelCoefficients, for_channel(weight, bias, coefficients), window_channel(ctx)   whether
+//                                          the coefficients depend on the channel inside a slice,
+//                                          their values for another channel's weight and bias, and
+//                                          the channel finish made them for (common.cuh ChannelWindow)
 #pragma once
 
 #include "kernels/chunk.cuh"
@@ -132,10 +133,15 @@ struct ForwardOp {
   // shift: the slice's first element, which every chunk's sum is taken around: a constant slice
   // then sums to exactly 0, so its variance is exactly 0 and eps = 0 gives NaN as PyTorch does (a
   // mean from sum / n may miss the constant by an ulp and leave a tiny variance). weight, bias: the
-  // affine of the slice's first channel, loaded with x rather than after the reductions, where
-  // their round trip stood between the statistics and the first store; only where the caller
-  // normalizes (split_pipelined's statistics items take neither: 1-3% on the SD VAE shapes).
-  struct Context {
+  // affine of the chunk's first channel (chunk_channel of the slice, which the general op's window
+  // starts at), loaded with x rather than after the reductions, where their round trip stood
+  // between the statistics and the first store; only where the caller normalizes
+  // (split_pipelined's statistics items take neither: 1-3% on the SD VAE shapes).
+  struct NoChunkChannel {};
+  struct ChunkChannel {
+    int64_t chunk_channel;
+  };
+  struct Context : std::conditional_t<kGeneral, ChunkChannel, NoChunkChannel> {
     Acc shift;
     Acc weight;
     Acc bias;
@@ -149,18 +155,27 @@ struct ForwardOp {
     Acc rstd;  // the slice's: for_channel scales another channel's weight by it
   };
 
-  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool normalizes = true) {
+  // `chunk_first`: the caller's chunk's first element in the slice, whose channel's affine it takes
+  // (past the slice's end, the last channel's: a CTA without a chunk writes nothing).
+  static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool normalizes = true,
+                                                    int64_t chunk_first = 0) {
     const int64_t first = args.channels_last
                               ? (slice / args.groups) * args.channel_len * args.channels +
                                     first_channel(args, slice)
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
     const T first_element = __ldcg(static_cast<const T*>(args.x) + first);
-    const ChannelAffine<Acc> affine =
-        normalizes ? channel_affine<Acc>(args, first_channel(args, slice)) : ChannelAffine<Acc>{Acc(1), Acc(0)};
+    const int64_t chunk_channel = channel_in_slice(args, chunk_first);
+    const ChannelAffine<Acc> affine = normalizes ? channel_affine<Acc>(args, first_channel(args, slice) + chunk_channel)
+                                                 : ChannelAffine<Acc>{Acc(1), Acc(0)};
+    Context ctx;
+    if constexpr (kGeneral) ctx.chunk_channel = chunk_channel;
     // Converted past the affine's loads: converted at once, it held them back a round trip
     // (ptxas keeps the conversion in its load's block, before first_channel's branches).
-    return Context{Traits<T>::to_acc(first_element), affine.weight, affine.bias};
+    ctx.shift = Traits<T>::to_acc(first_element);
+    ctx.weight = affine.weight;
+    ctx.bias = affine.bias;
+    return ctx;
   }
 
   // Statistics of the `count` elements. Where kOnePass holds: one pass of float64 sums of d and
@@ -253,22 +268,26 @@ struct ForwardOp {
     return Partial{static_cast<Acc>(count), totals.mean_hi, totals.mean_lo, totals.m2};
   }
 
-  // `first`: the caller's first element of the slice. The general op starts at the slice's first
-  // channel (ChannelWindow moves on from there); the plain op takes the channel of `first`, the
-  // only one of its chunk where the plan's chunks lie in channels (plan_internal.h
-  // chunks_lie_in_channels), and the slice's only one otherwise. (A CTA whose chunk is empty
-  // starts at the slice's end: it takes the last channel, and writes nothing.)
-  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, int64_t first,
-                                                        const Context& ctx, const Totals& totals, bool writer) {
+  // The coefficients of the context's channel: the general op's window starts there (ChannelWindow
+  // moves on from it); the plain op's only channel of its chunk where the plan's chunks lie in
+  // channels (plan_internal.h chunks_lie_in_channels), and the slice's only one otherwise.
+  static __device__ __forceinline__ Coefficients finish(const KernelArgs& args, int64_t slice, const Context& ctx,
+                                                        const Totals& totals, bool writer) {
     Coefficients c{Epilogue::of(args)};
-    const int64_t later_channel =
-        !kGeneral && args.slice_channels > 1 ? min(first / args.channel_len, args.slice_channels - 1) : 0;
-    const ChannelAffine<Acc> affine = later_channel > 0
-                                          ? channel_affine<Acc>(args, first_channel(args, slice) + later_channel)
-                                          : ChannelAffine<Acc>{ctx.weight, ctx.bias};
-    c.affine = finish_slice<Acc>(args, slice, affine.weight, affine.bias, totals.mean_hi, totals.mean_lo, totals.m2,
-                                 writer, &c.rstd);
+    c.affine = finish_slice<Acc>(args, slice, ctx.weight, ctx.bias, totals.mean_hi, totals.mean_lo, totals.m2, writer,
+                                 &c.rstd);
     return c;
+  }
+
+  // The channel of the slice whose coefficients finish makes (common.cuh ChannelWindow). Kept in
+  // the context: taken again from the chunk's first element at the window, SD UNet's GroupNorm +
+  // SiLU forward kept half its gain (dev/VARIANTS.md 105).
+  static __device__ __forceinline__ int64_t window_channel(const Context& ctx) {
+    if constexpr (kGeneral) {
+      return ctx.chunk_channel;
+    } else {
+      return 0;
+    }
   }
 
   static __device__ __forceinline__ void for_channel(Acc weight, Acc bias, Coefficients& c) {

@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   const typename Op::Partial partial = Op::reduce(args, ctx, slice_data, place, args.slice_len, all_sum);
   if (!slice_data.active) return;
   typename Op::Coefficients coefficients =
-      Op::finish(args, slice, 0, ctx, Op::combine(&partial, 1), slice_data.lane == 0);
+      Op::finish(args, slice, ctx, Op::combine(&partial, 1), slice_data.lane == 0);
   ChannelWindow<Op> window(args, slice, coefficients);
   if (args.out == nullptr) return;
 

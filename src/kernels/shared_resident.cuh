@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
     auto load_token = chunk.start_load(loaded, smem, region, srcs, shared_len, args.coaligned);
 #pragma unroll
     for (int k = 0; k < kInputs; ++k) chunk.part[k].load(srcs[k] + shared_len, len - shared_len);  // beside the copy
-    const typename Op::Context ctx = Op::context(args, slice);
+    const typename Op::Context ctx = Op::context(args, slice, true, begin);
     loaded.wait(std::move(load_token));
     AllSum all_sum{reduce_storage};
     const Partial mine =
@@ -263,8 +263,8 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
       totals = Op::combine(stats, slice_clusters);
     }
     typename Op::Coefficients coefficients =
-        Op::finish(args, slice, begin, ctx, totals, chunk_index == 0 && threadIdx.x == 0);
-    ChannelWindow<Op> window(args, slice, coefficients);
+        Op::finish(args, slice, ctx, totals, chunk_index == 0 && threadIdx.x == 0);
+    ChannelWindow<Op> window(args, slice, coefficients, Op::window_channel(ctx));
     // Taken early, the counter's latency hides under the stores; it is sent to the peers after them
     // as always (config.h kSharedEarlyDispatchMinRounds says where this wins).
     const int64_t taken = args.take_slices_early && rank == 0 && threadIdx.x == 0 ? take_slice(args, groups) : -1;

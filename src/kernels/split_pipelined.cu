@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
     const bool normalizes = work.elementwise || work.part >= parts - resident;
     // Read for the last time: evict-first where the plan says so (Plan::evict_first), as its output is.
     auto token = chunk.start_load(loaded, smem, region, srcs, len, args.coaligned, args.evict_first && normalizes);
-    const typename Op::Context ctx = Op::context(args, work.slice, normalizes);
+    const typename Op::Context ctx = Op::context(args, work.slice, normalizes, begin);
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[work.slice]);
     if (!work.elementwise) {
       loaded.wait(std::move(token));
@@ -110,8 +110,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
       __syncthreads();
       const SplitSums stats = load_l2<SplitSums>(&slice_stats[work.slice]);
       typename Op::Coefficients coefficients =
-          Op::finish(args, work.slice, begin, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
-      ChannelWindow<Op> window(args, work.slice, coefficients);
+          Op::finish(args, work.slice, ctx, Op::from_split(stats), work.part == 0 && threadIdx.x == 0);
+      ChannelWindow<Op> window(args, work.slice, coefficients, Op::window_channel(ctx));
       if (work.elementwise) loaded.wait(std::move(token));
       if (args.out != nullptr) {
         coefficients.visit([&](const auto& activation) {

@@ -73,20 +73,33 @@ TEST(GpuGroupNorm, EveryGroupCountEveryDtype) {
   }
 }
 
-// Every forced plan (expect_case.h forced_plans) on 3 groups of two 1517-element channels, every
-// tensor one element off 16-byte alignment: chunk and part boundaries fall anywhere in a channel,
-// and the backward's per-channel sums of a chunk start and end inside channels.
+// Every forced plan (expect_case.h forced_plans), every tensor one element off 16-byte alignment,
+// SiLU in turn: 3 groups of two 1517-element channels, where chunk and part boundaries fall
+// anywhere in a channel and the backward's per-channel sums of a chunk start and end inside
+// channels (the elementwise pass a channel at a time, chunk.cuh store_each); 2 groups of 32
+// three-element channels, where a chunk holds many channels, most of them inside one 16-byte
+// vector (Chunk::for_each_range's two ends in one vector; the window moved vector by vector), and
+// the widest plans leave CTAs without a chunk (their context past the slice's end).
 TEST(GpuGroupNorm, EveryPathForced) {
   INORM_REQUIRE_GPU();
+  struct Spread {
+    std::vector<int64_t> shape;
+    int64_t groups;
+  };
+  const Spread spreads[] = {{{2, 6, 37, 41}, 3}, {{2, 64, 3}, 2}};
+  int turn = 0;
   for (Pass pass : kPasses) {
     for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
-      for (const ForcedPlan& f : forced_plans()) {
-        Case c = forced_misaligned_case(pass, {2, 6, 37, 41}, dtype, f.path);
-        c.running = Running::kNone;  // GroupNorm has none
-        c.groups = 3;
-        c.options = f.options();
-        c.expect_exchange = f.exchange;
-        expect_passes(c, f.describe());
+      for (const Spread& spread : spreads) {
+        for (const ForcedPlan& f : forced_plans()) {
+          Case c = forced_misaligned_case(pass, spread.shape, dtype, f.path);
+          c.running = Running::kNone;  // GroupNorm has none
+          c.groups = spread.groups;
+          c.activation = turn++ % 2 ? Activation::kSilu : Activation::kNone;
+          c.options = f.options();
+          c.expect_exchange = f.exchange;
+          expect_passes(c, with_groups(spread.groups, f.describe()));
+        }
       }
     }
     Case small = forced_misaligned_case(pass, {2, 6, 5, 7}, DType::kFloat16, Path::kGroupRegisters);
