@@ -249,11 +249,10 @@ struct Chunk {
   // each element's channel first: checked once a 16-byte vector of the body, element by element
   // only in a vector that crosses a channel's end, and not at all where the window cannot move (a
   // slice of one channel: the general op's InstanceNorm; dev/VARIANTS.md 105). 16-byte stores (L2
-  // only) where every tensor, dst too, is
-  // aligned alike (`coaligned`, passed at the store: a flag kept in the chunk across the exchange
-  // cost the forward a register spill); a thread stores only elements it read, so dst may be an
-  // input. The register part first, as it was loaded last. `evict_first`: the body's 16-byte stores
-  // are marked evict-first in L2 (Plan::evict_first).
+  // only) where every tensor, dst too, is aligned alike (`coaligned`, passed at the store: a flag
+  // kept in the chunk across the exchange cost the forward a register spill); a thread stores only
+  // elements it read, so dst may be an input. The register part first, as it was loaded last.
+  // `evict_first`: the body's 16-byte stores are marked evict-first in L2 (Plan::evict_first).
   template <typename Window, typename G>
   __device__ __forceinline__ void store_each(T* dst, bool coaligned, Window&& window, int64_t first, G&& g,
                                              bool evict_first = false) const {
