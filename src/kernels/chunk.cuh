@@ -17,32 +17,34 @@
 namespace inorm::detail {
 
 // The part of a CTA's chunk of one input held in registers, after its part in shared memory: kVecs
-// 16-byte vectors a thread, vector k of thread t at element (k * kThreads + t) * kVec of the part,
-// `len` elements in all (whole vectors, 16-byte aligned in every tensor). With it a CTA holds more
-// of a slice than its share of shared memory (dev/VARIANTS.md 35); kVecs = 0 holds nothing.
+// 16-byte vectors a thread, vector k of thread t at element (k * kThreads + t) * kVec of the part
+// (whole vectors, 16-byte aligned in every tensor), of which the thread holds the first `held`.
+// With it a CTA holds more of a slice than its share of shared memory (dev/VARIANTS.md 35); kVecs
+// = 0 holds nothing. One count a round, not a 64-bit offset a vector checked against the part's
+// length: those stayed live across the round, and spilled in the backward (dev/VARIANTS.md 106).
 template <typename T, int kThreads, int kVecs>
 struct RegisterPart {
   static constexpr int kVec = kVecOf<T>;
   Pack<T> packs[kVecs];
-  int64_t len = 0;
+  int held = 0;
 
-  __device__ __forceinline__ int64_t offset(int k) const {
-    return (static_cast<int64_t>(k) * kThreads + threadIdx.x) * kVec;
-  }
-  // Issues the loads (the default cache policy: group_registers' evict-first loads cost it 4-10%,
-  // dev/VARIANTS.md 48); each value is waited for where first used.
+  __device__ __forceinline__ int offset(int k) const { return (k * kThreads + static_cast<int>(threadIdx.x)) * kVec; }
+  __device__ __forceinline__ bool holds(int k) const { return k < held; }
+  // Issues the loads of the part's `part_len` elements (the default cache policy: group_registers'
+  // evict-first loads cost it 4-10%, dev/VARIANTS.md 48); each value is waited for where first used.
   __device__ __forceinline__ void load(const T* src, int64_t part_len) {
-    len = part_len;
+    const int vecs = static_cast<int>((part_len + kVec - 1) / kVec);  // at most kVecs * kThreads
+    const int tid = static_cast<int>(threadIdx.x);
+    held = vecs > tid ? min(kVecs, (vecs - tid + kThreads - 1) / kThreads) : 0;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      if (offset(k) < len) packs[k] = load_pack(src + offset(k));
+      if (holds(k)) packs[k] = load_pack(src + offset(k));
     }
   }
 };
 // No register part: nothing held, nothing loaded.
 template <typename T, int kThreads>
 struct RegisterPart<T, kThreads, 0> {
-  static constexpr int64_t len = 0;
   __device__ __forceinline__ void load(const T*, int64_t) {}
 };
 
@@ -157,7 +159,7 @@ struct Chunk {
     if constexpr (kVecs > 0) {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
-        if (part[0].offset(k) >= part[0].len) continue;
+        if (!part[0].holds(k)) continue;
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           Acc v[kInputs];
@@ -210,7 +212,7 @@ struct Chunk {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
         const int64_t j = len + part[0].offset(k);
-        if (part[0].offset(k) >= part[0].len || j + kVec <= begin || j >= end) continue;
+        if (!part[0].holds(k) || j + kVec <= begin || j >= end) continue;
         Pack<T> packs[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) packs[i] = part[i].packs[k];
@@ -288,7 +290,7 @@ struct Chunk {
     if constexpr (kVecs > 0) {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
-        if (part[0].offset(k) >= part[0].len) continue;
+        if (!part[0].holds(k)) continue;
         Pack<T> packs[kInputs];
 #pragma unroll
         for (int i = 0; i < kInputs; ++i) packs[i] = part[i].packs[k];
