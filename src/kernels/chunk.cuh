@@ -306,12 +306,9 @@ struct Chunk {
         store_output_pack(dst + range.head + b * kVec, map_pack(pack_window, packs, range.head + b * kVec),
                           evict_first);
       };
-      if (window.moves()) {
-        for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) store_vec(window, b);
-      } else {
-        WholeSliceWindow inside;
-        for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) store_vec(inside, b);
-      }
+      with_window(window, [&](auto& body_window) {
+        for (int64_t b = threadIdx.x; b < range.body_vecs; b += kThreads) store_vec(body_window, b);
+      });
       if (threadIdx.x < range.ragged()) store_element(range.ragged_index(threadIdx.x));
     } else {
       for (int64_t j = threadIdx.x; j < len; j += kThreads) store_element(j);

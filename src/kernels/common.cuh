@@ -486,6 +486,17 @@ struct WholeSliceWindow {
   static __device__ __forceinline__ constexpr bool covers(int64_t, int) { return true; }
   static __device__ __forceinline__ void seek(int64_t) {}
 };
+// f(window), or f(a window that covers all) where `window` cannot move (a slice of one channel),
+// so that the stores f loops over check no channel (chunk.cuh store_each, group_registers').
+template <typename Window, typename F>
+__device__ __forceinline__ void with_window(Window& window, F&& f) {
+  if (window.moves()) {
+    f(window);
+  } else {
+    WholeSliceWindow whole;
+    f(whole);
+  }
+}
 template <typename Op, bool = Op::kChannelCoefficients>
 struct ChannelWindow : WholeSliceWindow {
   __device__ __forceinline__ ChannelWindow(const KernelArgs&, int64_t, typename Op::Coefficients&, int64_t = 0) {}

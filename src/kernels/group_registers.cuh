@@ -209,12 +209,7 @@ __global__ void __launch_bounds__(kGroupCtaThreads) group_registers_kernel(const
   // some float64 builds spilled); its window moves wherever it has one (GroupNorm's channel affine).
   if constexpr (kInputs == 1) {
     coefficients.visit([&](const auto& activation) {
-      if (window.moves()) {
-        store_items(activation, window);
-      } else {
-        WholeSliceWindow whole;
-        store_items(activation, whole);
-      }
+      with_window(window, [&](auto& item_window) { store_items(activation, item_window); });
     });
   } else {
     store_items(coefficients, window);

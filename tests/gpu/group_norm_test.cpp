@@ -76,7 +76,7 @@ TEST(GpuGroupNorm, EveryGroupCountEveryDtype) {
 // Every forced plan (expect_case.h forced_plans), every tensor one element off 16-byte alignment,
 // SiLU in turn: 3 groups of two 1517-element channels, where chunk and part boundaries fall
 // anywhere in a channel and the backward's per-channel sums of a chunk start and end inside
-// channels (the elementwise pass a channel at a time, chunk.cuh store_each); 2 groups of 32
+// channels (the window moved inside a chunk, chunk.cuh store_each); 2 groups of 32
 // three-element channels, where a chunk holds many channels, most of them inside one 16-byte
 // vector (Chunk::for_each_range's two ends in one vector; the window moved vector by vector), and
 // the widest plans leave CTAs without a chunk (their context past the slice's end).
