@@ -102,17 +102,26 @@ inline int64_t channel_len_of(const Plan& plan) {
 inline int64_t input_bytes_of(const Plan& plan) {
   return plan.num_slices * plan.slice_len * static_cast<int64_t>(dtype_size(plan.dtype));
 }
-// Whether every chunk of a forward plan lies inside one channel (a CTA's chunk on kSharedResident,
-// a part on kSplitPipelined, whose length divides the channel's): GroupNorm's affine is then one
-// channel's a chunk, which the plain op applies at no cost (kernels/forward_op.cuh finish).
+// Whether every chunk of a plan lies inside one channel (a CTA's chunk on kSharedResident, a part
+// on kSplitPipelined, whose length divides the channel's).
 inline bool chunks_lie_in_channels(const Plan& plan) {
-  return plan.pass == Pass::kForward && (plan.path == Path::kSharedResident || plan.path == Path::kSplitPipelined) &&
-         plan.chunk_len > 0 && channel_len_of(plan) > 0 && channel_len_of(plan) % plan.chunk_len == 0;
+  return (plan.path == Path::kSharedResident || plan.path == Path::kSplitPipelined) && plan.chunk_len > 0 &&
+         channel_len_of(plan) > 0 && channel_len_of(plan) % plan.chunk_len == 0;
+}
+// Whether the op takes GroupNorm's affine a chunk's channel at a time, where chunks lie in channels:
+// the forward's plain op (kernels/forward_op.cuh finish), at no cost; the backward's chunk form
+// (kernels/backward_op.cuh AffineBy::kChunk), on split_pipelined, whose parts lie in channels on
+// the SD VAE's shapes (shared_resident's backward keeps GroupNorm's element form there: the chunk
+// form is not compiled into its many instances). The forward with an activation keeps its general
+// op, whose window starts at the chunk's channel and so never moves.
+inline bool takes_chunk_channel_affine(const Plan& plan) {
+  return plan.channel_affine && chunks_lie_in_channels(plan) &&
+         (plan.pass == Pass::kForward ? plan.activation == Activation::kNone : plan.path == Path::kSplitPipelined);
 }
 // Whether the plan runs an op's general form (kernels/launchers.h dispatch_op): an activation, or
 // an affine by channel inside chunks of the slices.
 inline bool runs_general_op(const Plan& plan) {
-  return plan.activation != Activation::kNone || (plan.channel_affine && !chunks_lie_in_channels(plan));
+  return plan.activation != Activation::kNone || (plan.channel_affine && !takes_chunk_channel_affine(plan));
 }
 // Whether the op applies a runtime epilogue (kernels/shared_resident.cuh kRuntimeEpilogue): an
 // activation in either pass, or the forward's general op.

@@ -147,8 +147,8 @@ std::string Plan::describe() const {
   }
   if (slice_channels > 1) {
     out << " groups=" << channels / slice_channels;
-    // chunk-channel-affine: a chunk's channel's affine in the plain op (plan_internal.h chunks_lie_in_channels).
-    if (channel_affine) out << (detail::runs_general_op(*this) ? " channel-affine" : " chunk-channel-affine");
+    // chunk-channel-affine: a chunk's channel's affine (plan_internal.h takes_chunk_channel_affine).
+    if (channel_affine) out << (detail::takes_chunk_channel_affine(*this) ? " chunk-channel-affine" : " channel-affine");
   }
   if (activation != Activation::kNone) out << " +" << activation_name(activation);
   if (update_running_stats) out << " +running_stats";
@@ -756,8 +756,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       std::clamp<int64_t>(detail::kSharedSteadyBytesPerSm / steady_chunk_bytes, 1, detail::kSharedMaxCtasPerSm);
   // An op without register parts (the backward with an activation, the forward's general op outside
   // `in_place_of_split`: config.h shared_register_part_max_group) keeps the steady plan; so do steady
-  // chunks inside channels, which run GroupNorm's affine in the plain op (plan_internal.h
-  // chunks_lie_in_channels).
+  // chunks inside channels, which run GroupNorm's affine in the forward's plain op (plan_internal.h
+  // takes_chunk_channel_affine).
   const bool steady_stays = register_max_group == 0;
   // Where that group is wider than kSharedRegisterMaxGroup: the narrowest group (up to
   // shared_register_max_group, or wider with register parts up to shared_register_part_max_group)

@@ -10,9 +10,10 @@
 // sum(dz) need for the channel reduction. The activation's z is recomputed from the statistics
 // given (inorm.h BackwardParams), without r.
 // InstanceNorm (a slice is one channel, w one number) sums dz and takes w out of the sums; GroupNorm
-// (kSpansChannels, a slice of several channels) sums each channel's part of the chunk apart,
+// (AffineBy::kElement: a slice of several channels) sums each channel's part of the chunk apart,
 // weights it by its w into the slice's sums, and leaves it in the workspace (args.channel_partials)
-// for dweight and dbias.
+// for dweight and dbias; where each chunk lies in one channel (AffineBy::kChunk), the chunk's sums
+// are that channel's, taken at once with its w as InstanceNorm's.
 #pragma once
 
 #include "kernels/chunk.cuh"
@@ -42,14 +43,22 @@ struct GradSplitSums {
 };
 static_assert(sizeof(GradSplitSums) == sizeof(SplitPartial), "split_pipelined's workspace holds either");
 
-// kGeneral: the runtime activation's epilogue. kSpansChannels (GroupNorm's affine, launchers.h
-// dispatch_op): slices of several channels, each element with its channel's weight; kGeneral only
-// where there is an activation, so that GroupNorm without one runs no activation's branch per
-// element. An op of its own, not a branch of the general one: its loop over channels, compiled
-// into the same kernels, made InstanceNorm's with an activation spill 100-400 bytes
-// (dev/VARIANTS.md 44).
-template <typename T, bool kGeneral, bool kSpansChannels = false>
+// Where the backward takes GroupNorm's weight and bias from (launchers.h dispatch_op_of): the
+// slice's one channel, or none (InstanceNorm; GroupNorm without an affine, w = 1); the chunk's one
+// channel (GroupNorm whose chunks each lie in one: plan_internal.h takes_chunk_channel_affine); or
+// each element's channel (GroupNorm's chunks across channels).
+enum class AffineBy { kSlice, kChunk, kElement };
+
+// kGeneral: the runtime activation's epilogue. kAffine (above): GroupNorm's forms, each an op of
+// its own, not a branch of InstanceNorm's, whose kernels stay as they were: the element form's loop
+// over channels, compiled into the same kernels, made InstanceNorm's with an activation spill
+// 100-400 bytes (dev/VARIANTS.md 44), and the chunk form's channel sums, as a branch of it, moved
+// the 64-register instances' spills by 8-40 bytes either way (ptxas -v). kGeneral only where there
+// is an activation, so that GroupNorm without one runs no activation's branch per element.
+template <typename T, bool kGeneral, AffineBy kAffine = AffineBy::kSlice>
 struct BackwardOp {
+  static constexpr bool kSpansChannels = kAffine == AffineBy::kElement;
+  static constexpr bool kSumsOfG = kAffine != AffineBy::kSlice;  // GroupNorm's affine: sums of g = dz * w, not dz
   using Elem = T;
   using Acc = AccOf<T>;
   using Epilogue = EpilogueOf<Acc, kGeneral>;
@@ -89,11 +98,12 @@ struct BackwardOp {
     }
   }
 
-  // (`normalizes`: the forward's; every backward item needs the slice's coefficients. The chunk's
-  // first element: the weight and bias are the slice's first channel's, which the window starts
-  // at; taken at the chunk's own channel they ran 0-4% slower, dev/VARIANTS.md 105.)
+  // (`normalizes`: the forward's; every backward item needs the slice's coefficients.) The weight
+  // and bias of the slice's first channel, which the element form's window starts at (taken at the
+  // chunk's own channel they ran 0-4% slower, dev/VARIANTS.md 105); the chunk form's, of the
+  // channel of the chunk's first element `first`.
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool = true,
-                                                    int64_t /*first*/ = 0) {
+                                                    int64_t first = 0) {
     const int64_t channel = first_channel(args, slice);
     Context ctx{Epilogue::of(args)};
     if (args.use_input_stats) {
@@ -104,7 +114,8 @@ struct BackwardOp {
       ctx.rstd = reciprocal_sqrt(load_param<Acc>(args.running_var, args.param_dtype, channel) +
                                  static_cast<Acc>(args.eps));
     }
-    const ChannelAffine<Acc> affine = affine_of(args, channel);
+    const ChannelAffine<Acc> affine =
+        affine_of(args, kAffine == AffineBy::kChunk ? channel + channel_in_slice(args, first) : channel);
     ctx.weight = affine.weight;
     ctx.bias = affine.bias;
     return ctx;
@@ -145,13 +156,31 @@ struct BackwardOp {
   static __device__ __forceinline__ Partial reduce(const KernelArgs& args, const Context& ctx,
                                                    const Elements& elements, const ChunkPlace& place, int64_t count,
                                                    AllSum& all_sum) {
-    if constexpr (!kSpansChannels) {  // one affine a slice, or none: the whole chunk at once
+    if constexpr (!kSpansChannels) {  // one affine a chunk, or none: the whole chunk at once
       const TripleSum<Acc> sums =
           all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(ctx, ctx.weight, ctx.bias,
                                                                      [&](auto&& f) { elements.for_each(f); }));
-      return Partial{sums.first, sums.second, sums.third, Acc(0)};
+      if constexpr (kAffine == AffineBy::kChunk) {  // its one channel's, weighted into the slice's
+        if (count > 0) leave_channel_sums(args, place, place.first / args.channel_len, sums);
+        return Partial{ctx.weight * sums.first, ctx.weight * sums.second, sums.third, Acc(0)};
+      } else {
+        return Partial{sums.first, sums.second, sums.third, Acc(0)};
+      }
     } else {
       return reduce_by_channel(args, ctx, elements, place, count, all_sum);
+    }
+  }
+
+  // Channel c's sums of dz and dz * d over a chunk, left for the weight gradients (channel_reduce.cu)
+  // by the thread that holds them: pair c + k of the slice for its chunk k (plan_internal.h
+  // channel_partials_per_slice).
+  static __device__ __forceinline__ void leave_channel_sums(const KernelArgs& args, const ChunkPlace& place,
+                                                            int64_t c, const TripleSum<Acc>& sums) {
+    if (place.writer && args.channel_partials != nullptr) {
+      Acc* pair = static_cast<Acc*>(args.channel_partials) +
+                  2 * (place.slice * args.channel_partials_per_slice + c + place.index);
+      pair[0] = sums.first;
+      pair[1] = sums.second;
     }
   }
 
@@ -175,12 +204,7 @@ struct BackwardOp {
       const Acc bias = affine.bias;
       const TripleSum<Acc> sums = all_sum.last(channel_sums<!kElementsInRegisters<Elements>>(
           ctx, weight, bias, [&](auto&& f) { elements.for_each_range(begin, end, f); }));
-      if (place.writer && args.channel_partials != nullptr) {
-        Acc* pair = static_cast<Acc*>(args.channel_partials) +
-                    2 * (place.slice * args.channel_partials_per_slice + c + place.index);
-        pair[0] = sums.first;
-        pair[1] = sums.second;
-      }
+      leave_channel_sums(args, place, c, sums);
       partial.dy += weight * sums.first;
       partial.dy_d += weight * sums.second;
       partial.d += sums.third;
@@ -207,13 +231,12 @@ struct BackwardOp {
     const Acc n = static_cast<Acc>(args.slice_len);
     const Acc resid = args.use_input_stats ? totals.d / n : Acc(0);
     const Acc dy_xhat = ctx.rstd * (totals.dy_d - resid * totals.dy);
-    constexpr bool spans = kSpansChannels;
     if (writer && args.slice_term0) {  // the weight gradients' terms (channel_reduce.cu)
-      static_cast<Acc*>(args.slice_term0)[slice] = spans ? ctx.rstd : dy_xhat;
-      static_cast<Acc*>(args.slice_term1)[slice] = spans ? resid : totals.dy;
+      static_cast<Acc*>(args.slice_term0)[slice] = kSumsOfG ? ctx.rstd : dy_xhat;
+      static_cast<Acc*>(args.slice_term1)[slice] = kSumsOfG ? resid : totals.dy;
     }
     const Acc dy_scale = ctx.rstd * ctx.weight;
-    const Acc g_scale = spans ? ctx.rstd : dy_scale;  // the sums are of g (GroupNorm) or of dz
+    const Acc g_scale = kSumsOfG ? ctx.rstd : dy_scale;  // the sums are of g (GroupNorm) or of dz
     const Epilogue& epilogue = ctx;
     if (!args.use_input_stats) {
       return Coefficients{epilogue, ctx.center, Acc(0), ctx.rstd, dy_scale, Acc(0), Acc(0), ctx.bias, false};

@@ -12,8 +12,8 @@
 // An op of the engine answers, as static members:
 //   Context context(args, slice, normalizes, first)   what the slice needs before its reductions,
 //                                          among them the weight and bias finish starts from (the
-//                                          forward's: of the channel of element `first`, the
-//                                          caller's chunk's first; the backward's: of the slice's
+//                                          channel of element `first`, the caller's chunk's
+//                                          first; GroupNorm's own backward op's: of the slice's
 //                                          first channel)
 //   ExtraSum                               a type reduce sums beyond Acc and its pairs and
 //                                          triples (chunk.cuh BlockAllSum), or Acc

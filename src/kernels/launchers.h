@@ -105,18 +105,28 @@ Status dispatch_dtype(DType dtype, F&& f) {
 }
 
 // Calls f(Op{}) with Op the plan's op (ForwardOp or BackwardOp) of element type T: the general op
-// (kGeneral) where the plan has an activation or an affine by channel inside its slices, and in the
-// backward with that affine GroupNorm's own (kSpansChannels; kGeneral only with an activation),
-// which a family compiles only where kGroupNorm says it runs GroupNorm.
-template <typename T, bool kGroupNorm = true, typename F>
+// (kGeneral) where the plan has an activation or an affine by channel inside its chunks, and in the
+// backward with that affine GroupNorm's own forms (BackwardOp's kAffine; kGeneral only with an
+// activation): by element, which a family compiles only where kGroupNorm says it runs GroupNorm,
+// and by chunk, only where kChunkAffine says it may (plan_internal.h takes_chunk_channel_affine).
+template <typename T, bool kGroupNorm = true, bool kChunkAffine = false, typename F>
 Status dispatch_op_of(const Plan& plan, F&& f) {
   const bool general = runs_general_op(plan);
   if (plan.pass == Pass::kForward) return general ? f(ForwardOp<T, true>{}) : f(ForwardOp<T, false>{});
+  if (takes_chunk_channel_affine(plan)) {
+    if constexpr (kChunkAffine) {
+      if (general) return f(BackwardOp<T, true, AffineBy::kChunk>{});
+      return f(BackwardOp<T, false, AffineBy::kChunk>{});
+    } else {
+      return Status(StatusCode::kUnsupported, std::string("inorm: GroupNorm's backward by chunk does not run on path ") +
+                                                  path_name(plan.path));
+    }
+  }
   if (!general) return f(BackwardOp<T, false>{});
   if (!plan.channel_affine) return f(BackwardOp<T, true>{});
   if constexpr (kGroupNorm) {
-    if (plan.activation == Activation::kNone) return f(BackwardOp<T, false, true>{});
-    return f(BackwardOp<T, true, true>{});
+    if (plan.activation == Activation::kNone) return f(BackwardOp<T, false, AffineBy::kElement>{});
+    return f(BackwardOp<T, true, AffineBy::kElement>{});
   } else {
     return Status(StatusCode::kUnsupported, std::string("inorm: GroupNorm's backward does not run on path ") +
                                                 path_name(plan.path));
@@ -124,10 +134,11 @@ Status dispatch_op_of(const Plan& plan, F&& f) {
 }
 
 // The same for the plan's element type.
-template <bool kGroupNorm = true, typename F>
+template <bool kGroupNorm = true, bool kChunkAffine = false, typename F>
 Status dispatch_op(const Plan& plan, F&& f) {
-  return dispatch_dtype(plan.dtype,
-                        [&](auto tag) -> Status { return dispatch_op_of<decltype(tag), kGroupNorm>(plan, f); });
+  return dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
+    return dispatch_op_of<decltype(tag), kGroupNorm, kChunkAffine>(plan, f);
+  });
 }
 
 // The largest families compiled one element type a file (kernels/instances/), so that a build

@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
 }  // namespace
 
 Status launch_split(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
-  return dispatch_op(plan, [&](auto op) -> Status {
+  return dispatch_op</*kGroupNorm=*/true, /*kChunkAffine=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
     using T = typename Op::Elem;
     // A plan edited by hand must still hand out every reduction item of a slice before its

@@ -546,9 +546,39 @@ TEST(ValidateBackward, GroupNorm) {
   EXPECT_TRUE(validate_backward(p).ok());
 }
 
-// GroupNorm's weight gradients are summed per channel inside each slice: the general op follows
-// each element's channel whenever they are wanted, and every chunk leaves a pair of sums per channel
-// it overlaps (c + k for channel c and chunk k: channels + chunks - 1 a slice).
+// split_pipelined's parts lie in channels on the SD VAE's shapes (channels of 65536 and 1M
+// elements, parts of 16384 of x and dy): the backward takes each part's channel's weight and bias
+// (plan_internal.h takes_chunk_channel_affine), with SiLU as InstanceNorm's general op does,
+// without an activation as its plain op (forced: the planner's spans clusters of two there); a
+// part across channels takes GroupNorm's element form.
+TEST(PlanBackward, GroupNormBackwardByChunkOnSplit) {
+  BackwardParams p = group_norm_weight_grads(DType::kBFloat16, {1, 512, 256, 256}, 32);
+  p.activation = Activation::kSilu;
+  Plan plan = plan_of(p);
+  ASSERT_EQ(plan.path, Path::kSplitPipelined) << plan.describe();
+  EXPECT_EQ(plan.chunk_len, 16384);
+  EXPECT_TRUE(detail::takes_chunk_channel_affine(plan));
+  EXPECT_TRUE(detail::runs_general_op(plan));
+  EXPECT_NE(plan.describe().find("groups=32 chunk-channel-affine +silu"), std::string::npos) << plan.describe();
+  p.activation = Activation::kNone;
+  PlanOptions split;
+  split.force_path = Path::kSplitPipelined;
+  plan = plan_of(p, split);
+  EXPECT_EQ(plan.chunk_len, 16384);
+  EXPECT_TRUE(detail::takes_chunk_channel_affine(plan));
+  EXPECT_FALSE(detail::runs_general_op(plan));
+  EXPECT_FALSE(detail::takes_chunk_channel_affine(plan_of(p))) << plan_of(p).describe();
+  // Channels of 49,152 elements hold three parts of 16384 each; of 40,960, parts cross them.
+  for (const int64_t width : {192, 160}) {
+    const Plan forced = plan_of(group_norm_weight_grads(DType::kBFloat16, {1, 512, 256, width}, 32), split);
+    EXPECT_EQ(detail::takes_chunk_channel_affine(forced), width == 192) << forced.describe();
+    EXPECT_EQ(detail::runs_general_op(forced), width != 192) << forced.describe();
+  }
+}
+
+// GroupNorm's weight gradients are summed per channel inside each slice: GroupNorm's own op
+// follows each element's channel where a chunk is not inside one, and every chunk leaves a pair of
+// sums per channel it overlaps (c + k for channel c and chunk k: channels + chunks - 1 a slice).
 TEST(PlanBackward, GroupNormSumsChannelsInsideSlices) {
   BackwardParams p = problem(DType::kFloat32, {2, 320, 64, 64});
   p.groups = 32;
@@ -562,15 +592,18 @@ TEST(PlanBackward, GroupNormSumsChannelsInsideSlices) {
   EXPECT_TRUE(grads.channel_affine);
   EXPECT_TRUE(detail::sums_channels_in_slices(grads));
   ASSERT_EQ(grads.path, Path::kSharedResident);
-  // Ten CTAs, a chunk a channel (the forward would take the plain op): the sums per channel still
-  // need the general one.
+  // Ten CTAs, a chunk a channel: shared_resident's backward still takes GroupNorm's element form
+  // (its chunk form runs on split_pipelined alone: PlanBackward.GroupNormBackwardByChunkOnSplit).
   PlanOptions ten;
   ten.force_path = Path::kSharedResident;
   ten.force_ctas_per_slice = 10;
   const Plan channel_chunks = plan_of(p, ten);
   EXPECT_EQ(channel_chunks.chunk_len, 64 * 64);
-  EXPECT_FALSE(detail::chunks_lie_in_channels(channel_chunks));
+  EXPECT_TRUE(detail::chunks_lie_in_channels(channel_chunks));
+  EXPECT_FALSE(detail::takes_chunk_channel_affine(channel_chunks));
   EXPECT_TRUE(detail::runs_general_op(channel_chunks));
+  EXPECT_NE(channel_chunks.describe().find("groups=32 channel-affine"), std::string::npos)
+      << channel_chunks.describe();
   const int64_t chunks = (grads.slice_len + grads.chunk_len - 1) / grads.chunk_len;
   EXPECT_EQ(detail::channel_partials_per_slice(grads), 10 + chunks - 1);
   const detail::WorkspaceLayout layout = detail::workspace_layout(grads);

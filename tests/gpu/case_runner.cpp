@@ -124,6 +124,11 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   if (c.expect_general_op.has_value() && detail::runs_general_op(*plan) != *c.expect_general_op) {
     failures.push_back(chose + (*c.expect_general_op ? ", expected the general op" : ", expected the plain op"));
   }
+  if (c.expect_chunk_channel_affine.has_value() &&
+      detail::takes_chunk_channel_affine(*plan) != *c.expect_chunk_channel_affine) {
+    failures.push_back(chose + (*c.expect_chunk_channel_affine ? ", expected the affine a chunk's channel at a time"
+                                                               : ", expected the affine by element"));
+  }
 }
 
 // Random affine parameters and running statistics of the case, uploaded in its param dtype; the

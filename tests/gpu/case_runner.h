@@ -76,6 +76,9 @@ struct Case {
   std::optional<bool> expect_wide_registers;  // when set, whether that part is the wide one (config.h kSharedWide*)
   std::optional<bool> expect_early;      // when set, whether shared_resident takes each next slice early
   std::optional<bool> expect_general_op;  // when set, whether the plan runs the op's general form
+  // when set, whether the op takes GroupNorm's affine a chunk's channel at a time
+  // (plan_internal.h takes_chunk_channel_affine)
+  std::optional<bool> expect_chunk_channel_affine;
 };
 
 struct Outcome {

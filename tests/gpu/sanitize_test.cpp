@@ -191,8 +191,8 @@ TEST(GpuSanitize, ActivatedPlans) {
 }
 
 // GroupNorm in every family it runs, both passes, with silu fused and without, the weight and bias
-// following the channel of each element; the backward's per-channel sums of each chunk in the
-// workspace. Slices of two channels.
+// following the channel of each element (or of each chunk, where chunks lie in channels); the
+// backward's per-channel sums of each chunk in the workspace. Slices of two channels.
 TEST(GpuSanitize, GroupNormPlans) {
   INORM_REQUIRE_GPU();
   std::vector<Reach> reaches = {
@@ -206,6 +206,12 @@ TEST(GpuSanitize, GroupNormPlans) {
       {"shared_resident, a cluster of 5", {2, 6, 4097}, DType::kFloat32, Path::kSharedResident, 5, 0,
        Exchange::kCluster},
       {"split_pipelined, several parts a slice", {1, 6, 13335}, DType::kFloat32, Path::kSplitPipelined},
+      // Chunks inside channels: the affine a chunk's channel at a time (plan_internal.h
+      // takes_chunk_channel_affine: the forward's; split_pipelined's backward, each part's sums
+      // left for its one channel).
+      {"shared_resident, a cluster of 4, half a channel a chunk", {2, 4, 4096}, DType::kFloat32,
+       Path::kSharedResident, 4, 0, Exchange::kCluster},
+      {"split_pipelined, parts inside channels", {1, 4, 32768}, DType::kFloat32, Path::kSplitPipelined},
       {"channels_last's three kernels, whole rows, two tiles a channel (misaligned)", {2, 6, 5600}, DType::kFloat32,
        Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 1, Layout::kChannelsLast},
       {"channels_last resident, a group of CTAs a sample, one group for both (misaligned)", {2, 6, 40000},
