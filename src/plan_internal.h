@@ -110,13 +110,11 @@ inline bool chunks_lie_in_channels(const Plan& plan) {
 }
 // Whether the op takes GroupNorm's affine a chunk's channel at a time, where chunks lie in channels:
 // the forward's plain op (kernels/forward_op.cuh finish), at no cost; the backward's chunk form
-// (kernels/backward_op.cuh AffineBy::kChunk), on split_pipelined, whose parts lie in channels on
-// the SD VAE's shapes (shared_resident's backward keeps GroupNorm's element form there: the chunk
-// form is not compiled into its many instances). The forward with an activation keeps its general
-// op, whose window starts at the chunk's channel and so never moves.
+// (kernels/backward_op.cuh AffineBy::kChunk). The forward with an activation keeps its general op,
+// whose window starts at the chunk's channel and so never moves.
 inline bool takes_chunk_channel_affine(const Plan& plan) {
   return plan.channel_affine && chunks_lie_in_channels(plan) &&
-         (plan.pass == Pass::kForward ? plan.activation == Activation::kNone : plan.path == Path::kSplitPipelined);
+         (plan.pass == Pass::kBackward || plan.activation == Activation::kNone);
 }
 // Whether the plan runs an op's general form (kernels/launchers.h dispatch_op): an activation, or
 // an affine by channel inside chunks of the slices.

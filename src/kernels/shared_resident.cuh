@@ -350,7 +350,7 @@ KernelFn shared_kernel_typed(const Plan& plan) {
   const bool wide_registers = holds_wide_register_part(plan);
   const bool spans_clusters = plan.slice_clusters > 1;
   KernelFn kernel = nullptr;
-  const Status status = dispatch_op_of<T>(plan, [&](auto op) -> Status {
+  const Status status = dispatch_op_of<T, /*kGroupNorm=*/true, /*kChunkAffine=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
     kernel = cluster ? shared_kernel_for<Op, true>(plan.threads, register_part, wide_registers, spans_clusters)
                      : shared_kernel_for<Op, false>(plan.threads, register_part, wide_registers, spans_clusters);

@@ -592,18 +592,19 @@ TEST(PlanBackward, GroupNormSumsChannelsInsideSlices) {
   EXPECT_TRUE(grads.channel_affine);
   EXPECT_TRUE(detail::sums_channels_in_slices(grads));
   ASSERT_EQ(grads.path, Path::kSharedResident);
-  // Ten CTAs, a chunk a channel: shared_resident's backward still takes GroupNorm's element form
-  // (its chunk form runs on split_pipelined alone: PlanBackward.GroupNormBackwardByChunkOnSplit).
+  // Ten CTAs, a chunk a channel: the chunk form (PlanBackward.GroupNormBackwardByChunkOnSplit).
   PlanOptions ten;
   ten.force_path = Path::kSharedResident;
   ten.force_ctas_per_slice = 10;
   const Plan channel_chunks = plan_of(p, ten);
   EXPECT_EQ(channel_chunks.chunk_len, 64 * 64);
-  EXPECT_TRUE(detail::chunks_lie_in_channels(channel_chunks));
-  EXPECT_FALSE(detail::takes_chunk_channel_affine(channel_chunks));
-  EXPECT_TRUE(detail::runs_general_op(channel_chunks));
-  EXPECT_NE(channel_chunks.describe().find("groups=32 channel-affine"), std::string::npos)
+  EXPECT_TRUE(detail::takes_chunk_channel_affine(channel_chunks));
+  EXPECT_FALSE(detail::runs_general_op(channel_chunks));
+  EXPECT_NE(channel_chunks.describe().find("groups=32 chunk-channel-affine"), std::string::npos)
       << channel_chunks.describe();
+  // The planner's chunks of two channels: GroupNorm's element form.
+  EXPECT_EQ(grads.chunk_len, 2 * 64 * 64);
+  EXPECT_FALSE(detail::takes_chunk_channel_affine(grads));
   const int64_t chunks = (grads.slice_len + grads.chunk_len - 1) / grads.chunk_len;
   EXPECT_EQ(detail::channel_partials_per_slice(grads), 10 + chunks - 1);
   const detail::WorkspaceLayout layout = detail::workspace_layout(grads);

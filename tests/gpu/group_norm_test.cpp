@@ -110,11 +110,10 @@ TEST(GpuGroupNorm, EveryPathForced) {
 }
 
 // Chunks that each lie in one channel take their channel's affine a chunk (plan_internal.h
-// takes_chunk_channel_affine): the forward in its plain op on shared_resident's chunks and
-// split_pipelined's parts, the backward on split_pipelined's parts (BackwardOp's chunk form, with
-// SiLU in turn), leaving each part's sums for its one channel's dweight and dbias. Slices of four
-// 64x64 channels, a chunk of a channel, of half a channel and of a quarter (the backward: GroupNorm's
-// element form), and split_pipelined's parts (64 KiB of the inputs: 4096 to 32768 elements a part)
+// takes_chunk_channel_affine): the forward in its plain op, the backward in BackwardOp's chunk form
+// (with SiLU in turn), leaving each chunk's sums for its one channel's dweight and dbias. Slices of
+// four 64x64 channels, a chunk of a channel, of half a channel and of a quarter, and
+// split_pipelined's parts (64 KiB of the inputs: 4096 to 32768 elements a part)
 // inside slices of two 256x128 channels; every dtype, with data far from zero. Chunks across
 // channels (three CTAs) take the general op on the same slices; 16 CTAs on slices of 96 elements
 // leave four without a chunk.
@@ -131,16 +130,16 @@ TEST(GpuGroupNorm, ChunksInsideChannels) {
         ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
         c.options.force_path = Path::kSharedResident;
         c.options.force_ctas_per_slice = ctas;
-        c.expect_general_op = pass == Pass::kBackward || ctas == 3;
-        c.expect_chunk_channel_affine = pass == Pass::kForward && ctas != 3;
+        c.expect_general_op = silu || ctas == 3;
+        c.expect_chunk_channel_affine = ctas != 3;
         expect_passes(c, std::to_string(ctas) + " CTAs a slice of four channels");
       }
       // Chunks of 8 in channels of 48: the last four of 16 CTAs hold nothing (float64: 16 chunks of 6).
       Case empty_chunks = group_case(pass, {3, 4, 48}, dtype, 2, activation);
       empty_chunks.options.force_path = Path::kSharedResident;
       empty_chunks.options.force_ctas_per_slice = 16;
-      empty_chunks.expect_general_op = pass == Pass::kBackward;
-      empty_chunks.expect_chunk_channel_affine = pass == Pass::kForward;
+      empty_chunks.expect_general_op = silu;
+      empty_chunks.expect_chunk_channel_affine = true;
       expect_passes(empty_chunks, "16 CTAs on slices of two 48-element channels");
       Case split = group_case(pass, {2, 4, 256, 128}, dtype, 2, activation);
       ASSERT_TRUE(parse_data_spec("1000 + randn", &split.data).ok());
