@@ -207,8 +207,8 @@ TEST(GpuSanitize, GroupNormPlans) {
        Exchange::kCluster},
       {"split_pipelined, several parts a slice", {1, 6, 13335}, DType::kFloat32, Path::kSplitPipelined},
       // Chunks inside channels: the affine a chunk's channel at a time (plan_internal.h
-      // takes_chunk_channel_affine: the forward's; split_pipelined's backward, each part's sums
-      // left for its one channel).
+      // takes_chunk_channel_affine: the forward's plain op; the backward's chunk form, in both
+      // families, each chunk's sums left for its one channel).
       {"shared_resident, a cluster of 4, half a channel a chunk", {2, 4, 4096}, DType::kFloat32,
        Path::kSharedResident, 4, 0, Exchange::kCluster},
       {"split_pipelined, parts inside channels", {1, 4, 32768}, DType::kFloat32, Path::kSplitPipelined},
