@@ -782,8 +782,18 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // chunks across channels or 512-thread CTAs, up to 1.6x as slow (dev/VARIANTS.md 70).
   const bool prefers_channel_chunks = detail::sums_channels_in_slices(base);
   const int64_t channel_len = detail::channel_len_of(base);
+  // Above those, where the grid takes every slice in two rounds at most: chunks of whole channels in
+  // a cluster, of one channel where they fit (the backward's chunk form, backward_op.cuh
+  // AffineBy::kChunk), even under kSharedMinChannelChunkBytes, then in fewer rounds, then at the
+  // most CTAs an SM. On SD UNet-like shapes the H100 ran 2x320x64x64 15.6 us in ten CTAs of one
+  // channel at six an SM against 21.5 in five of two at three, 1x1280x16x16 16.3 in ten of four at
+  // six against 21.6, 8x128x64x64 19.6 in two rounds of one channel against 22.6 in one of two;
+  // 8x320x32x32 23.5 in one round of five channels against 33.6 in two of two (dev/VARIANTS.md 108).
   struct Score {
     int ctas_per_sm = 0;
+    bool busy_channels = false;
+    bool one_channel = false;
+    int64_t rounds = 0;
     bool fits_cluster = false;
     bool channel_chunks = false;
     bool steady = false;
@@ -791,6 +801,10 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     int64_t ctas_per_slice = 0;
     bool better_than(const Score& o) const {
       if (std::min(ctas_per_sm, 2) != std::min(o.ctas_per_sm, 2)) return ctas_per_sm > o.ctas_per_sm;
+      if (busy_channels != o.busy_channels) return busy_channels;
+      if (busy_channels && one_channel != o.one_channel) return one_channel;
+      if (busy_channels && rounds != o.rounds) return rounds < o.rounds;
+      if (busy_channels && ctas_per_sm != o.ctas_per_sm) return ctas_per_sm > o.ctas_per_sm;
       if (fits_cluster != o.fits_cluster) return fits_cluster;
       if (channel_chunks != o.channel_chunks) return channel_chunks;
       if (steady != o.steady) return steady;
@@ -809,9 +823,13 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
     // may be narrower, of kSharedMinChannelChunkBytes at least.
     const int64_t widest = std::min<int64_t>({total, static_cast<int64_t>(max_group),
                                               std::max<int64_t>(1, ceil_div(slice_bytes, detail::kSharedMinChunkBytes))});
+    const int64_t channel_hi = prefers_channel_chunks
+                                   ? std::max(widest, std::min<int64_t>({total, static_cast<int64_t>(max_group),
+                                                                         slice_bytes / detail::kSharedMinChannelChunkBytes}))
+                                   : widest;
+    // (Chunks of whole channels in two rounds may be narrower still.)
     int64_t hi = prefers_channel_chunks
-                     ? std::max(widest, std::min<int64_t>({total, static_cast<int64_t>(max_group),
-                                                           slice_bytes / detail::kSharedMinChannelChunkBytes}))
+                     ? std::max(channel_hi, std::min<int64_t>({total, static_cast<int64_t>(max_group), base.slice_channels}))
                      : widest;
     if (options.force_ctas_per_slice != 0) lo = hi = options.force_ctas_per_slice;
     for (int64_t group = lo; group <= hi; ++group) {
@@ -843,8 +861,15 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       score.channel_chunks = prefers_channel_chunks && rounds == 1 && chunks.len % channel_len == 0 &&
                              chunks.register_len == 0 &&
                              detail::shared_threads_for(ctas_per_sm) == detail::kSharedChannelChunkThreads;
+      score.busy_channels = prefers_channel_chunks && rounds <= 2 && chunks.len % channel_len == 0 &&
+                            chunks.register_len == 0 && score.fits_cluster;
+      score.one_channel = chunks.len == channel_len;
+      score.rounds = rounds;
       score.ctas_per_slice = group;
-      if (group > widest && !score.channel_chunks && options.force_ctas_per_slice == 0) continue;
+      if (options.force_ctas_per_slice == 0 && !score.busy_channels &&
+          (group > channel_hi || (group > widest && !score.channel_chunks))) {
+        continue;
+      }
       if (!score.better_than(best)) continue;
       best = score;
       *plan = base;

@@ -322,25 +322,27 @@ TEST(PlanBackward, GroupNormWeightGradientsTakeNarrowRegisterClusters) {
   EXPECT_GT(plan.register_len, 0);
 }
 
-// GroupNorm's weight gradients where the grid takes every slice at once: chunks of whole channels
-// in 256-thread CTAs (planner.cpp plan_shared), down to kSharedMinChannelChunkBytes, never below.
-TEST(PlanBackward, GroupNormInOneRoundTakesChunksOfWholeChannels) {
+// GroupNorm's weight gradients where the grid takes every slice in two rounds at most: chunks of
+// whole channels in a cluster, of one channel where they fit, however narrow, then in fewer rounds,
+// then at the most CTAs an SM (planner.cpp plan_shared, dev/VARIANTS.md 108).
+TEST(PlanBackward, GroupNormInTwoRoundsTakesChunksOfWholeChannels) {
   struct Case {
     std::initializer_list<int64_t> shape;
     int ctas_per_slice;
-    int ctas_per_sm;
     const char* why;
   };
   const Case cases[] = {
-      // SD UNet's 320 channels: two channels a chunk (busy slots alone picked seven CTAs at four an
-      // SM, chunks across channels).
-      {{2, 320, 64, 64}, 5, 3, "two channels of 4096"},
-      // 1280 channels of 256: eight a chunk, 8 KiB of x and dy, narrower than kSharedMinChunkBytes.
-      {{2, 1280, 16, 16}, 5, 3, "eight channels of 256"},
-      // 10 KiB slices: half of one would be 5 KiB, under kSharedMinChannelChunkBytes: a CTA a slice.
-      {{8, 320, 16, 16}, 1, 3, "a whole slice"},
-      // 256 slices take two CTAs each at four an SM (512 of 528 slots: still one round).
-      {{8, 320, 32, 32}, 2, 4, "five channels of 1024"},
+      // SD UNet's 320 channels: ten CTAs of one channel, the chunk form (busy slots alone picked
+      // seven CTAs at four an SM, chunks across channels; the 256-thread rule five of two at three).
+      {{2, 320, 64, 64}, 10, "one channel of 4096"},
+      // 640 channels: one channel a chunk would take twenty CTAs, past a cluster; ten of two.
+      {{2, 640, 32, 32}, 10, "two channels of 1024"},
+      // 1280 channels of 256: ten CTAs of four, 2 KiB of x and dy.
+      {{2, 1280, 16, 16}, 10, "four channels of 256"},
+      // 256 slices: two CTAs of five channels in one round, not five of two in two rounds of 792.
+      {{8, 320, 32, 32}, 2, "five channels of 1024"},
+      // 256 slices of four channels: one channel a chunk in two rounds, not two in one round.
+      {{8, 128, 64, 64}, 4, "one channel of 4096"},
   };
   for (const Case& c : cases) {
     BackwardParams p = group_norm_weight_grads(DType::kFloat16, c.shape, 32);
@@ -348,10 +350,21 @@ TEST(PlanBackward, GroupNormInOneRoundTakesChunksOfWholeChannels) {
     const Plan plan = plan_of(p);
     ASSERT_EQ(plan.path, Path::kSharedResident) << c.why;
     EXPECT_EQ(plan.ctas_per_slice, c.ctas_per_slice) << c.why << ": " << plan.describe();
-    EXPECT_EQ(plan.ctas_per_sm, c.ctas_per_sm) << c.why << ": " << plan.describe();
-    EXPECT_EQ(plan.threads, 256) << c.why;
-    EXPECT_EQ(plan.chunk_len % (plan.slice_len / plan.slice_channels), 0) << c.why << ": " << plan.describe();
-    EXPECT_GE(plan.chunk_len * 2 * 2, detail::kSharedMinChannelChunkBytes) << c.why;
+    EXPECT_EQ(plan.ctas_per_sm, detail::kSharedMaxCtasPerSm) << c.why << ": " << plan.describe();
+    EXPECT_EQ(plan.exchange, Exchange::kCluster) << c.why << ": " << plan.describe();
+    const int64_t channel_len = plan.slice_len / plan.slice_channels;
+    EXPECT_EQ(plan.chunk_len % channel_len, 0) << c.why << ": " << plan.describe();
+    EXPECT_EQ(detail::takes_chunk_channel_affine(plan), plan.chunk_len == channel_len) << c.why;
+  }
+  // 512 slices of ten channels: no cluster of whole channels holds them at six an SM in one round;
+  // one CTA a slice at five in one round, not two of five channels at six in two (on 16x320x32x32
+  // without an activation the H200 ran 26.0 us, the 256-thread rule's one at four 29.8; the H100
+  // ran two rounds at six 33.3, against 30.5).
+  {
+    const Plan plan = plan_of(group_norm_weight_grads(DType::kFloat16, {16, 320, 32, 32}, 32));
+    EXPECT_EQ(plan.ctas_per_slice, 1) << plan.describe();
+    EXPECT_EQ(plan.ctas_per_sm, 5) << plan.describe();
+    EXPECT_EQ(plan.threads, detail::shared_threads_for(5)) << plan.describe();
   }
   // Without weight gradients nothing is summed per channel: the busiest slots, across channels.
   BackwardParams p = problem(DType::kFloat16, {2, 320, 64, 64});
@@ -363,6 +376,22 @@ TEST(PlanBackward, GroupNormInOneRoundTakesChunksOfWholeChannels) {
   plan = plan_of(group_norm_weight_grads(DType::kFloat32, {16, 640, 32, 32}, 32));
   EXPECT_EQ(plan.ctas_per_slice, 3) << plan.describe();
   EXPECT_EQ(plan.ctas_per_sm, 3) << plan.describe();
+}
+
+// Where no cluster holds a slice's chunks of whole channels, in one round: chunks of whole channels
+// through L2 in 256-thread CTAs, of kSharedMinChannelChunkBytes at least (dev/VARIANTS.md 70:
+// 512-thread CTAs ran 30-75% slower). 1x320x128x128 in eight groups: slices of forty channels of
+// 16384, forty CTAs of one channel at three an SM (the busy share alone: 33 at two, across channels).
+TEST(PlanBackward, GroupNormPastAClusterTakesChunksOfWholeChannels) {
+  BackwardParams p = group_norm_weight_grads(DType::kFloat16, {1, 320, 128, 128}, 8);
+  p.activation = Activation::kSilu;
+  const Plan plan = plan_of(p);
+  ASSERT_EQ(plan.path, Path::kSharedResident) << plan.describe();
+  EXPECT_EQ(plan.exchange, Exchange::kGlobal) << plan.describe();
+  EXPECT_EQ(plan.threads, detail::kSharedChannelChunkThreads) << plan.describe();
+  EXPECT_EQ(plan.ctas_per_slice, 40) << plan.describe();
+  EXPECT_EQ(plan.chunk_len, 128 * 128) << plan.describe();
+  EXPECT_GE(plan.chunk_len * 2 * 2, detail::kSharedMinChannelChunkBytes);
 }
 
 // No op with an activation takes register parts (config.h shared_register_part_max_group): its
@@ -602,9 +631,13 @@ TEST(PlanBackward, GroupNormSumsChannelsInsideSlices) {
   EXPECT_FALSE(detail::runs_general_op(channel_chunks));
   EXPECT_NE(channel_chunks.describe().find("groups=32 chunk-channel-affine"), std::string::npos)
       << channel_chunks.describe();
-  // The planner's chunks of two channels: GroupNorm's element form.
-  EXPECT_EQ(grads.chunk_len, 2 * 64 * 64);
-  EXPECT_FALSE(detail::takes_chunk_channel_affine(grads));
+  // The planner's chunks of one channel take the chunk form too; five CTAs of two channels,
+  // GroupNorm's element form.
+  EXPECT_EQ(grads.chunk_len, 64 * 64);
+  EXPECT_TRUE(detail::takes_chunk_channel_affine(grads));
+  PlanOptions five = ten;
+  five.force_ctas_per_slice = 5;
+  EXPECT_FALSE(detail::takes_chunk_channel_affine(plan_of(p, five)));
   const int64_t chunks = (grads.slice_len + grads.chunk_len - 1) / grads.chunk_len;
   EXPECT_EQ(detail::channel_partials_per_slice(grads), 10 + chunks - 1);
   const detail::WorkspaceLayout layout = detail::workspace_layout(grads);

@@ -212,6 +212,12 @@ TEST(GpuSanitize, GroupNormPlans) {
       {"shared_resident, a cluster of 4, half a channel a chunk", {2, 4, 4096}, DType::kFloat32,
        Path::kSharedResident, 4, 0, Exchange::kCluster},
       {"split_pipelined, parts inside channels", {1, 4, 32768}, DType::kFloat32, Path::kSplitPipelined},
+      // The backward's plans in two rounds at most (planner.cpp plan_shared): six 128-thread CTAs an
+      // SM, chunks of one channel (the chunk form) and of two (the element form).
+      {"shared_resident, a cluster of 2 at six an SM, a channel a chunk", {2, 4, 1024}, DType::kFloat16,
+       Path::kSharedResident, 2, detail::kSharedMaxCtasPerSm, Exchange::kCluster},
+      {"shared_resident, a cluster of 5 at six an SM, across channels", {2, 6, 4097}, DType::kFloat32,
+       Path::kSharedResident, 5, detail::kSharedMaxCtasPerSm, Exchange::kCluster},
       {"channels_last's three kernels, whole rows, two tiles a channel (misaligned)", {2, 6, 5600}, DType::kFloat32,
        Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 1, Layout::kChannelsLast},
       {"channels_last resident, a group of CTAs a sample, one group for both (misaligned)", {2, 6, 40000},
