@@ -858,11 +858,10 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
                      rounds >= detail::kSharedSteadyMinRounds;
       score.ctas_per_sm = ctas_per_sm;
       score.fits_cluster = cluster <= detail::kSharedMaxClusterCtas;
-      score.channel_chunks = prefers_channel_chunks && rounds == 1 && chunks.len % channel_len == 0 &&
-                             chunks.register_len == 0 &&
+      const bool whole_channels = prefers_channel_chunks && chunks.len % channel_len == 0 && chunks.register_len == 0;
+      score.channel_chunks = whole_channels && rounds == 1 &&
                              detail::shared_threads_for(ctas_per_sm) == detail::kSharedChannelChunkThreads;
-      score.busy_channels = prefers_channel_chunks && rounds <= 2 && chunks.len % channel_len == 0 &&
-                            chunks.register_len == 0 && score.fits_cluster;
+      score.busy_channels = whole_channels && rounds <= 2 && score.fits_cluster;
       score.one_channel = chunks.len == channel_len;
       score.rounds = rounds;
       score.ctas_per_slice = group;
