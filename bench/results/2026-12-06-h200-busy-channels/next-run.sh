@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 79, not run: c4 (a5e20ed's planner, built as b893bfc before its rebase: slices under 4096
+# Session 79, not run: c4 (aa1d20a's planner, built as b893bfc before its rebase: slices under 4096
 # values take chunks of whole channels in one round only) against c3 (121e430) and main's kernels
 # (b) on the 16 swept shapes it changes and four controls, two alternating rounds; then c4's
 # GroupNorm, activation, random and backward GPU tests, and GroupNormPlans under memcheck and
