@@ -268,6 +268,13 @@ inline constexpr int kSharedChannelChunkThreads = 256;
 // Such chunks may hold down to this many bytes: SD UNet's 2x1280x16x16 float16 (chunks of eight
 // channels, 8 KiB) ran 0.028-0.031 ms in five CTAs a slice against 0.040-0.043 in two.
 inline constexpr int kSharedMinChannelChunkBytes = 8 * 1024;
+// GroupNorm's backward takes chunks of whole channels in two rounds (planner.cpp plan_shared) only
+// for slices of at least this many values; shorter ones take one round. Two rounds of one channel a
+// chunk ran slices of 2048-2560 values 6-13% slower than one round on the H200 (4x320x16x16 float32
+// + SiLU 16.5 -> 18.5 us); on an H100 one round at six CTAs an SM ran the 16 swept shapes this
+// changes (slices of 2048-2560 values) 13-23% faster than two (that shape 18.6 -> 14.5 us;
+// dev/VARIANTS.md 108).
+inline constexpr int64_t kSharedTwoRoundsMinSliceLen = 4096;
 
 // Chunks of a slice (shared_resident) and parts (split_pipelined) of at least
 // kChunkAlignMinBytes are whole multiples of kChunkAlignBytes, so that each starts that far into

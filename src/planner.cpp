@@ -782,7 +782,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   // chunks across channels or 512-thread CTAs, up to 1.6x as slow (dev/VARIANTS.md 70).
   const bool prefers_channel_chunks = detail::sums_channels_in_slices(base);
   const int64_t channel_len = detail::channel_len_of(base);
-  // Above those, where the grid takes every slice in two rounds at most: chunks of whole channels in
+  // Above those, where the grid takes every slice in two rounds at most (one for slices shorter than
+  // kSharedTwoRoundsMinSliceLen): chunks of whole channels in
   // a cluster, of one channel where they fit (the backward's chunk form, backward_op.cuh
   // AffineBy::kChunk), even under kSharedMinChannelChunkBytes, then in fewer rounds, then at the
   // most CTAs an SM. On SD UNet-like shapes the H100 ran 2x320x64x64 15.6 us in ten CTAs of one
@@ -861,7 +862,8 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       const bool whole_channels = prefers_channel_chunks && chunks.len % channel_len == 0 && chunks.register_len == 0;
       score.channel_chunks = whole_channels && rounds == 1 &&
                              detail::shared_threads_for(ctas_per_sm) == detail::kSharedChannelChunkThreads;
-      score.busy_channels = whole_channels && rounds <= 2 && score.fits_cluster;
+      const int64_t max_busy_rounds = base.slice_len >= detail::kSharedTwoRoundsMinSliceLen ? 2 : 1;
+      score.busy_channels = whole_channels && rounds <= max_busy_rounds && score.fits_cluster;
       score.one_channel = chunks.len == channel_len;
       score.rounds = rounds;
       score.ctas_per_slice = group;

@@ -366,6 +366,18 @@ TEST(PlanBackward, GroupNormInTwoRoundsTakesChunksOfWholeChannels) {
     EXPECT_EQ(plan.ctas_per_sm, 5) << plan.describe();
     EXPECT_EQ(plan.threads, detail::shared_threads_for(5)) << plan.describe();
   }
+  // Slices shorter than kSharedTwoRoundsMinSliceLen take one round: 4x320x16x16 float32 + SiLU
+  // (128 slices of ten channels of 256) in five CTAs of two channels at six an SM, not ten of one in
+  // two rounds (an H100 ran 14.5 us against 18.6; the H200 ran two rounds 18.5 against 16.5 for
+  // the one-round plan before them).
+  {
+    BackwardParams one_round = group_norm_weight_grads(DType::kFloat32, {4, 320, 16, 16}, 32);
+    one_round.activation = Activation::kSilu;
+    const Plan plan = plan_of(one_round);
+    ASSERT_LT(plan.slice_len, detail::kSharedTwoRoundsMinSliceLen);
+    EXPECT_EQ(plan.ctas_per_slice, 5) << plan.describe();
+    EXPECT_EQ(plan.ctas_per_sm, 6) << plan.describe();
+  }
   // Without weight gradients nothing is summed per channel: the busiest slots, across channels.
   BackwardParams p = problem(DType::kFloat16, {2, 320, 64, 64});
   p.groups = 32;
