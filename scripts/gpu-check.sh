@@ -6,9 +6,11 @@
 #   cpp       tests and bench
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck on the smallest plan of
 #             every family and exchange (GpuSanitize.*), and the synccheck reproducer
-#   python    the package built into the build directory (scripts/build-python.sh), pytest,
-#             python -m inorm.bench (forward on public.json and fused.json, --train on train.json and
-#             fused.json, and --overhead against the C++ suite's times)
+#   python    pytest and pybench
+#   pytest    the package built into the build directory (scripts/build-python.sh), then pytest
+#   pybench   the package built so, then python -m inorm.bench forward and --train on public.json
+#             (train.json), layouts.json and fused.json, and --overhead against the C++ suite's
+#             times (each part fits one 600 s call of the device tool; a warm machine keeps the build)
 # Every part builds with all cores into $INORM_BUILD_DIR (default build-gpu); where INORM_PREBUILT
 # names a folder, the C++ parts run the binaries already built there for sm_90 instead, as when a
 # build from a machine without a GPU is carried to one: inorm_gpu_tests, inorm_cpu_tests,
@@ -59,6 +61,7 @@ gpu_tests_sharded() {  # the GPU tests in 8 shards side by side; fails if any sh
 only=${INORM_ONLY:-}
 part() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
 [ -n "$only" ] && part cpp && only="$only,tests,bench"
+[ -n "$only" ] && part python && only="$only,pytest,pybench"
 
 if part tests || part bench || part sanitize; then
   if [ -n "${INORM_PREBUILT:-}" ]; then
@@ -122,15 +125,21 @@ fi
 if part bench; then
   step bench-overhead 60 "$build/inorm-bench" --overhead
 fi
-if part python; then
+if part pytest || part pybench; then
   # The package as scripts/test.sh builds it (build/python, nothing installed).
   step build-python 400 env INORM_BUILD_DIR="$package_build" scripts/build-python.sh
   export PYTHONPATH="$(cd "$package_build/python" 2>/dev/null && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+fi
+if part pytest; then
   step pytest 480 python3 -m pytest tests/python -q -rs -p no:cacheprovider
-  step torch-bench 300 python3 -m inorm.bench --out "$out"
-  step torch-bench-fused 300 python3 -m inorm.bench --suite bench/suites/fused.json --out "$out"
-  step train-bench 400 python3 -m inorm.bench --train --out "$out"
-  step train-bench-fused 400 python3 -m inorm.bench --train --suite bench/suites/fused.json --out "$out"
+fi
+if part pybench; then
+  step torch-bench 300 python3 -m inorm.bench --suite bench/suites/public.json --out "$out"
+  step train-bench 400 python3 -m inorm.bench --train --suite bench/suites/train.json --out "$out"
+  for suite in layouts fused; do
+    step "torch-bench-$suite" 300 python3 -m inorm.bench --suite "bench/suites/$suite.json" --out "$out"
+    step "train-bench-$suite" 400 python3 -m inorm.bench --train --suite "bench/suites/$suite.json" --out "$out"
+  done
   kernel_times=()
   [ -f "$out/suite.json" ] && kernel_times=(--kernel-times "$out/suite.json")
   step overhead 300 python3 -m inorm.bench --overhead "${kernel_times[@]}" --out "$out"
