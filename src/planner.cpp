@@ -783,13 +783,14 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
   const bool prefers_channel_chunks = detail::sums_channels_in_slices(base);
   const int64_t channel_len = detail::channel_len_of(base);
   // Above those, where the grid takes every slice in two rounds at most (one for slices shorter than
-  // kSharedTwoRoundsMinSliceLen): chunks of whole channels in
-  // a cluster, of one channel where they fit (the backward's chunk form, backward_op.cuh
-  // AffineBy::kChunk), even under kSharedMinChannelChunkBytes, then in fewer rounds, then at the
-  // most CTAs an SM. On SD UNet-like shapes the H100 ran 2x320x64x64 15.6 us in ten CTAs of one
-  // channel at six an SM against 21.5 in five of two at three, 1x1280x16x16 16.3 in ten of four at
-  // six against 21.6, 8x128x64x64 19.6 in two rounds of one channel against 22.6 in one of two;
-  // 8x320x32x32 23.5 in one round of five channels against 33.6 in two of two (dev/VARIANTS.md 108).
+  // kSharedTwoRoundsMinSliceLen): chunks of whole channels in a cluster, of one channel where they
+  // fit (the backward's chunk form, backward_op.cuh AffineBy::kChunk), even under
+  // kSharedMinChannelChunkBytes, then in fewer rounds, then at the most CTAs an SM. On SD UNet-like
+  // shapes the H100 ran 2x320x64x64 15.6 us in ten CTAs of one channel at six an SM against 21.5 in
+  // five of two at three, 1x1280x16x16 16.3 in ten of four at six against 21.6, 8x128x64x64 19.6 in
+  // two rounds of one channel against 22.6 in one of two; 8x320x32x32 23.5 in one round of five
+  // channels against 33.6 in two of two (dev/VARIANTS.md 108).
+  const int64_t max_busy_rounds = base.slice_len >= detail::kSharedTwoRoundsMinSliceLen ? 2 : 1;
   struct Score {
     int ctas_per_sm = 0;
     bool busy_channels = false;
@@ -862,7 +863,6 @@ Status plan_shared(const Plan& base, const DeviceLimits& limits, const PlanOptio
       const bool whole_channels = prefers_channel_chunks && chunks.len % channel_len == 0 && chunks.register_len == 0;
       score.channel_chunks = whole_channels && rounds == 1 &&
                              detail::shared_threads_for(ctas_per_sm) == detail::kSharedChannelChunkThreads;
-      const int64_t max_busy_rounds = base.slice_len >= detail::kSharedTwoRoundsMinSliceLen ? 2 : 1;
       score.busy_channels = whole_channels && rounds <= max_busy_rounds && score.fits_cluster;
       score.one_channel = chunks.len == channel_len;
       score.rounds = rounds;
