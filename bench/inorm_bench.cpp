@@ -15,12 +15,13 @@
 //            network's layers or python -m inorm.bench run them: the time a call),
 //            --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
-//            cl-resident2,cl-blocks40,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,alone8,regv8
+//            cl-resident2,cl-blocks40,cl-blocks40g2c2,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,alone8,regv8
 //            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
 //            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
-//            its resident form (at K CTAs an SM; over channel blocks of K channels), the three
+//            its resident form (at K CTAs an SM; over channel blocks of K channels, their rows
+//            over G CTAs, at C an SM), the three
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
@@ -650,9 +651,25 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       }
     } else if (item == "cl-kernels") {
       v.options.force_exchange = Exchange::kNone;  // channels_last's three kernels
-    } else if (std::sscanf(item.c_str(), "cl-blocks%d", &v.options.force_channel_block) == 1 &&
-               v.options.force_channel_block > 0) {
-      // its resident form over channel blocks of whole slices, e.g. cl-blocks40
+    } else if (item.rfind("cl-blocks", 0) == 0) {
+      // its resident form over channel blocks of whole slices (0: the planner's), optionally each
+      // block's rows over g CTAs, at c CTAs an SM, e.g. cl-blocks40, cl-blocks40g2, cl-blocks0g4c2
+      const char* text = item.c_str() + std::strlen("cl-blocks");
+      char* end = nullptr;
+      const auto field = [&](char tag, int* value) {
+        if (*text != tag) return true;
+        *value = static_cast<int>(std::strtol(text + 1, &end, 10));
+        const bool ok = end != text + 1 && *value > 0;
+        text = end;
+        return ok;
+      };
+      v.options.force_channel_block = static_cast<int>(std::strtol(text, &end, 10));
+      if (end == text || v.options.force_channel_block < 0) return false;
+      text = end;
+      if (!field('g', &v.options.force_ctas_per_slice) || !field('c', &v.options.force_ctas_per_sm) || *text != '\0' ||
+          (v.options.force_channel_block == 0 && v.options.force_ctas_per_slice == 0)) {
+        return false;
+      }
       v.options.force_exchange = Exchange::kGlobal;
     } else if (item.rfind("cl-resident", 0) == 0) {  // its resident form, cl-resident2: at two CTAs an SM
       v.options.force_exchange = Exchange::kGlobal;

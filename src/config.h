@@ -357,6 +357,14 @@ inline constexpr int kChannelsLastResidentWideThreads = 512;
 // launch bound), two, as the three kernels' elementwise pass straight from global memory, whose
 // threads too hold a coefficient set per channel of their 16-byte run.
 inline constexpr int kChannelsLastBlockCtasPerSm = 2;
+// The most CTAs whose tiles split a block's rows (PlanOptions force_ctas_per_slice), each CTA's
+// partials exchanged through L2; the most the planner takes (groups of 2-8 measured, dev/VARIANTS.md
+// 109); and its cost of a group's exchange, a round of the groups: the arrivals' memset, the L2
+// round trip and the combine, 1.1-1.7 us on the H100 (as much as staging 13-20 KiB a CTA in its model,
+// kChannelsLastBlockRoundBytes below).
+inline constexpr int kChannelsLastBlockMaxGroup = 16;
+inline constexpr int kChannelsLastBlockMostGroup = 8;
+inline constexpr int64_t kChannelsLastBlockExchangeBytes = 20 * 1024;
 // The planner's cost of a block (planner.cpp plan_channels_last_blocks): the bytes the busiest SM
 // stages, plus this many for each round of its CTAs (a block's barriers, reduction and launch),
 // fitted to the H200 (dev/VARIANTS.md 67: blocks of 40, 80 and 256 channels on 16-bit InstanceNorm

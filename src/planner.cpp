@@ -1098,62 +1098,75 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
 
 // The resident form over channel blocks (`tiles`): a CTA holds every spatial row of a block of
 // whole slices' channels (a multiple of C / groups and of a 16-byte vector: the rows move in
-// 16-byte runs, so only where they are aligned), with no exchange between CTAs, so the inputs are
-// read once whatever the batch; whole rows a pass of up to kChannelsLastThreads, or alone on its SM
-// of up to kChannelsLastResidentWideThreads (the backward of 8x640x32x32 bfloat16 0.046 -> 0.036
-// ms, dev/VARIANTS.md 67), and up to kChannelsLastBlockCtasPerSm CTAs an SM (or exactly
+// 16-byte runs, so only where they are aligned), or a group of CTAs holds them, a tile of rows
+// each, exchanging their partials through L2 as whole rows' groups do (every CTA of the grid
+// resident at once); whole rows a pass of up to kChannelsLastThreads, or alone on its SM of up to
+// kChannelsLastResidentWideThreads (the backward of 8x640x32x32 bfloat16 0.046 -> 0.036 ms,
+// dev/VARIANTS.md 67), and up to kChannelsLastBlockCtasPerSm CTAs an SM (or exactly
 // `forced_ctas_per_sm`), each an equal share of its SM less its channels' coefficient cells. The
-// block: `forced_block`, else the cheapest: the busiest SM's items (ceil(items / SMs)) x a tile's
-// bytes, plus kChannelsLastBlockRoundBytes a round of its CTAs (wide blocks take fewer rounds;
-// narrow ones spread over every SM and leave fewer items to a last round), and of equal costs the
-// one with more CTAs an SM, then the narrower (dev/VARIANTS.md 67); of a wider row, no block of
-// less than `min_run_bytes` a row. False where no such block fits a CTA.
+// block and group: `forced_block` and `forced_group`, else the cheapest: the busiest SM's tiles
+// (ceil(tiles / SMs)) x a tile's bytes, plus kChannelsLastBlockRoundBytes a round of its CTAs (wide
+// blocks take fewer rounds; narrow ones spread over every SM and leave fewer items to a last round)
+// and, for groups, kChannelsLastBlockExchangeBytes a round of the groups (the groups that fit the
+// grid taking the items in turn); of equal costs the one with more CTAs an SM, then the narrower
+// block, then the smaller group (dev/VARIANTS.md 67, 109). Groups of more than one CTA only up to
+// kChannelsLastBlockMostGroup and where `groups` (else forced). Of a wider row, no block of less
+// than `min_run_bytes` a row. False where no such block fits a CTA.
 bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, int forced_block, int forced_ctas_per_sm,
-                               Plan* plan, int64_t min_run_bytes = 0) {
+                               Plan* plan, int64_t min_run_bytes = 0, int forced_group = 0, bool groups = false) {
   if (!tiles.vector_io) return false;
   const auto elem = static_cast<int64_t>(dtype_size(tiles.dtype));
   const int64_t unit = std::lcm(tiles.slice_channels, 16 / elem);
   const int64_t widest = std::min<int64_t>(tiles.channels, detail::kChannelsLastThreads);
   const int64_t spatial = detail::channel_len_of(tiles);
   const int64_t samples = detail::batch_of(tiles);
+  const int64_t sms = limits.sm_count;
   const int most = forced_ctas_per_sm != 0 ? forced_ctas_per_sm : detail::kChannelsLastBlockCtasPerSm;
   const int fewest = forced_ctas_per_sm != 0 ? forced_ctas_per_sm : 1;
+  const int smallest_group = forced_group != 0 ? forced_group : 1;
+  const int largest_group = forced_group != 0 ? forced_group : groups ? detail::kChannelsLastBlockMostGroup : 1;
   bool found = false;
   int64_t best_cost = 0;
   for (int64_t block = unit; block <= widest; block += unit) {
     if (forced_block != 0 && block != forced_block) continue;
     if (block < tiles.channels && block * elem < min_run_bytes) continue;
-    Plan candidate = tiles;
-    candidate.exchange = Exchange::kGlobal;
-    candidate.channel_block = static_cast<int>(block);
-    candidate.parts_per_slice = 1;
-    candidate.ctas_per_slice = 1;
-    int ctas_per_sm = 0;
-    int64_t smem = 0;
-    for (int k = std::min(most, detail::kChannelsLastBlockCtasPerSm); k >= fewest && ctas_per_sm == 0; --k) {
-      const int64_t rows_a_pass = resident_rows_a_pass(k, block);
-      candidate.threads = static_cast<int>(rows_a_pass * block);
-      candidate.tile_rows = ceil_div(spatial, rows_a_pass) * rows_a_pass;
-      smem = detail::channels_last_smem_bytes(candidate);
-      if (smem <= resident_cta_share(limits, k, candidate.threads) &&
-          k * candidate.threads <= limits.max_threads_per_sm) {
-        ctas_per_sm = k;
+    for (int group = smallest_group; group <= largest_group; ++group) {
+      Plan candidate = tiles;
+      candidate.exchange = Exchange::kGlobal;
+      candidate.channel_block = static_cast<int>(block);
+      candidate.parts_per_slice = group;
+      candidate.ctas_per_slice = group;
+      int ctas_per_sm = 0;
+      int64_t smem = 0;
+      for (int k = std::min(most, detail::kChannelsLastBlockCtasPerSm); k >= fewest && ctas_per_sm == 0; --k) {
+        const int64_t rows_a_pass = resident_rows_a_pass(k, block);
+        candidate.threads = static_cast<int>(rows_a_pass * block);
+        candidate.tile_rows = ceil_div(ceil_div(spatial, static_cast<int64_t>(group)), rows_a_pass) * rows_a_pass;
+        smem = detail::channels_last_smem_bytes(candidate);
+        // Every CTA of a group holds a tile (none empty), and a group fits the grid at once.
+        if (smem <= resident_cta_share(limits, k, candidate.threads) &&
+            k * candidate.threads <= limits.max_threads_per_sm && (group - 1) * candidate.tile_rows < spatial &&
+            group <= sms * k) {
+          ctas_per_sm = k;
+        }
       }
+      if (ctas_per_sm == 0) continue;
+      const int64_t items = samples * ceil_div(tiles.channels, block);
+      const int64_t groups_at_once = sms * ctas_per_sm / group;
+      const int64_t sm_tiles = ceil_div(items * group, sms);
+      const int64_t tile_bytes = ceil_div(spatial, static_cast<int64_t>(group)) * block * elem * tiles.inputs;
+      const int64_t cost = sm_tiles * tile_bytes +
+                           ceil_div(sm_tiles, static_cast<int64_t>(ctas_per_sm)) * detail::kChannelsLastBlockRoundBytes +
+                           (group > 1 ? ceil_div(items, groups_at_once) * detail::kChannelsLastBlockExchangeBytes : 0);
+      candidate.ctas_per_sm = ctas_per_sm;
+      candidate.grid = std::min(items, groups_at_once) * group;
+      candidate.smem_bytes = static_cast<int>(smem);
+      if (!found || cost < best_cost || (cost == best_cost && ctas_per_sm > plan->ctas_per_sm)) {
+        *plan = candidate;
+        best_cost = cost;
+      }
+      found = true;
     }
-    if (ctas_per_sm == 0) continue;
-    const int64_t items = samples * ceil_div(tiles.channels, block);
-    const int64_t sm_items = ceil_div(items, static_cast<int64_t>(limits.sm_count));
-    const int64_t tile_bytes = spatial * block * elem * tiles.inputs;
-    const int64_t cost =
-        sm_items * tile_bytes + ceil_div(sm_items, static_cast<int64_t>(ctas_per_sm)) * detail::kChannelsLastBlockRoundBytes;
-    candidate.ctas_per_sm = ctas_per_sm;
-    candidate.grid = std::min(items, static_cast<int64_t>(limits.sm_count) * ctas_per_sm);
-    candidate.smem_bytes = static_cast<int>(smem);
-    if (!found || cost < best_cost || (cost == best_cost && ctas_per_sm > plan->ctas_per_sm)) {
-      *plan = candidate;
-      best_cost = cost;
-    }
-    found = true;
   }
   return found;
 }
@@ -1165,7 +1178,8 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
 // group's exchange: 12-15% faster than the three kernels on 8x256x32x32 and 2x320x64x64,
 // dev/VARIANTS.md 65), or where a CTA holds a whole sample (no exchange, whatever the rounds: the
 // forward 13-17% faster than channel blocks on 140x512x4x4 and 256x512x8x8, 67); else its channel
-// blocks where a CTA holds every row of whole slices; else the three kernels over tiles (55: where
+// blocks where a CTA (or, where the stream does not apply, a group of CTAs: 109) holds every row of
+// whole slices; else the three kernels over tiles (55: where
 // samples of several CTAs took rounds the resident form of whole rows ran no faster than the three
 // kernels, or slower); and not blocks of less than kChannelsLastBlockMinRunBesideStreamBytes of a
 // wider row where the three kernels' streamed kernel applies (100). options.force_exchange kGlobal
@@ -1185,7 +1199,15 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
                    std::to_string(detail::kChannelsLastResidentCtasPerSm) + " CTAs an SM (its three kernels take no " +
                    "CTAs an SM); forced " + std::to_string(options.force_ctas_per_sm));
   }
-  const bool forced_resident = options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0;
+  // A group of CTAs an item (force_ctas_per_slice) is channel blocks' (whole rows choose their own).
+  if (options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > detail::kChannelsLastBlockMaxGroup ||
+      (options.force_ctas_per_slice != 0 && options.force_exchange == Exchange::kNone)) {
+    return invalid("forced channels_last CTAs a channel block must be 1 to " +
+                   std::to_string(detail::kChannelsLastBlockMaxGroup) + ", in its resident form; got " +
+                   std::to_string(options.force_ctas_per_slice));
+  }
+  const bool forced_resident = options.force_exchange == Exchange::kGlobal || options.force_ctas_per_sm != 0 ||
+                               options.force_ctas_per_slice != 0;
   if (forced_resident && options.force_tile_rows != 0) {
     return invalid("forced channels_last tile rows are the three kernels'; the resident form sizes its own");
   }
@@ -1210,12 +1232,13 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
     const bool whole_rows = plan_channels_last_resident(tiles, limits, 1, &resident, &one_round);
     if ((whole_rows && (one_round || !detail::channels_last_exchanges(resident))) ||
         plan_channels_last_blocks(tiles, limits, 0, 0, &resident,
-                                  stream_applies ? detail::kChannelsLastBlockMinRunBesideStreamBytes : 0)) {
+                                  stream_applies ? detail::kChannelsLastBlockMinRunBesideStreamBytes : 0, 0,
+                                  /*groups=*/!stream_applies)) {
       *plan = resident;
     }
     return Status::Ok();
   }
-  if (!forced_block) {
+  if (!forced_block && options.force_ctas_per_slice == 0) {
     const int most =
         options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : detail::kChannelsLastResidentCtasPerSm;
     const int fewest = options.force_ctas_per_sm != 0 ? options.force_ctas_per_sm : 1;
@@ -1223,7 +1246,8 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
       if (plan_channels_last_resident(tiles, limits, ctas_per_sm, plan, &one_round)) return Status::Ok();
     }
   }
-  if (plan_channels_last_blocks(tiles, limits, options.force_channel_block, options.force_ctas_per_sm, plan)) {
+  if (plan_channels_last_blocks(tiles, limits, options.force_channel_block, options.force_ctas_per_sm, plan, 0,
+                                options.force_ctas_per_slice)) {
     return Status::Ok();
   }
   return unsupported("channels_last: a sample of " + std::to_string(detail::channel_len_of(base)) + " rows of " +
@@ -1232,6 +1256,9 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
                                                      : std::string()) +
                      " (nor do channel blocks of whole slices" +
                      (forced_block ? " of " + std::to_string(options.force_channel_block) + " channels" : std::string()) +
+                     (options.force_ctas_per_slice != 0
+                          ? " over " + std::to_string(options.force_ctas_per_slice) + " CTAs each"
+                          : std::string()) +
                      ", whose rows move in 16-byte runs)");
 }
 

@@ -199,7 +199,9 @@ const char* exchange_name(Exchange exchange);
 // Overrides for benchmarks and tests; the default lets the planner choose.
 struct PlanOptions {
   Path force_path = Path::kAuto;
-  int force_ctas_per_slice = 0;   // kSharedResident: CTAs sharing a slice
+  // kSharedResident: CTAs sharing a slice; kChannelsLast's resident channel blocks: CTAs sharing a
+  // block's rows (a tile each, their partials exchanged through L2)
+  int force_ctas_per_slice = 0;
   // kSharedResident with the cluster exchange: clusters sharing a slice, force_ctas_per_slice /
   // this many CTAs each (0: the planner's, one)
   int force_slice_clusters = 0;

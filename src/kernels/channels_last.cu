@@ -33,10 +33,9 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                   "inorm: the plan's channels_last tiles (" + plan.describe() + ") are not ones the planner makes");
   }
   // The resident form: whole groups of a tile a CTA; on channel blocks, 16-byte runs of whole
-  // slices' channels, every row of them in one CTA.
+  // slices' channels.
   if (resident && (plan.grid < plan.parts_per_slice || plan.grid % plan.parts_per_slice != 0 ||
-                   (!channels_last_whole_rows(plan) &&
-                    (plan.parts_per_slice != 1 || !plan.vector_io || block % plan.slice_channels != 0)))) {
+                   (!channels_last_whole_rows(plan) && (!plan.vector_io || block % plan.slice_channels != 0)))) {
     return Status(StatusCode::kInvalidArgument, "inorm: the plan's resident channels_last groups (" + plan.describe() +
                                                     ") are not ones the planner makes");
   }

@@ -1995,6 +1995,135 @@ TEST(Planner, ChannelsLastBlocks) {
       << status.message();
 }
 
+// channels_last's channel blocks with each block's rows over a group of CTAs (PlanOptions
+// force_ctas_per_slice; inorm-bench's cl-blocks40g2): tiles of whole passes, none empty, every
+// group on the grid at once (a cooperative launch), an arrival counter an item and a partial a
+// channel a tile in the workspace. SD UNet's 8x640x32x32 in groups of two: 1024 rows in tiles of
+// 516 (86 passes of 6 rows), 128 items of two CTAs at two an SM; in groups of four, 66 groups of the
+// 264 slots take the 128 items in turn; 2x640x32x32 in groups of four: 32 items, 128 CTAs.
+TEST(Planner, ChannelsLastBlocksInGroups) {
+  struct Expect {
+    const char* why;
+    std::initializer_list<int64_t> shape;
+    int block, group, ctas_per_sm;  // forced (0: the planner's)
+    int64_t tile_rows, grid;
+    int threads;
+  };
+  const Expect cases[] = {
+      {"groups of two", {8, 640, 32, 32}, 40, 2, 0, 516, 256, 240},
+      {"groups of four, more items than groups", {8, 640, 32, 32}, 40, 4, 0, 258, 264, 240},
+      {"batch 2 in groups of four, the planner's block", {2, 640, 32, 32}, 0, 4, 0, 258, 128, 240},
+      {"the wide CTA alone on its SM in groups of two: 12 rows a pass", {8, 640, 32, 32}, 40, 2, 1, 516, 132, 480},
+  };
+  for (const Expect& e : cases) {
+    ForwardParams p = problem(DType::kBFloat16, e.shape);
+    p.groups = 32;
+    p.layout = Layout::kChannelsLast;
+    PlanOptions options;
+    options.force_channel_block = e.block;
+    options.force_ctas_per_slice = e.group;
+    options.force_ctas_per_sm = e.ctas_per_sm;
+    const Plan plan = plan_of(p, options);
+    EXPECT_TRUE(detail::channels_last_resident(plan)) << e.why << ": " << plan.describe();
+    EXPECT_TRUE(detail::channels_last_exchanges(plan)) << e.why;
+    EXPECT_EQ(plan.channel_block, 40) << e.why;
+    EXPECT_EQ(plan.parts_per_slice, e.group) << e.why;
+    EXPECT_EQ(plan.ctas_per_slice, e.group) << e.why;
+    EXPECT_EQ(plan.threads, e.threads) << e.why;
+    EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
+    EXPECT_EQ(plan.grid, e.grid) << e.why;
+    EXPECT_EQ(plan.grid % e.group, 0) << e.why;
+    EXPECT_LE(plan.grid, 132 * plan.ctas_per_sm) << e.why;
+    EXPECT_LT((e.group - 1) * plan.tile_rows, 32 * 32) << e.why;
+    const detail::WorkspaceLayout layout = detail::workspace_layout(plan);
+    EXPECT_EQ(plan.workspace_bytes, layout.total) << e.why;
+    // An arrival counter an item (samples x blocks) after a partial a channel a tile.
+    EXPECT_GE(layout.slice_arrivals - layout.split_partials,
+              static_cast<std::size_t>(*e.shape.begin() * 640 * e.group) * sizeof(detail::SplitPartial))
+        << e.why;
+    EXPECT_GE(layout.total - layout.slice_arrivals, static_cast<std::size_t>(*e.shape.begin() * 16) * sizeof(unsigned))
+        << e.why;
+  }
+  // The planner's: the cost of a block in groups adds 20 KiB a round of the groups to the busiest
+  // SM's tiles' bytes and 13 KiB a round of its CTAs (config.h kChannelsLastBlockExchangeBytes).
+  // SD UNet's GroupNorm(32) + SiLU on 640 bfloat16 channels, blocks of 40 (80 bytes a row):
+  struct Chosen {
+    const char* why;
+    std::initializer_list<int64_t> shape;
+    Pass pass;
+    int group;
+    int64_t tile_rows, grid;
+  };
+  const Chosen chosen[] = {
+      {"batch 1, 16 blocks of 32x32: eight CTAs each (10 KiB + 13 + 20), not four (20 + 13 + 20) nor one (80 + 13)",
+       {1, 640, 32, 32}, Pass::kForward, 8, 132, 128},
+      {"batch 2: 32 blocks, four CTAs each (eight would take two tiles an SM: 2 x 10 + 13 + 20, a tie kept smaller)",
+       {2, 640, 32, 32}, Pass::kForward, 4, 258, 128},
+      {"batch 4: 64 blocks, two CTAs each (40 + 13 + 20 against one's 93)", {4, 640, 32, 32}, Pass::kForward, 2, 516,
+       128},
+      {"batch 8: 128 blocks fill the SMs, a CTA each (two: 2 x 40 + 13 + 20 against 93)", {8, 640, 32, 32},
+       Pass::kForward, 1, 1026, 128},
+      {"16x16, batch 4: a CTA each (20 + 13 against 10 + 13 + 20)", {4, 640, 16, 16}, Pass::kForward, 1, 258, 64},
+      {"64x64, where no CTA holds a block (320 KiB): four each, 128 blocks in two rounds of 66 groups",
+       {8, 640, 64, 64}, Pass::kForward, 4, 1026, 264},
+      {"the backward at batch 1 (x and dy: a tile of 20 KiB at eight CTAs)", {1, 640, 32, 32}, Pass::kBackward, 8, 132,
+       128},
+  };
+  for (const Chosen& e : chosen) {
+    ForwardParams p = problem(DType::kBFloat16, e.shape);
+    p.groups = 32;
+    p.layout = Layout::kChannelsLast;
+    p.activation = Activation::kSilu;
+    p.weight = reinterpret_cast<const void*>(kAligned * 2);
+    p.bias = reinterpret_cast<const void*>(kAligned * 3);
+    Plan plan;
+    if (e.pass == Pass::kForward) {
+      ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan).ok()) << e.why;
+    } else {
+      BackwardParams b = backward_of(p);
+      b.groups = p.groups;
+      b.activation = p.activation;
+      b.weight = p.weight;
+      b.bias = p.bias;
+      b.dweight = reinterpret_cast<void*>(kAligned * 5);
+      b.dbias = reinterpret_cast<void*>(kAligned * 6);
+      ASSERT_TRUE(plan_backward(b, hopper_h200_limits(), &plan).ok()) << e.why;
+    }
+    EXPECT_TRUE(detail::channels_last_resident(plan)) << e.why << ": " << plan.describe();
+    EXPECT_EQ(plan.channel_block, 40) << e.why;
+    EXPECT_EQ(plan.ctas_per_slice, e.group) << e.why << ": " << plan.describe();
+    EXPECT_EQ(plan.tile_rows, e.tile_rows) << e.why;
+    EXPECT_EQ(plan.grid, e.grid) << e.why;
+  }
+  // Refused: a group with the three kernels, a group past the most, and one that would leave a CTA
+  // without rows (float64's narrowest blocks of 2 channels, 128 rows a pass, over 64 rows).
+  struct Refused {
+    const char* why;
+    DType dtype;
+    std::initializer_list<int64_t> shape;
+    int group;
+    Exchange exchange;
+    StatusCode code;
+  };
+  const Refused refused[] = {
+      {"the three kernels", DType::kBFloat16, {8, 640, 32, 32}, 2, Exchange::kNone, StatusCode::kInvalidArgument},
+      {"past the most", DType::kBFloat16, {8, 640, 32, 32}, detail::kChannelsLastBlockMaxGroup + 1,
+       Exchange::kAuto, StatusCode::kInvalidArgument},
+      {"an empty tile", DType::kFloat64, {2, 600, 8, 8}, 2, Exchange::kAuto, StatusCode::kUnsupported},
+  };
+  for (const Refused& r : refused) {
+    ForwardParams p = problem(r.dtype, r.shape);
+    p.layout = Layout::kChannelsLast;
+    PlanOptions options;
+    options.force_ctas_per_slice = r.group;
+    options.force_exchange = r.exchange;
+    options.force_channel_block = 16 / static_cast<int>(dtype_size(r.dtype));
+    Plan plan;
+    const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), r.code) << r.why << ": " << status.message();
+  }
+}
+
 TEST(Planner, RunningStatsNeedWorkspace) {
   ForwardParams p = problem(DType::kFloat32, {4, 6, 32, 32});
   p.running_mean = reinterpret_cast<void*>(kAligned * 2);

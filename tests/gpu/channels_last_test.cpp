@@ -262,9 +262,14 @@ TEST(GpuChannelsLast, ResidentOneRowAPass) {
 // (600 = 2 x 256 + 88, 520 = 8 x 64 + 8), channels_last_3d, GroupNorm with SiLU (20 channels a
 // group: blocks of lcm(20, a vector) and of 120, the last of 40; 3 channels a group: lcm(3, a
 // vector)), data far from zero, two CTAs taking every block in turn (the buffer and the
-// coefficient cells reused), a CTA alone on its SM (up to 512 threads), in place and repeated.
+// coefficient cells reused), a CTA alone on its SM (up to 512 threads), in place and repeated;
+// and each block's rows over a group of CTAs (PlanOptions force_ctas_per_slice: their partials
+// through L2; 255 or 256 rows, so that even float64's narrowest blocks, 128 rows a pass, leave no
+// CTA of a group empty): two, three with a short last tile (255 rows of blocks of 64 over three
+// CTAs of 4-row passes: 88, 88, 79), GroupNorm's slices combined across the group, one group of
+// three taking every block in turn, the wide CTA in groups, channels_last_3d.
 // Also the planner's own choice of it: SD UNet's GroupNorm(32) + SiLU on 640 channels (the widest
-// row of whole rows' resident form is 512). And whole rows where a CTA holds a sample and the
+// row of whole rows' resident form is 512), at batch 4 a CTA a block, at batch 2 in groups. And whole rows where a CTA holds a sample and the
 // samples take rounds (140 past the 132 SMs: no exchange, so no CTA waits for another).
 TEST(GpuChannelsLast, ResidentChannelBlocks) {
   INORM_REQUIRE_GPU();
@@ -275,6 +280,7 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
     int block;       // 0: the narrowest, lcm(C / groups, a 16-byte vector of the dtype)
     int64_t max_groups;
     int ctas_per_sm = 0;  // 1: alone on the SM, the wide CTA (512 threads at most)
+    int group = 1;        // CTAs sharing a block's rows
   };
   const Blocks cases[] = {
       {"one vector a block", {3, 600, 5, 7}, 0, 0, 0},
@@ -287,6 +293,13 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
       {"GroupNorm(32) of 96 channels (3 a group)", {2, 96, 10, 10}, 32, 0, 0},
       {"one vector a block, alone on the SM (the wide CTA)", {3, 600, 5, 7}, 0, 0, 0, 1},
       {"GroupNorm(32) of 640 channels, blocks of 120, alone on the SM, two CTAs", {2, 640, 8, 8}, 32, 120, 2, 1},
+      {"one vector a block, rows over two CTAs", {3, 600, 15, 17}, 0, 0, 0, 0, 2},
+      {"blocks of 64, the last of 8, rows over three CTAs, the last tile short", {3, 520, 15, 17}, 0, 64, 0, 0, 3},
+      {"GroupNorm(32) of 640 channels, the narrowest blocks, rows over four CTAs", {2, 640, 16, 16}, 32, 0, 0, 0, 4},
+      {"GroupNorm(32) of 640 channels, blocks of 120, one group of three taking every block", {2, 640, 16, 16}, 32,
+       120, 1, 0, 3},
+      {"GroupNorm(32) of 96 channels (3 a group), rows over two wide CTAs", {2, 96, 10, 10}, 32, 0, 0, 1, 2},
+      {"channels_last_3d, rows over three CTAs", {2, 32, 9, 11, 13}, 0, 0, 0, 0, 3},
   };
   for (DType dtype : kAllDtypes) {
     const int vector = 16 / static_cast<int>(dtype_size(dtype));
@@ -300,7 +313,8 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
         }
         const int slice_channels = b.groups != 0 ? static_cast<int>(b.shape[1] / b.groups) : 1;
         c.options.force_channel_block = b.block != 0 ? b.block : std::lcm(slice_channels, vector);
-        c.expect_ctas_per_slice = 1;
+        c.options.force_ctas_per_slice = b.group > 1 ? b.group : 0;
+        c.expect_ctas_per_slice = b.group;
         c.options.force_ctas_per_sm = b.ctas_per_sm;
         c.expect_ctas_per_sm = b.ctas_per_sm;
         c.max_groups = b.max_groups;
@@ -316,6 +330,15 @@ TEST(GpuChannelsLast, ResidentChannelBlocks) {
       unet.expect_exchange = Exchange::kGlobal;
       unet.expect_ctas_per_slice = 1;
       expect_passes(unet, "the planner's channel blocks for GroupNorm(32) + SiLU on 640 channels");
+      // At batch 2 on 32x32 the 16-bit types' 32 blocks of 40 channels leave most SMs idle: the
+      // planner spreads each block's rows over four CTAs (the others' narrowest blocks hold 20).
+      Case spread = channels_last_case(pass, {2, 640, 32, 32}, dtype, Exchange::kAuto);
+      spread.groups = 32;
+      spread.running = Running::kNone;
+      spread.activation = Activation::kSilu;
+      spread.expect_exchange = Exchange::kGlobal;
+      spread.expect_ctas_per_slice = dtype_size(dtype) == 2 ? 4 : 0;
+      expect_passes(spread, "the planner's channel blocks over groups of CTAs, SD UNet's 640 channels at batch 2");
       Case many = channels_last_case(pass, {140, 512, 4, 4}, dtype, Exchange::kAuto);
       many.expect_exchange = Exchange::kGlobal;
       many.expect_ctas_per_slice = 1;

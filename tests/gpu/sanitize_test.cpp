@@ -107,6 +107,9 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
        Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 0, Layout::kChannelsLast},
       {"channels_last resident, float64 blocks of 6 channels, each CTA alone, two CTAs taking all 100", {1, 600, 30},
        DType::kFloat64, Path::kChannelsLast, 0, 0, Exchange::kGlobal, 2, Running::kNone, 0, Layout::kChannelsLast},
+      {"channels_last resident, channel blocks over groups of three CTAs (partials through L2), two groups taking "
+       "every block", {1, 600, 200}, DType::kBFloat16, Path::kChannelsLast, 3, 0, Exchange::kGlobal, 2,
+       Running::kNone, 0, Layout::kChannelsLast},
       {"channels_last in eval mode", {2, 5, 40}, DType::kBFloat16, Path::kAuto, 0, 0, Exchange::kAuto, 0,
        Running::kEval, 0, Layout::kChannelsLast},
   };
@@ -226,6 +229,9 @@ TEST(GpuSanitize, GroupNormPlans) {
        Path::kChannelsLast, 0, 0, Exchange::kNone, 0, Running::kNone, 0, Layout::kChannelsLast},
       {"channels_last resident, blocks of 8 channels (four groups), each CTA alone, two CTAs taking all 75",
        {1, 600, 30}, DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kGlobal, 2, Running::kNone, 0,
+       Layout::kChannelsLast},
+      {"channels_last resident, channel blocks over groups of three CTAs, two groups taking every block",
+       {1, 600, 200}, DType::kBFloat16, Path::kChannelsLast, 3, 0, Exchange::kGlobal, 2, Running::kNone, 0,
        Layout::kChannelsLast},
   };
   for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
