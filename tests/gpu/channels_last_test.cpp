@@ -269,8 +269,9 @@ TEST(GpuChannelsLast, ResidentOneRowAPass) {
 // CTAs of 4-row passes: 88, 88, 79), GroupNorm's slices combined across the group, one group of
 // three taking every block in turn, the wide CTA in groups, channels_last_3d.
 // Also the planner's own choice of it: SD UNet's GroupNorm(32) + SiLU on 640 channels (the widest
-// row of whole rows' resident form is 512), at batch 4 a CTA a block, at batch 2 in groups. And whole rows where a CTA holds a sample and the
-// samples take rounds (140 past the 132 SMs: no exchange, so no CTA waits for another).
+// row of whole rows' resident form is 512), at batch 4 a CTA a block, at batch 2 in groups. And
+// whole rows where a CTA holds a sample and the samples take rounds (140 past the 132 SMs: no
+// exchange, so no CTA waits for another).
 TEST(GpuChannelsLast, ResidentChannelBlocks) {
   INORM_REQUIRE_GPU();
   struct Blocks {
