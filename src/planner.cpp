@@ -1110,10 +1110,10 @@ bool plan_channels_last_resident(const Plan& tiles, const DeviceLimits& limits, 
 // and, for groups, kChannelsLastBlockExchangeBytes a round of the groups (the groups that fit the
 // grid taking the items in turn); of equal costs the one with more CTAs an SM, then the narrower
 // block, then the smaller group (dev/VARIANTS.md 67, 109). Groups of more than one CTA only up to
-// kChannelsLastBlockMostGroup and where `groups` (else forced). Of a wider row, no block of less
+// kChannelsLastBlockMostGroup and where `row_groups` (else forced). Of a wider row, no block of less
 // than `min_run_bytes` a row. False where no such block fits a CTA.
 bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, int forced_block, int forced_ctas_per_sm,
-                               Plan* plan, int64_t min_run_bytes = 0, int forced_group = 0, bool groups = false) {
+                               Plan* plan, int64_t min_run_bytes = 0, int forced_group = 0, bool row_groups = false) {
   if (!tiles.vector_io) return false;
   const auto elem = static_cast<int64_t>(dtype_size(tiles.dtype));
   const int64_t unit = std::lcm(tiles.slice_channels, 16 / elem);
@@ -1124,12 +1124,13 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
   const int most = forced_ctas_per_sm != 0 ? forced_ctas_per_sm : detail::kChannelsLastBlockCtasPerSm;
   const int fewest = forced_ctas_per_sm != 0 ? forced_ctas_per_sm : 1;
   const int smallest_group = forced_group != 0 ? forced_group : 1;
-  const int largest_group = forced_group != 0 ? forced_group : groups ? detail::kChannelsLastBlockMostGroup : 1;
+  const int largest_group = forced_group != 0 ? forced_group : row_groups ? detail::kChannelsLastBlockMostGroup : 1;
   bool found = false;
   int64_t best_cost = 0;
   for (int64_t block = unit; block <= widest; block += unit) {
     if (forced_block != 0 && block != forced_block) continue;
     if (block < tiles.channels && block * elem < min_run_bytes) continue;
+    const int64_t items = samples * ceil_div(tiles.channels, block);
     for (int group = smallest_group; group <= largest_group; ++group) {
       Plan candidate = tiles;
       candidate.exchange = Exchange::kGlobal;
@@ -1151,7 +1152,6 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
         }
       }
       if (ctas_per_sm == 0) continue;
-      const int64_t items = samples * ceil_div(tiles.channels, block);
       const int64_t groups_at_once = sms * ctas_per_sm / group;
       const int64_t sm_tiles = ceil_div(items * group, sms);
       const int64_t tile_bytes = ceil_div(spatial, static_cast<int64_t>(group)) * block * elem * tiles.inputs;
@@ -1233,7 +1233,7 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
     if ((whole_rows && (one_round || !detail::channels_last_exchanges(resident))) ||
         plan_channels_last_blocks(tiles, limits, 0, 0, &resident,
                                   stream_applies ? detail::kChannelsLastBlockMinRunBesideStreamBytes : 0, 0,
-                                  /*groups=*/!stream_applies)) {
+                                  /*row_groups=*/!stream_applies)) {
       *plan = resident;
     }
     return Status::Ok();
