@@ -445,11 +445,23 @@ __device__ __forceinline__ void for_each_lane_group(int64_t count, F&& f,
 // coefficient cells (`cells`: the first slice's first channel's): each slice's `count` partials
 // (partial(s, i): its i-th) combined by kCombineLanes lanes (the op's combine_split), over the CTA's
 // first `threads` threads (of kThreads); where `writer`, a slice's first lane writes its outputs.
-template <typename Op, int kThreads, typename PartialOf>
+// Where the op applies its affine by channel inside a slice (GroupNorm), each slice's first cell is
+// written first (Op::finish makes the coefficients of the context's channel, the slice's first),
+// then, past `sync()` (a barrier of those threads), every other channel's cell by a thread each from
+// its own weight and bias: a slice's lanes moving a window through its channels took a round trip to
+// the weights a channel in turn (five a lane on SD UNet's slices of 20 channels, dev/VARIANTS.md
+// 110). Every one of the threads calls it; the cells are read past the caller's next barrier.
+template <typename Op, int kThreads, typename PartialOf, typename Sync>
 __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t first_slice, int64_t slices, int count,
                                                const PartialOf& partial, bool writer, unsigned char* cells,
+                                               const Sync& sync,
                                                int threads = static_cast<int>(blockDim.x) / 32 * 32) {
   using Coefficients = typename Op::Coefficients;
+  static_assert(sizeof(Coefficients) <= kSliceCoefficientBytes, "a channel's coefficients fit their cell");
+  const auto cell = [&](int64_t s, int64_t local) {
+    return reinterpret_cast<Coefficients*>(cells + (s * args.slice_channels + local) * kSliceCoefficientBytes);
+  };
+  const bool by_channel = Op::kChannelCoefficients && args.slice_channels > 1;  // the same in every thread
   for_each_lane_group(
       slices,
       [&](int64_t s, int lane, bool owner) {
@@ -460,12 +472,26 @@ __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t f
         if (!owner) return;
         const Coefficients c =
             Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), writer && lane == 0);
-        for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) {
-          *reinterpret_cast<Coefficients*>(cells + (s * args.slice_channels + local) * kSliceCoefficientBytes) =
-              channel_coefficients<Op>(args, slice, c, local);
+        if (by_channel) {
+          if (lane == 0) *cell(s, 0) = c;
+          return;
         }
+        for (int64_t local = lane; local < args.slice_channels; local += kCombineLanes) *cell(s, local) = c;
       },
       threads);
+  if (!by_channel) return;
+  sync();  // every slice's first cell is written
+  if (static_cast<int>(threadIdx.x) >= threads) return;
+  const int others = static_cast<int>(args.slice_channels) - 1;  // a slice's channels past its first
+  for (int i = static_cast<int>(threadIdx.x); i < slices * others; i += threads) {
+    const int s = i / others;
+    const int local = 1 + i % others;
+    Coefficients c = *cell(s, 0);
+    const ChannelAffine<typename Op::Acc> affine =
+        channel_affine<typename Op::Acc>(args, first_channel(args, first_slice + s) + local);
+    Op::for_channel(affine.weight, affine.bias, c);
+    *cell(s, local) = c;
+  }
 }
 
 // What a consumer thread of the streamed reduction loads at once: a run of kChannelsLastStreamRun
@@ -976,7 +1002,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         [&](int64_t s, int i) {
           return load_l2<typename Op::SplitPartial>(partials + (sample * slices + s) * count + i);
         },
-        blockIdx.x % parts == 0, cells, kConsumers);
+        blockIdx.x % parts == 0, cells, [] { consumers_sync(); }, kConsumers);
     if (!applies) return;
     consumers_sync();
     apply_streamed_part<Op>(args, smem, cells, full, empty, at, stage_rows);
@@ -1287,7 +1313,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
         [&](int64_t s, int i) {
           return alone ? slice_sums[s] : load_l2<SplitSums>(partials + (first_slice + s) * group + i);
         },
-        rank == 0, coefficients);
+        rank == 0, coefficients, [] { __syncthreads(); });
     __syncthreads();
     if (args.out != nullptr) {
       T* const dst = static_cast<T*>(args.out) + tile.offset;
