@@ -487,9 +487,7 @@ __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t f
     const int s = i / others;
     const int local = 1 + i % others;
     Coefficients c = *cell(s, 0);
-    const ChannelAffine<typename Op::Acc> affine =
-        channel_affine<typename Op::Acc>(args, first_channel(args, first_slice + s) + local);
-    Op::for_channel(affine.weight, affine.bias, c);
+    move_to_channel<Op>(args, first_channel(args, first_slice + s) + local, c);
     *cell(s, local) = c;
   }
 }

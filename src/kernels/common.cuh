@@ -474,6 +474,15 @@ __device__ __forceinline__ int64_t channel_in_slice(const KernelArgs& args, int6
   return args.slice_channels > 1 ? min(first / args.channel_len, args.slice_channels - 1) : 0;
 }
 
+// Coefficients `c` of a slice moved to its channel `channel` (of the batch's C): Op::for_channel with
+// that channel's weight and bias.
+template <typename Op>
+__device__ __forceinline__ void move_to_channel(const KernelArgs& args, int64_t channel,
+                                                typename Op::Coefficients& c) {
+  const ChannelAffine<typename Op::Acc> affine = channel_affine<typename Op::Acc>(args, channel);
+  Op::for_channel(affine.weight, affine.bias, c);
+}
+
 // Where a slice spans several channels (GroupNorm), the coefficients an op applies follow the
 // channel of each element: the window is the elements [begin, begin + len) of the slice whose
 // channel `coefficients` (the caller's, which Op::finish made for Op::window_channel's channel) now
@@ -503,7 +512,6 @@ struct ChannelWindow : WholeSliceWindow {
 };
 template <typename Op>
 struct ChannelWindow<Op, true> {
-  using Acc = typename Op::Acc;
   typename Op::Coefficients& coefficients;
   const KernelArgs& args;
   int64_t slice;
@@ -532,8 +540,7 @@ struct ChannelWindow<Op, true> {
     const int64_t channel = index / len;
     begin = channel * len;
     if (slice_first_channel < 0) slice_first_channel = first_channel(args, slice);
-    const ChannelAffine<Acc> affine = channel_affine<Acc>(args, slice_first_channel + channel);
-    Op::for_channel(affine.weight, affine.bias, coefficients);
+    move_to_channel<Op>(args, slice_first_channel + channel, coefficients);
   }
 };
 
