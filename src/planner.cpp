@@ -1132,6 +1132,7 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
     if (block < tiles.channels && block * elem < min_run_bytes) continue;
     const int64_t items = samples * ceil_div(tiles.channels, block);
     for (int group = smallest_group; group <= largest_group; ++group) {
+      const int64_t group_rows = ceil_div(spatial, static_cast<int64_t>(group));  // a CTA's share of the rows
       Plan candidate = tiles;
       candidate.exchange = Exchange::kGlobal;
       candidate.channel_block = static_cast<int>(block);
@@ -1142,7 +1143,7 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
       for (int k = std::min(most, detail::kChannelsLastBlockCtasPerSm); k >= fewest && ctas_per_sm == 0; --k) {
         const int64_t rows_a_pass = resident_rows_a_pass(k, block);
         candidate.threads = static_cast<int>(rows_a_pass * block);
-        candidate.tile_rows = ceil_div(ceil_div(spatial, static_cast<int64_t>(group)), rows_a_pass) * rows_a_pass;
+        candidate.tile_rows = ceil_div(group_rows, rows_a_pass) * rows_a_pass;
         smem = detail::channels_last_smem_bytes(candidate);
         // Every CTA of a group holds a tile (none empty), and a group fits the grid at once.
         if (smem <= resident_cta_share(limits, k, candidate.threads) &&
@@ -1154,7 +1155,7 @@ bool plan_channels_last_blocks(const Plan& tiles, const DeviceLimits& limits, in
       if (ctas_per_sm == 0) continue;
       const int64_t groups_at_once = sms * ctas_per_sm / group;
       const int64_t sm_tiles = ceil_div(items * group, sms);
-      const int64_t tile_bytes = ceil_div(spatial, static_cast<int64_t>(group)) * block * elem * tiles.inputs;
+      const int64_t tile_bytes = group_rows * block * elem * tiles.inputs;
       const int64_t cost = sm_tiles * tile_bytes +
                            ceil_div(sm_tiles, static_cast<int64_t>(ctas_per_sm)) * detail::kChannelsLastBlockRoundBytes +
                            (group > 1 ? ceil_div(items, groups_at_once) * detail::kChannelsLastBlockExchangeBytes : 0);
