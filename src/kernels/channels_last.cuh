@@ -281,6 +281,13 @@ struct TileColumn {
   }
 };
 
+}  // namespace (the specialization lives in its template's namespace)
+
+template <typename T, int kInputs>
+inline constexpr bool kGeneralOnePass<TileColumn<T, kInputs>> = true;
+
+namespace {
+
 // The op's all_sum over a column (one channel of the tile): a tree over the rows in a fixed order,
 // so the sums are the same bits every run; every thread of the column gets its column's sum. Every
 // thread of the CTA calls it (it synchronizes the CTA).

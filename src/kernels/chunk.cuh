@@ -114,6 +114,14 @@ __device__ __forceinline__ Barrier::arrival_token start_chunk_load(Barrier& load
 template <typename Elements>
 inline constexpr bool kElementsInRegisters = false;
 
+// Whether the general forward op (an activation or GroupNorm's channel affine) takes its one pass
+// of float64 sums over these elements too (ForwardOp::kOnePass): where the kernel has registers to
+// spare for them. shared_resident's general kernels spilled with them (dev/VARIANTS.md 59);
+// channels_last's columns, a thread a channel at up to 128 registers, do not (channels_last.cuh
+// specializes it; dev/VARIANTS.md 111).
+template <typename Elements>
+inline constexpr bool kGeneralOnePass = false;
+
 // A CTA's chunk of kInputs tensors at the same elements of a slice: element i of input k at
 // buf[k][i] for i < len (shared memory, each buffer mirroring its tensor's alignment modulo 16, or
 // global memory), then part[k] (registers). The op sees element i of every input at once.

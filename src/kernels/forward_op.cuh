@@ -239,10 +239,12 @@ struct ForwardOp {
   // One pass where it saves issue slots without costing registers: float32 accumulators (float64
   // input has no wider type to sum in), elements that each pass loads again (a chunk's or a
   // channels_last tile's; group_registers' are in registers), and no activation or channel affine
-  // (those kernels spilled with the float64 sums). Measured in dev/VARIANTS.md 59: the half-type
-  // seeds 9% faster, channels_last 3-5%; with it tiny slices ran 11% slower, the general ops 2-7%.
+  // but where the elements' kernel has the registers (chunk.cuh kGeneralOnePass). Measured in
+  // dev/VARIANTS.md 59: the half-type seeds 9% faster, channels_last 3-5%; with it tiny slices ran
+  // 11% slower, shared_resident's general ops 2-7%.
   template <typename Elements>
-  static constexpr bool kOnePass = std::is_same_v<Acc, float> && !kElementsInRegisters<Elements> && !kGeneral;
+  static constexpr bool kOnePass = std::is_same_v<Acc, float> && !kElementsInRegisters<Elements> &&
+                                   (!kGeneral || kGeneralOnePass<Elements>);
 
   // The corrected two-pass's second pass: the deviations from `mean` (the rounded mean of the
   // `count` elements), summed in Sum, their residual (what the rounding missed) and M2.
