@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Session 83, third device call: channels_last's resident kernel with combine_slices' loads taken
+# before each tile is staged (6e5ea54) against 1787ca7 (.carry/s83/old.tar.gz), both built on the
+# device. inorm-bench forward and --backward on session 81's sweep.json, fused.json and
+# layouts.json, old then new; every GPU test in eight shards, the CPU tests; compute-sanitizer's
+# four tools on GpuSanitize ForwardPlans, BackwardPlans and GroupNormPlans; then a second round of
+# the sweep and fused.json, both passes, where time is left.
+cd "$(dirname "$0")/../../.."
+set -u
+o=$OUT/r3; mkdir -p $o
+pack() { tar czf $OUT/r3.tgz -C $OUT r3; }
+trap pack EXIT
+SECONDS=0
+nvidia-smi --query-gpu=name,driver_version --format=csv > $o/gpu.txt
+mkdir -p /tmp/old && tar xzf .carry/s83/old.tar.gz -C /tmp/old
+( cmake -S /tmp/old -B /tmp/old/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DINORM_GIT_COMMIT=$(cat .carry/s83/old-commit) &&
+  timeout 400 cmake --build /tmp/old/build --parallel 16 --target inorm-bench ) > $o/build-old.log 2>&1 &
+old=$!
+( cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DINORM_GIT_COMMIT=${INORM_COMMIT:-unknown} &&
+  timeout 400 cmake --build build-gpu --parallel 16 --target inorm-bench inorm_gpu_tests inorm_cpu_tests ) > $o/build.log 2>&1
+echo "rc=$? build $SECONDS s" >> $o/steps.txt
+wait $old; echo "rc=$? build old $SECONDS s" >> $o/steps.txt
+bench() {  # suite pass round
+  local n=$(basename $1 .json) flag=
+  [ $2 = backward ] && flag=--backward
+  for b in old new; do
+    bin=build-gpu/inorm-bench; [ $b = old ] && bin=/tmp/old/build/inorm-bench
+    timeout 60 $bin $flag --suite $1 --json $o/$n-$2-$b-$3.json --markdown $o/$n-$2-$b-$3.md > $o/$n-$2-$b-$3.log 2>&1
+    echo "rc=$? $n $2 $b $3 $SECONDS s" >> $o/steps.txt
+  done
+}
+small="bench/results/2026-12-06-h100-cl-block-groups/sweep.json bench/suites/fused.json"
+for s in $small bench/suites/layouts.json; do
+  for pass in forward backward; do bench $s $pass 1; done
+done
+pack
+pids=()
+for i in $(seq 0 7); do
+  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 150 build-gpu/inorm_gpu_tests --gtest_brief=1 > $o/tests-$i.log 2>&1 &
+  pids+=($!)
+done
+rc=0; for p in "${pids[@]}"; do wait $p || rc=1; done
+echo "rc=$rc gpu tests $SECONDS s" >> $o/steps.txt
+timeout 30 build-gpu/inorm_cpu_tests --gtest_brief=1 > $o/cpu-tests.log 2>&1
+echo "rc=$? cpu tests $SECONDS s" >> $o/steps.txt
+pack
+f='GpuSanitize.GroupNormPlans:GpuSanitize.ForwardPlans:GpuSanitize.BackwardPlans'
+for tool in memcheck initcheck synccheck racecheck; do
+  [ $SECONDS -gt 520 ] && { echo "skipped $tool at $SECONDS s" >> $o/steps.txt; continue; }
+  timeout $((580 - SECONDS)) compute-sanitizer --tool $tool --error-exitcode 1 build-gpu/inorm_gpu_tests \
+    --gtest_brief=1 --gtest_filter=$f > $o/$tool.log 2>&1
+  echo "rc=$? $tool $SECONDS s" >> $o/steps.txt
+done
+pack
+for s in $small; do
+  for pass in forward backward; do
+    [ $SECONDS -gt 560 ] && continue
+    bench $s $pass 2
+  done
+done
+cat $o/steps.txt; cat $o/gpu.txt; grep -h "PASSED\|FAILED" $o/tests-*.log | sort | uniq -c
