@@ -117,8 +117,8 @@ inline constexpr bool kElementsInRegisters = false;
 // Whether the general forward op (an activation or GroupNorm's channel affine) takes its one pass
 // of float64 sums over these elements too (ForwardOp::kOnePass): where the kernel has registers to
 // spare for them. shared_resident's general kernels spilled with them (dev/VARIANTS.md 59);
-// channels_last's columns, a thread a channel at up to 128 registers, do not (channels_last.cuh
-// specializes it; dev/VARIANTS.md 111).
+// channels_last's columns, a thread a channel at 85-128 registers, spill at most 4 bytes more
+// (channels_last.cuh specializes it; dev/VARIANTS.md 111).
 template <typename Elements>
 inline constexpr bool kGeneralOnePass = false;
 

@@ -261,15 +261,16 @@ TEST(GpuGroupNorm, ChannelsLastEdges) {
     return c;
   };
   // Data far from zero in both forms, on whole rows (C = 64) and on channel blocks (C = 640, SD
-  // UNet's: blocks of 40 channels); in the forward also with a group's first element 0: its
-  // columns' one pass of sums around that shift (the activation's op too: forward_op.cuh kOnePass)
-  // loses digits past kOnePassMaxSquares, so they take the second pass.
+  // UNet's); in the forward also with a group's first element 0: each column's one pass of float64
+  // sums around that shift (the general op's too, forward_op.cuh kOnePass) loses digits past
+  // kOnePassMaxSquares, so the group's columns take the second pass.
   struct Offset {
     std::vector<int64_t> shape;
     int64_t groups;
     Activation activation;
   };
-  for (const Offset& o : {Offset{{4, 64, 63, 65}, 8, Activation::kLeakyRelu}, Offset{{2, 640, 16, 16}, 32, Activation::kSilu}}) {
+  for (const Offset& o :
+       {Offset{{4, 64, 63, 65}, 8, Activation::kLeakyRelu}, Offset{{2, 640, 16, 16}, 32, Activation::kSilu}}) {
     for (Pass pass : kPasses) {
       for (Exchange form : {Exchange::kGlobal, Exchange::kNone}) {
         Case offset = cl_case(pass, o.shape, DType::kFloat32, o.groups, o.activation);
