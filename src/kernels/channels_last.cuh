@@ -35,6 +35,7 @@
 
 #include <cuda/atomic>
 #include <cuda/barrier>
+#include <cuda/pipeline>
 #include <cuda/ptx>
 
 #include "config.h"
@@ -221,6 +222,23 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
       }
       const int64_t from_step = static_cast<int64_t>(rows_a_pass) * args.channels;
       const int to_step = rows_a_pass * args.channel_block;
+      if constexpr (kLoad == TileLoad::kVector) {
+        // Every unit of the thread in flight at once, global to shared without registers (cp.async):
+        // in batches of kStageBatchBytes in turn, SD UNet's staging waited on DRAM a round trip a
+        // batch (20% of its stall samples, dev/VARIANTS.md 111).
+        cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+        pipe.producer_acquire();
+        for (int row = first_row; row < rows; row += rows_a_pass) {
+#pragma unroll
+          for (int i = 0; i < kInputs; ++i) {
+            cuda::memcpy_async(to[i], from[i], cuda::aligned_size_t<16>(16), pipe);
+            to[i] += to_step;
+            from[i] += from_step;
+          }
+        }
+        pipe.producer_commit();
+        pipe.consumer_wait();
+      } else {
       for (int k = 0; first_row + k * rows_a_pass < rows; k += kBatch) {
         Unit v[kBatch][kInputs];
 #pragma unroll
@@ -235,6 +253,7 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
 #pragma unroll
           for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + (k + b) * to_step) = v[b][i];
         }
+      }
       }
     }
     __syncthreads();
