@@ -239,21 +239,21 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
         pipe.producer_commit();
         pipe.consumer_wait();
       } else {
-      for (int k = 0; first_row + k * rows_a_pass < rows; k += kBatch) {
-        Unit v[kBatch][kInputs];
+        for (int k = 0; first_row + k * rows_a_pass < rows; k += kBatch) {
+          Unit v[kBatch][kInputs];
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (first_row + (k + b) * rows_a_pass >= rows) break;
+          for (int b = 0; b < kBatch; ++b) {
+            if (first_row + (k + b) * rows_a_pass >= rows) break;
 #pragma unroll
-          for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + (k + b) * from_step);
+            for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + (k + b) * from_step);
+          }
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            if (first_row + (k + b) * rows_a_pass >= rows) break;
+#pragma unroll
+            for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + (k + b) * to_step) = v[b][i];
+          }
         }
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (first_row + (k + b) * rows_a_pass >= rows) break;
-#pragma unroll
-          for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + (k + b) * to_step) = v[b][i];
-        }
-      }
       }
     }
     __syncthreads();
