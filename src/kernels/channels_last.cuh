@@ -222,10 +222,10 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
       }
       const int64_t from_step = static_cast<int64_t>(rows_a_pass) * args.channels;
       const int to_step = rows_a_pass * args.channel_block;
-      if constexpr (kLoad == TileLoad::kVector) {
-        // Every unit of the thread in flight at once, global to shared without registers (cp.async):
-        // in batches of kStageBatchBytes in turn, SD UNet's staging waited on DRAM a round trip a
-        // batch (20% of its stall samples, dev/VARIANTS.md 111).
+      if constexpr (kLoad == TileLoad::kVector && kInputs == 2) {
+        // The backward's two inputs go global to shared without registers (cp.async), every unit of
+        // the thread in flight at once: its register path spilled, and this one measured 2-7% faster
+        // on the H100. The forward's one input measured 1-4% slower this way (dev/VARIANTS.md 112).
         cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
         pipe.producer_acquire();
         for (int row = first_row; row < rows; row += rows_a_pass) {
