@@ -22,7 +22,7 @@ done
 pack
 pids=()
 for i in 3 6; do
-  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout $((375 - SECONDS)) build-gpu/inorm_gpu_tests --gtest_brief=1 > $o/tests-$i.log 2>&1 &
+  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout $((360 - SECONDS)) build-gpu/inorm_gpu_tests --gtest_brief=1 > $o/tests-$i.log 2>&1 &
   pids+=($!)
 done
 rc=0; for p in "${pids[@]}"; do wait $p || rc=1; done
