@@ -107,9 +107,9 @@ inline constexpr int kUnitElems = kLoad == TileLoad::kVector ? kVecOf<T> : 1;
 template <typename T, TileLoad kLoad, int kInputs, int kBytes>
 inline constexpr int kUnitBatch =
     std::min(16, std::max(1, kBytes / static_cast<int>(sizeof(UnitOf<T, kLoad>) * kInputs)));
-// The staging loads 128 bytes a thread at three CTAs an SM; the elementwise pass straight from
-// global memory, whose threads also hold a coefficient set per channel of their run, 64 at two
-// (its register bound).
+// The staging through registers (the forward's, and every scalar path's) loads 128 bytes a thread
+// at three CTAs an SM; the elementwise pass straight from global memory, whose threads also hold a
+// coefficient set per channel of their run, 64 at two (its register bound).
 inline constexpr int kStageBatchBytes = 128;
 inline constexpr int kApplyBatchBytes = 64;
 inline constexpr int kApplyCtasPerSm = 2;
@@ -224,8 +224,9 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
       const int to_step = rows_a_pass * args.channel_block;
       if constexpr (kLoad == TileLoad::kVector && kInputs == 2) {
         // The backward's two inputs go global to shared without registers (cp.async), every unit of
-        // the thread in flight at once: its register path spilled, and this one measured 2-7% faster
-        // on the H100. The forward's one input measured 1-4% slower this way (dev/VARIANTS.md 112).
+        // the thread in flight at once: 1-7% faster than batches through registers on 23 of session
+        // 81's 27 channels_last shapes (H100), 2-4% slower on two. The forward's one input measured
+        // 1-4% slower this way on half of them (dev/VARIANTS.md 112).
         cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
         pipe.producer_acquire();
         for (int row = first_row; row < rows; row += rows_a_pass) {
