@@ -35,6 +35,7 @@
 
 #include <cuda/atomic>
 #include <cuda/barrier>
+#include <cuda/pipeline>
 #include <cuda/ptx>
 
 #include "config.h"
@@ -106,9 +107,9 @@ inline constexpr int kUnitElems = kLoad == TileLoad::kVector ? kVecOf<T> : 1;
 template <typename T, TileLoad kLoad, int kInputs, int kBytes>
 inline constexpr int kUnitBatch =
     std::min(16, std::max(1, kBytes / static_cast<int>(sizeof(UnitOf<T, kLoad>) * kInputs)));
-// The staging loads 128 bytes a thread at three CTAs an SM; the elementwise pass straight from
-// global memory, whose threads also hold a coefficient set per channel of their run, 64 at two
-// (its register bound).
+// The staging through registers (the forward's, and every scalar path's) loads 128 bytes a thread
+// at three CTAs an SM; the elementwise pass straight from global memory, whose threads also hold a
+// coefficient set per channel of their run, 64 at two (its register bound).
 inline constexpr int kStageBatchBytes = 128;
 inline constexpr int kApplyBatchBytes = 64;
 inline constexpr int kApplyCtasPerSm = 2;
@@ -221,19 +222,38 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
       }
       const int64_t from_step = static_cast<int64_t>(rows_a_pass) * args.channels;
       const int to_step = rows_a_pass * args.channel_block;
-      for (int k = 0; first_row + k * rows_a_pass < rows; k += kBatch) {
-        Unit v[kBatch][kInputs];
+      if constexpr (kLoad == TileLoad::kVector && kInputs == 2) {
+        // The backward's two inputs go global to shared without registers (cp.async), every unit of
+        // the thread in flight at once: 1-7% faster than batches through registers on 23 of session
+        // 81's 27 channels_last shapes (H100), 2-4% slower on two. The forward's one input measured
+        // 1-4% slower this way on half of them (dev/VARIANTS.md 112).
+        cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+        pipe.producer_acquire();
+        for (int row = first_row; row < rows; row += rows_a_pass) {
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (first_row + (k + b) * rows_a_pass >= rows) break;
-#pragma unroll
-          for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + (k + b) * from_step);
+          for (int i = 0; i < kInputs; ++i) {
+            cuda::memcpy_async(to[i], from[i], cuda::aligned_size_t<16>(16), pipe);
+            to[i] += to_step;
+            from[i] += from_step;
+          }
         }
+        pipe.producer_commit();
+        pipe.consumer_wait();
+      } else {
+        for (int k = 0; first_row + k * rows_a_pass < rows; k += kBatch) {
+          Unit v[kBatch][kInputs];
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (first_row + (k + b) * rows_a_pass >= rows) break;
+          for (int b = 0; b < kBatch; ++b) {
+            if (first_row + (k + b) * rows_a_pass >= rows) break;
 #pragma unroll
-          for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + (k + b) * to_step) = v[b][i];
+            for (int i = 0; i < kInputs; ++i) v[b][i] = load_unit<T, kLoad>(from[i] + (k + b) * from_step);
+          }
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            if (first_row + (k + b) * rows_a_pass >= rows) break;
+#pragma unroll
+            for (int i = 0; i < kInputs; ++i) *reinterpret_cast<Unit*>(to[i] + (k + b) * to_step) = v[b][i];
+          }
         }
       }
     }
