@@ -198,8 +198,6 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
     result.range = ranges[0];
     loaded.wait(std::move(token));
   } else {
-    using Unit = UnitOf<T, kLoad>;
-    constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kStageBatchBytes>;
     T* to[kInputs];
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) {
@@ -240,6 +238,8 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
         pipe.producer_commit();
         pipe.consumer_wait();
       } else {
+        using Unit = UnitOf<T, kLoad>;
+        constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kStageBatchBytes>;
         for (int k = 0; first_row + k * rows_a_pass < rows; k += kBatch) {
           Unit v[kBatch][kInputs];
 #pragma unroll
