@@ -6,7 +6,12 @@
 #   OUT=gpu-out/r1 AB_OLD=.carry/old.tar.gz scripts/ab-bench.sh SUITE[:forward|backward|both]...
 #
 # AB_OLD            the older commit as `git archive --format=tar.gz <commit>` (a device copy has no .git)
-# AB_OLD_COMMIT     its id, recorded in its rows (default: old)
+# AB_OLD_BENCH      instead of AB_OLD, the older commit's inorm-bench built on a machine without a GPU
+#                   (sm_90; plain, .gz or .xz): nothing is built for it here
+# AB_NEW_BENCH      likewise this tree's inorm-bench: this tree is then not built (nor AB_TARGETS).
+#                   Configured with -DCMAKE_CUDA_FLAGS=--compress-mode=none, xz packs the binary far
+#                   smaller than nvcc's compressed fatbins (scripts/gpu-check.sh's INORM_PREBUILT)
+# AB_OLD_COMMIT     its id, recorded in its rows (default: old; a prebuilt binary carries its own)
 # AB_ROUNDS         rounds of every suite and pass (default 2)
 # AB_TARGETS        this tree's other build targets, e.g. "inorm_gpu_tests inorm_cpu_tests" for
 #                   scripts/gpu-check.sh's tests part to reuse (its build dir is build-gpu too)
@@ -19,11 +24,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 out=${OUT:-gpu-out}
-old_tar=${AB_OLD:?AB_OLD: the older commit as a git archive tar.gz}
+[ -n "${AB_OLD:-}${AB_OLD_BENCH:-}" ] || { echo "ab-bench.sh: set AB_OLD (a git archive tar.gz) or AB_OLD_BENCH" >&2; exit 2; }
 rounds=${AB_ROUNDS:-2}
 limit=${AB_BUILD_LIMIT:-400}
 [ $# -gt 0 ] || { echo "ab-bench.sh: name at least one suite" >&2; exit 2; }
-[ -f "$old_tar" ] || { echo "ab-bench.sh: $old_tar not found" >&2; exit 2; }
+for source in ${AB_OLD_BENCH:-${AB_OLD:-}} ${AB_NEW_BENCH:-}; do
+  [ -f "$source" ] || { echo "ab-bench.sh: $source not found" >&2; exit 2; }
+done
 mkdir -p "$out"
 steps=$out/steps.txt
 pack() { [ -n "${AB_PACK:-}" ] && tar czf "$AB_PACK" -C "$(dirname "$out")" "$(basename "$out")"; return 0; }
@@ -31,19 +38,39 @@ record() { echo "rc=$1 $2 $SECONDS s" >>"$steps"; pack; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$out/gpu.txt" 2>&1
 
 old_dir=/tmp/ab-old
-rm -rf "$old_dir" && mkdir -p "$old_dir" && tar xzf "$old_tar" -C "$old_dir"
-(cmake -S "$old_dir" -B "$old_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-   -DINORM_GIT_COMMIT="${AB_OLD_COMMIT:-old}" &&
- timeout "$limit" cmake --build "$old_dir/build" --parallel "$(nproc)" --target inorm-bench) \
-  >"$out/build-old.log" 2>&1 &
-old_build=$!
-# shellcheck disable=SC2086  # AB_TARGETS is a list of targets
-(cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DINORM_GIT_COMMIT="${INORM_COMMIT:-unknown}" &&
- timeout "$limit" cmake --build build-gpu --parallel "$(nproc)" --target inorm-bench ${AB_TARGETS:-}) \
-  >"$out/build.log" 2>&1
-record $? build
-wait $old_build
-record $? build-old
+old_binary=$old_dir/build/inorm-bench
+new_binary="build-gpu/inorm-bench"
+unpack() {  # unpack SOURCE DESTINATION: a prebuilt binary, plain, gzipped or xz-packed
+  mkdir -p "$(dirname "$2")" &&
+  case $1 in *.xz) xz -dc "$1" ;; *.gz) gzip -dc "$1" ;; *) cat "$1" ;; esac >"$2" && chmod +x "$2"
+}
+rm -rf "$old_dir" && mkdir -p "$old_dir"
+if [ -n "${AB_OLD_BENCH:-}" ]; then
+  unpack "$AB_OLD_BENCH" "$old_binary"
+  record $? unpack-old
+else
+  tar xzf "$AB_OLD" -C "$old_dir"
+  (cmake -S "$old_dir" -B "$old_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DINORM_GIT_COMMIT="${AB_OLD_COMMIT:-old}" &&
+   timeout "$limit" cmake --build "$old_dir/build" --parallel "$(nproc)" --target inorm-bench) \
+    >"$out/build-old.log" 2>&1 &
+  old_build=$!
+fi
+if [ -n "${AB_NEW_BENCH:-}" ]; then
+  new_binary=/tmp/ab-new/inorm-bench
+  unpack "$AB_NEW_BENCH" "$new_binary"
+  record $? unpack-new
+else
+  # shellcheck disable=SC2086  # AB_TARGETS is a list of targets
+  (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DINORM_GIT_COMMIT="${INORM_COMMIT:-unknown}" &&
+   timeout "$limit" cmake --build build-gpu --parallel "$(nproc)" --target inorm-bench ${AB_TARGETS:-}) \
+    >"$out/build.log" 2>&1
+  record $? build
+fi
+if [ -z "${AB_OLD_BENCH:-}" ]; then
+  wait "$old_build"
+  record $? build-old
+fi
 
 status=0
 for ((round = 1; round <= rounds; round++)); do
@@ -57,8 +84,8 @@ for ((round = 1; round <= rounds; round++)); do
       flag=
       [ "$pass" = backward ] && flag=--backward
       for build in old new; do
-        binary="build-gpu/inorm-bench"
-        [ $build = old ] && binary=$old_dir/build/inorm-bench
+        binary=$new_binary
+        [ $build = old ] && binary=$old_binary
         run=$out/$name-$pass-$build-$round
         timeout 120 "$binary" $flag --suite "$suite" --json "$run.json" --markdown "$run.md" >"$run.log" 2>&1
         rc=$?
