@@ -11,14 +11,15 @@
 # AB_NEW_BENCH      likewise this tree's inorm-bench: this tree is then not built (nor AB_TARGETS).
 #                   Configured with -DCMAKE_CUDA_FLAGS=--compress-mode=none, xz packs the binary far
 #                   smaller than nvcc's compressed fatbins (scripts/gpu-check.sh's INORM_PREBUILT)
-# AB_OLD_COMMIT     its id, recorded in its rows (default: old; a prebuilt binary carries its own)
+# AB_OLD_COMMIT     its id, recorded in its rows (a prebuilt binary carries its own; one built from
+#                   an archive, outside git, records "old" without it)
 # AB_ROUNDS         rounds of every suite and pass (default 2)
 # AB_TARGETS        this tree's other build targets, e.g. "inorm_gpu_tests inorm_cpu_tests" for
 #                   scripts/gpu-check.sh's tests part to reuse (its build dir is build-gpu too)
 # AB_BUILD_LIMIT    seconds either build may take (default 400)
 # AB_PACK           where set, $OUT is packed there (tar.gz) after every step: the device tool brings
 #                   back at most 8 files, and a call cut off at its limit keeps what was packed
-# INORM_COMMIT      this tree's commit, recorded in its rows
+# INORM_COMMIT      this tree's commit, recorded in its rows (inorm-bench reads it at run time)
 # Each run writes $OUT/<suite>-<pass>-<old|new>-<round>.{json,md,log}; steps.txt has every step's
 # status and the seconds since the start.
 set -uo pipefail
@@ -50,8 +51,7 @@ if [ -n "${AB_OLD_BENCH:-}" ]; then
   record $? unpack-old
 else
   tar xzf "$AB_OLD" -C "$old_dir"
-  (cmake -S "$old_dir" -B "$old_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-     -DINORM_GIT_COMMIT="${AB_OLD_COMMIT:-old}" &&
+  (cmake -S "$old_dir" -B "$old_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
    timeout "$limit" cmake --build "$old_dir/build" --parallel "$(nproc)" --target inorm-bench) \
     >"$out/build-old.log" 2>&1 &
   old_build=$!
@@ -62,7 +62,7 @@ if [ -n "${AB_NEW_BENCH:-}" ]; then
   record $? unpack-new
 else
   # shellcheck disable=SC2086  # AB_TARGETS is a list of targets
-  (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DINORM_GIT_COMMIT="${INORM_COMMIT:-unknown}" &&
+  (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release &&
    timeout "$limit" cmake --build build-gpu --parallel "$(nproc)" --target inorm-bench ${AB_TARGETS:-}) \
     >"$out/build.log" 2>&1
   record $? build
@@ -85,9 +85,15 @@ for ((round = 1; round <= rounds; round++)); do
       [ "$pass" = backward ] && flag=--backward
       for build in old new; do
         binary=$new_binary
-        [ $build = old ] && binary=$old_binary
+        commit=(env)
+        if [ $build = old ]; then
+          binary=$old_binary
+          commit=(env -u INORM_COMMIT)
+          [ -n "${AB_OLD_COMMIT:-}" ] && commit=(env "INORM_COMMIT=$AB_OLD_COMMIT")
+          [ -z "${AB_OLD_COMMIT:-}${AB_OLD_BENCH:-}" ] && commit=(env INORM_COMMIT=old)
+        fi
         run=$out/$name-$pass-$build-$round
-        timeout 120 "$binary" $flag --suite "$suite" --json "$run.json" --markdown "$run.md" >"$run.log" 2>&1
+        timeout 120 "${commit[@]}" "$binary" $flag --suite "$suite" --json "$run.json" --markdown "$run.md" >"$run.log" 2>&1
         rc=$?
         [ $rc -eq 0 ] || status=1
         record $rc "$name $pass $build $round"
