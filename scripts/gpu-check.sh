@@ -17,10 +17,14 @@
 # build from a machine without a GPU is carried to one: inorm_gpu_tests, inorm_cpu_tests,
 # inorm-bench and inorm-dev-synccheck-repro, those that the parts asked for run (each may be
 # gzipped; the CPU tests, which CI runs, may be left out; configured with
-# -DCMAKE_CUDA_FLAGS=--compress-mode=none their fatbins stay uncompressed, so an archiver packs them
-# far smaller: xz packed a stripped inorm-bench in 23 MB, 44 MB with nvcc's compressed fatbins).
+# -DCMAKE_CUDA_FLAGS=--compress-mode=none -DCMAKE_CUDA_ARCHITECTURES=90-real their fatbins stay
+# uncompressed and hold no PTX, so an archiver packs them far smaller: xz -9 packed a stripped
+# inorm-bench in 15 MB, 44 MB with nvcc's compressed fatbins; three binaries in one xz stream whose
+# dictionary outgrows a binary, 16 MB, since they share their kernels).
 # Results and one log (run.log) go to $OUT (default ./gpu-out); the device tool brings back at most
-# 8 files. Set INORM_COMMIT to the commit being measured (the device copy has no .git).
+# 8 files, so where INORM_PACK names a .tgz, $OUT is packed there after every step (a call cut off
+# at its time limit keeps what was packed). Set INORM_COMMIT to the commit being measured (the
+# device copy has no .git).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -43,6 +47,7 @@ step() {  # step NAME SECONDS COMMAND...: runs with a time limit, appends its ou
   tail -n "${TAIL_LINES:-6}" "$out/step.log" | sed 's/^/    /'
   rm -f "$out/step.log"
   [ $rc -eq 0 ] || status=1
+  [ -z "${INORM_PACK:-}" ] || tar czf "$INORM_PACK" -C "$(dirname "$out")" "$(basename "$out")"
 }
 gpu_tests_sharded() {  # the GPU tests in 8 shards side by side; fails if any shard does
   local shards=8 index pids=() rc=0
