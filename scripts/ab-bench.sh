@@ -9,8 +9,7 @@
 # AB_OLD_BENCH      instead of AB_OLD, the older commit's inorm-bench built on a machine without a GPU
 #                   (sm_90; plain, .gz or .xz): nothing is built for it here
 # AB_NEW_BENCH      likewise this tree's inorm-bench: this tree is then not built (nor AB_TARGETS).
-#                   Configured with -DCMAKE_CUDA_FLAGS=--compress-mode=none, xz packs the binary far
-#                   smaller than nvcc's compressed fatbins (scripts/gpu-check.sh's INORM_PREBUILT)
+#                   scripts/gpu-check.sh's INORM_PREBUILT says how to build them small to carry
 # AB_OLD_COMMIT     its id, recorded in its rows (a prebuilt binary carries its own; one built from
 #                   an archive, outside git, records "old" without it)
 # AB_ROUNDS         rounds of every suite and pass (default 2)

@@ -47,8 +47,9 @@ step() {  # step NAME SECONDS COMMAND...: runs with a time limit, appends its ou
   tail -n "${TAIL_LINES:-6}" "$out/step.log" | sed 's/^/    /'
   rm -f "$out/step.log"
   [ $rc -eq 0 ] || status=1
-  [ -z "${INORM_PACK:-}" ] || tar czf "$INORM_PACK" -C "$(dirname "$out")" "$(basename "$out")"
+  pack
 }
+pack() { [ -z "${INORM_PACK:-}" ] || tar czf "$INORM_PACK" -C "$(dirname "$out")" "$(basename "$out")"; }
 gpu_tests_sharded() {  # the GPU tests in 8 shards side by side; fails if any shard does
   local shards=8 index pids=() rc=0
   trap 'kill "${pids[@]}" 2>/dev/null' TERM  # step's time limit stops the shards too
@@ -156,4 +157,5 @@ if part pybench; then
   [ -f "$out/suite.json" ] && kernel_times=(--kernel-times "$out/suite.json")
   step overhead 300 python3 -m inorm.bench --overhead "${kernel_times[@]}" --out "$out"
 fi
+pack
 exit $status
