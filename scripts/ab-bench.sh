@@ -71,6 +71,12 @@ if [ -z "${AB_OLD_BENCH:-}" ]; then
   record $? build-old
 fi
 
+# inorm-bench reads INORM_COMMIT at run time: the caller's names this tree; the old build's rows
+# take AB_OLD_COMMIT, else a prebuilt binary's own, else "old" (built from an archive outside git).
+old_env=(env -u INORM_COMMIT)
+[ -n "${AB_OLD_COMMIT:-}" ] && old_env=(env "INORM_COMMIT=$AB_OLD_COMMIT")
+[ -z "${AB_OLD_COMMIT:-}${AB_OLD_BENCH:-}" ] && old_env=(env INORM_COMMIT=old)
+
 status=0
 for ((round = 1; round <= rounds; round++)); do
   for spec in "$@"; do
@@ -84,15 +90,10 @@ for ((round = 1; round <= rounds; round++)); do
       [ "$pass" = backward ] && flag=--backward
       for build in old new; do
         binary=$new_binary
-        commit=(env)
-        if [ $build = old ]; then
-          binary=$old_binary
-          commit=(env -u INORM_COMMIT)
-          [ -n "${AB_OLD_COMMIT:-}" ] && commit=(env "INORM_COMMIT=$AB_OLD_COMMIT")
-          [ -z "${AB_OLD_COMMIT:-}${AB_OLD_BENCH:-}" ] && commit=(env INORM_COMMIT=old)
-        fi
+        run_env=(env)
+        [ $build = old ] && binary=$old_binary && run_env=("${old_env[@]}")
         run=$out/$name-$pass-$build-$round
-        timeout 120 "${commit[@]}" "$binary" $flag --suite "$suite" --json "$run.json" --markdown "$run.md" >"$run.log" 2>&1
+        timeout 120 "${run_env[@]}" "$binary" $flag --suite "$suite" --json "$run.json" --markdown "$run.md" >"$run.log" 2>&1
         rc=$?
         [ $rc -eq 0 ] || status=1
         record $rc "$name $pass $build $round"
