@@ -161,6 +161,31 @@ Status plan_on_device(const Plan& signature, const PlanOptions& options, Plan* p
   return status;
 }
 
+// A kChannelsLast plan's counts and divisors (common.cuh ChannelsLastDivisors). The channel-block
+// paths' units are what channels_last.cuh's TileLoad moves: 16-byte runs where vector_io, else
+// elements (the whole-rows path, channel_block == C, moves none).
+detail::ChannelsLastDivisors channels_last_divisors(const Plan& plan) {
+  using detail::FastDivisor;
+  detail::ChannelsLastDivisors d;
+  const int64_t block = std::max<int64_t>(plan.channel_block, 1);
+  d.samples = detail::batch_of(plan);
+  d.blocks = (plan.channels + block - 1) / block;
+  d.by_slice_channels = FastDivisor(plan.slice_channels);
+  d.by_other_channels = FastDivisor(std::max<int64_t>(plan.slice_channels - 1, 1));
+  d.by_tiles = FastDivisor(plan.parts_per_slice);
+  d.by_blocks = FastDivisor(d.blocks);
+  d.by_channel_block = FastDivisor(block);
+  d.by_rows_a_pass = FastDivisor(std::max<int64_t>(plan.threads / block, 1));
+  const int64_t unit = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
+  const int64_t widths[2] = {block, plan.channels - (d.blocks - 1) * block};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t units = std::max<int64_t>(widths[i] / unit, 1);
+    d.by_units_a_row[i] = FastDivisor(units);
+    d.by_unit_rows_a_pass[i] = FastDivisor(std::max<int64_t>(plan.threads / units, 1));
+  }
+  return d;
+}
+
 // What every pass's launch shares once its params are checked against the plan: the workspace
 // checks, the family-specific arguments, the main kernel and, where the pass has per-channel
 // outputs, the channel reduction.
@@ -183,7 +208,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   args.channels = plan.channels;
   args.slice_len = plan.slice_len;
   args.slice_channels = plan.slice_channels;
-  args.groups = plan.channels / plan.slice_channels;
+  args.by_groups = detail::FastDivisor(plan.channels / plan.slice_channels);
   args.channel_len = detail::channel_len_of(plan);
   args.chunk_len = plan.chunk_len;
   args.register_len = plan.register_len;
@@ -218,6 +243,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     }
     args.channel_block = plan.channel_block;
     args.tile_rows = plan.tile_rows;
+    args.channels_last_divisors = channels_last_divisors(plan);
   }
   if (plan.path == Path::kSharedResident) {
     args.ctas_per_slice = plan.ctas_per_slice;

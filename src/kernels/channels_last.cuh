@@ -54,9 +54,11 @@ struct TileThread {
   int rows;  // rows a pass: blockDim.x / channel_block
   int row;
   int column;
-  __device__ explicit TileThread(int block)
-      : channel_block(block), rows(static_cast<int>(blockDim.x) / block),
-        row(static_cast<int>(threadIdx.x) / block), column(static_cast<int>(threadIdx.x) % block) {}
+  __device__ explicit TileThread(const KernelArgs& args)
+      : channel_block(args.channel_block),
+        rows(static_cast<int>(args.channels_last_divisors.by_rows_a_pass.divisor)),
+        row(args.channels_last_divisors.by_channel_block.quotient(static_cast<int>(threadIdx.x))),
+        column(static_cast<int>(threadIdx.x) - row * channel_block) {}
 };
 
 // One item of the kernels' grid-stride loop: a tile, rows [begin, begin + rows) of channels
@@ -71,12 +73,13 @@ struct Tile {
   int64_t offset;  // of its first element in every tensor
 };
 // A channel's S spatial positions are args.channel_len (a GroupNorm slice spans several channels).
-__device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, int64_t blocks) {
-  const int64_t tiles = args.parts_per_slice;
+__device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item) {
+  const ChannelsLastDivisors& d = args.channels_last_divisors;
+  const int64_t sample_block = d.by_tiles.quotient(item);  // sample * blocks + block
   Tile tile;
-  tile.index = item % tiles;
-  tile.sample = item / tiles / blocks;
-  tile.first_channel = (item / tiles % blocks) * args.channel_block;
+  tile.index = item - sample_block * args.parts_per_slice;
+  tile.sample = d.by_blocks.quotient(sample_block);
+  tile.first_channel = (sample_block - tile.sample * d.blocks) * args.channel_block;
   tile.width = static_cast<int>(min(static_cast<int64_t>(args.channel_block), args.channels - tile.first_channel));
   tile.begin = tile.index * args.tile_rows;
   tile.rows = min(args.tile_rows, args.channel_len - tile.begin);
@@ -84,15 +87,9 @@ __device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item, in
   return tile;
 }
 
-// The batch (N): the slices over those a sample holds (plan_internal.h batch_of).
-__device__ __forceinline__ int64_t samples_of(const KernelArgs& args) {
-  return args.num_slices * args.slice_channels / args.channels;
-}
-
 // Items of the grid-stride loop: samples x channel blocks x tiles.
-__device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args, int64_t* blocks) {
-  *blocks = (args.channels + args.channel_block - 1) / args.channel_block;
-  return samples_of(args) * *blocks * args.parts_per_slice;
+__device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args) {
+  return args.channels_last_divisors.samples * args.channels_last_divisors.blocks * args.parts_per_slice;
 }
 
 // How a tile moves between global and shared memory (the file's head says when each is used).
@@ -206,11 +203,14 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
     }
     // A thread takes one unit of the row, the same in every row it takes (rows_a_pass apart; the
     // threads past whole rows idle): a division a unit cost the staging 7 of the SD UNet forward's
-    // 41 instructions an element (cuobjdump, dev/VARIANTS.md 102).
-    const int units_a_row = tile.width / kUnitElems<T, kLoad>;
-    const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;
-    const int first_row = static_cast<int>(threadIdx.x) / units_a_row;
-    const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+    // 41 instructions an element (cuobjdump, dev/VARIANTS.md 102). A sample's last block may be
+    // narrower than the others.
+    const ChannelsLastDivisors& d = args.channels_last_divisors;
+    const int which = tile.width == args.channel_block ? 0 : 1;
+    const int units_a_row = static_cast<int>(d.by_units_a_row[which].divisor);
+    const int rows_a_pass = static_cast<int>(d.by_unit_rows_a_pass[which].divisor);
+    const int first_row = d.by_units_a_row[which].quotient(static_cast<int>(threadIdx.x));
+    const int unit = static_cast<int>(threadIdx.x) - first_row * units_a_row;
     const int rows = static_cast<int>(tile.rows);
     if (first_row < rows_a_pass) {
 #pragma unroll
@@ -276,7 +276,7 @@ struct TileColumn {
   const T* inputs[kInputs];  // the thread's first element in each staged tile
   int step;                  // rows a pass * channel_block
   int row;                   // the thread's first row
-  int rows;                  // rows a pass
+  FastDivisor by_rows;       // rows a pass
   int count;                 // the thread's rows: row, row + rows, ...
   template <typename F>
   __device__ __forceinline__ void for_each(F&& f) const {
@@ -288,8 +288,8 @@ struct TileColumn {
   // dev/VARIANTS.md 102).
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
-    const int first = begin > row ? static_cast<int>((begin - row + rows - 1) / rows) : 0;
-    const int last = end > row ? static_cast<int>(min(static_cast<int64_t>(count), (end - row + rows - 1) / rows)) : 0;
+    const int first = begin > row ? static_cast<int>(by_rows.ceil_quotient(begin - row)) : 0;
+    const int last = end > row ? static_cast<int>(min(static_cast<int64_t>(count), by_rows.ceil_quotient(end - row))) : 0;
     for (int k = first; k < last; ++k) visit(k, f);
   }
   template <typename F>
@@ -356,7 +356,7 @@ __device__ __forceinline__ TileColumnOf<Op> tile_column_of(const KernelArgs& arg
   TileColumnOf<Op> of;
   of.active = t.column < tile.width;
   of.channel = tile.sample * args.channels + tile.first_channel + (of.active ? t.column : 0);
-  of.slice = of.channel / args.slice_channels;
+  of.slice = args.channels_last_divisors.by_slice_channels.quotient(of.channel);
   of.ctx = Op::context(args, of.slice);
   return of;
 }
@@ -373,14 +373,14 @@ __device__ __forceinline__ void reduce_tile_columns(const KernelArgs& args, cons
   const bool active = of.active;
   const int64_t channel = of.channel;
   const int64_t slice = of.slice;
-  const int64_t local = channel % args.slice_channels;
+  const int64_t local = channel - slice * args.slice_channels;
   TileColumn<T, kInputs> column;
 #pragma unroll
   for (int i = 0; i < kInputs; ++i) column.inputs[i] = staged.staged[i] + t.row * args.channel_block + t.column;
   column.step = t.rows * args.channel_block;
   column.row = t.row;
-  column.rows = t.rows;
-  column.count = active && t.row < tile.rows ? static_cast<int>((tile.rows - t.row + t.rows - 1) / t.rows) : 0;
+  column.by_rows = args.channels_last_divisors.by_rows_a_pass;
+  column.count = active && t.row < tile.rows ? column.by_rows.ceil_quotient(static_cast<int>(tile.rows) - t.row) : 0;
   // The column as a chunk of its slice: the slice's chunks are its channels' tiles in order
   // (plan_internal.h channel_partial_channel_len).
   const ChunkPlace place{slice, local * args.channel_len + tile.begin, local * args.parts_per_slice + tile.index,
@@ -416,13 +416,12 @@ __global__ void __launch_bounds__(kChannelsLastThreads) channels_last_reduce_ker
   __shared__ alignas(16) unsigned char scratch[kChannelsLastThreads * ColumnSum::kCellBytes];
   if constexpr (kLoad == TileLoad::kBulk) init_tile_barrier(loaded);
   __syncthreads();
-  const TileThread t(args.channel_block);
+  const TileThread t(args);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
-  int64_t blocks = 0;
-  const int64_t items = channels_last_items(args, &blocks);
+  const int64_t items = channels_last_items(args);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const Tile tile = tile_of(args, item, blocks);
+    const Tile tile = tile_of(args, item);
     const KeepInPartials<Op, false> keep{static_cast<typename Op::SplitPartial*>(args.split_partials),
                                          args.parts_per_slice, tile.index};
     const TileColumnOf<Op> of = tile_column_of<Op>(args, tile, t);
@@ -511,8 +510,8 @@ __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t f
   if (static_cast<int>(threadIdx.x) >= threads) return;
   const int others = static_cast<int>(args.slice_channels) - 1;  // a slice's channels past its first
   for (int i = static_cast<int>(threadIdx.x); i < slices * others; i += threads) {
-    const int s = i / others;
-    const int local = 1 + i % others;
+    const int s = args.channels_last_divisors.by_other_channels.quotient(i);
+    const int local = 1 + i - s * others;
     Coefficients c = *cell(s, 0);
     move_to_channel<Op>(args, first_channel(args, first_slice + s) + local, c);
     *cell(s, local) = c;
@@ -584,7 +583,7 @@ struct StreamedSums<BackwardOp<T, false>> {
                                         const StreamRun<T>* const (&)[2]) {
 #pragma unroll
     for (int e = 0; e < kChannelsLastStreamRun; ++e) {
-      center[e] = Op::context(args, (first_channel + e) / args.slice_channels).center;
+      center[e] = Op::context(args, args.channels_last_divisors.by_slice_channels.quotient(first_channel + e)).center;
     }
   }
   __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[2]) const {
@@ -831,7 +830,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   const int stage_rows = static_cast<int>(kInputBytes / row_bytes);
   const int64_t rows = args.channel_len;
   const int64_t parts = args.stream_parts;
-  const int64_t items = samples_of(args) * parts;
+  const int64_t items = args.channels_last_divisors.samples * parts;
   const T* inputs[kInputs] = {static_cast<const T*>(args.x)};
   if constexpr (kInputs == 2) inputs[1] = static_cast<const T*>(args.dy);
   const bool applies = kApplies && args.out != nullptr;  // the same in every thread
@@ -1020,7 +1019,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     consumers_sync();
     unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
                                  kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(Sum));
-    const int64_t slices = channels / args.slice_channels;
+    const int64_t slices = args.by_groups.divisor;
     const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
     combine_slices<Op, kConsumers>(
         args, sample * slices, slices, count,
@@ -1078,19 +1077,20 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
 }
 
 // The elementwise pass of a staged tile of whole rows (the bulk path): every element of the run
-// from its inputs and its channel's coefficients (`coefficients`: the sample's first slice's), with
-// 16-byte stores (L2 only, or evict-first there where `evict_first`) where every tensor is aligned
-// alike modulo 16 (`coaligned`). The CTA's threads are a multiple of C, so a thread's channels are
+// from its inputs and its channel's coefficients (`coefficients`: the sample's first slice's;
+// `by_channels`: C's divisor), with 16-byte stores (L2 only, or evict-first there where
+// `evict_first`) where every tensor is aligned alike modulo 16 (`coaligned`). The CTA's threads are a multiple of C, so a thread's channels are
 // the same in every vector (or element) it takes: it loads their coefficients once. A thread stores
 // only elements it read: dst may be an input.
 template <typename Op, typename T, int kInputs, typename Act>
 __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& tile, int64_t len, T* dst,
                                                   bool coaligned, const unsigned char* coefficients,
-                                                  int64_t channels, const Act& activation, bool evict_first = false) {
+                                                  const FastDivisor& by_channels, const Act& activation,
+                                                  bool evict_first = false) {
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
   const auto coefficients_of = [&](int64_t j) {  // element j's channel's; written by the finish kernel
-    return *reinterpret_cast<const Coefficients*>(coefficients + (j % channels) * kSliceCoefficientBytes);
+    return *reinterpret_cast<const Coefficients*>(coefficients + by_channels.remainder(j) * kSliceCoefficientBytes);
   };
   const auto output = [&](const Coefficients& c, int64_t j) {
     Acc v[kInputs];
@@ -1142,8 +1142,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
   T* const out = static_cast<T*>(args.out);
   const auto* coefficients = static_cast<const unsigned char*>(args.slice_coefficients);
-  int64_t blocks = 0;
-  const int64_t items = channels_last_items(args, &blocks);
+  const int64_t items = channels_last_items(args);
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);  // the activation, visited once
   if constexpr (kLoad == TileLoad::kBulk) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -1152,12 +1151,13 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     init_tile_barrier(loaded);
     __syncthreads();
     for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
-      const Tile tile = tile_of(args, items - 1 - walked, blocks);
+      const Tile tile = tile_of(args, items - 1 - walked);
       const StagedTile<T, kInputs> staged =
           stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args, args.evict_first);
       epilogue.visit([&](const auto& activation) {
         apply_staged_rows<Op>(staged, tile.rows * args.channels, out + tile.offset, args.coaligned,
-                              coefficients + tile.sample * args.channels * kSliceCoefficientBytes, args.channels,
+                              coefficients + tile.sample * args.channels * kSliceCoefficientBytes,
+                              args.channels_last_divisors.by_channel_block,
                               activation, args.evict_first);
       });
       __syncthreads();  // every thread is past its last read of the staged tile
@@ -1168,13 +1168,14 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     using Unit = UnitOf<T, kLoad>;
     constexpr int kElems = kUnitElems<T, kLoad>;
     constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kApplyBatchBytes>;
-    const int units_a_row = args.channel_block / kElems;
-    const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;
-    const int row = static_cast<int>(threadIdx.x) / units_a_row;
-    const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+    const ChannelsLastDivisors& d = args.channels_last_divisors;  // a full block's units
+    const int units_a_row = static_cast<int>(d.by_units_a_row[0].divisor);
+    const int rows_a_pass = static_cast<int>(d.by_unit_rows_a_pass[0].divisor);
+    const int row = d.by_units_a_row[0].quotient(static_cast<int>(threadIdx.x));
+    const int unit = static_cast<int>(threadIdx.x) - row * units_a_row;
     epilogue.visit([&](const auto& activation) {
       for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
-        const Tile tile = tile_of(args, items - 1 - walked, blocks);
+        const Tile tile = tile_of(args, items - 1 - walked);
         if (unit * kElems >= tile.width || row >= tile.rows) continue;
         const int64_t first_slice = tile.sample * args.channels + tile.first_channel + unit * kElems;
         Coefficients c[kElems];  // written by the finish kernel
@@ -1184,7 +1185,7 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
         }
         const int64_t first = tile.offset + static_cast<int64_t>(row) * args.channels + unit * kElems;
         const int64_t step_elems = static_cast<int64_t>(rows_a_pass) * args.channels;
-        const int64_t own_rows = (tile.rows - row + rows_a_pass - 1) / rows_a_pass;
+        const int64_t own_rows = d.by_unit_rows_a_pass[0].ceil_quotient(tile.rows - row);
         // A batch is loaded before any of it is stored: out may be an input (each element is its own).
         for (int64_t k = 0; k < own_rows; k += kBatch) {
           Unit v[kBatch][kInputs];
@@ -1219,16 +1220,18 @@ __device__ __forceinline__ void apply_staged_block(const KernelArgs& args, const
   using Coefficients = typename Op::Coefficients;
   using Unit = UnitOf<T, kLoad>;
   constexpr int kElems = kUnitElems<T, kLoad>;
-  const int units_a_row = args.channel_block / kElems;
-  const int rows_a_pass = static_cast<int>(blockDim.x) / units_a_row;  // the planner's threads: whole rows
-  const int unit = static_cast<int>(threadIdx.x) % units_a_row;
+  const ChannelsLastDivisors& d = args.channels_last_divisors;  // a full block's units
+  const int units_a_row = static_cast<int>(d.by_units_a_row[0].divisor);
+  const int rows_a_pass = static_cast<int>(d.by_unit_rows_a_pass[0].divisor);  // the planner's threads: whole rows
+  const int first_row = d.by_units_a_row[0].quotient(static_cast<int>(threadIdx.x));
+  const int unit = static_cast<int>(threadIdx.x) - first_row * units_a_row;
   if (unit * kElems >= tile.width) return;
   Coefficients c[kElems];
 #pragma unroll
   for (int e = 0; e < kElems; ++e) {
     c[e] = *reinterpret_cast<const Coefficients*>(coefficients + (unit * kElems + e) * kSliceCoefficientBytes);
   }
-  for (int64_t r = threadIdx.x / units_a_row; r < tile.rows; r += rows_a_pass) {
+  for (int64_t r = first_row; r < tile.rows; r += rows_a_pass) {
     Unit v[kInputs];
 #pragma unroll
     for (int i = 0; i < kInputs; ++i) {
@@ -1266,7 +1269,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
   __shared__ alignas(16) unsigned char scratch[kThreads * ColumnSum::kCellBytes];
   if constexpr (kLoad == TileLoad::kBulk) init_tile_barrier(loaded);
   __syncthreads();
-  const TileThread t(args.channel_block);
+  const TileThread t(args);
   const ColumnSum all_sum{scratch, t};
   const T* const inputs[2] = {static_cast<const T*>(args.x), static_cast<const T*>(args.dy)};
   auto* const partials = static_cast<SplitSums*>(args.split_partials);
@@ -1278,20 +1281,21 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
   // A CTA alone keeps each slice's sums in the column sums' cells, free once the tile is reduced
   // (a block holds no more slices than the CTA has threads).
   auto* const slice_sums = reinterpret_cast<SplitSums*>(scratch);
+  const ChannelsLastDivisors& d = args.channels_last_divisors;
   const int group = args.parts_per_slice;
   const bool alone = group == 1;
-  const int rank = static_cast<int>(blockIdx.x % group);
-  const int64_t groups = gridDim.x / group;
-  int64_t blocks = 0;
-  const int64_t items = channels_last_items(args, &blocks) / group;
+  const int first_item = d.by_tiles.quotient(static_cast<int>(blockIdx.x));
+  const int rank = static_cast<int>(blockIdx.x) - first_item * group;
+  const int groups = d.by_tiles.quotient(static_cast<int>(gridDim.x));
+  const int64_t items = d.samples * d.blocks;  // a group's: a sample's channel block
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
-  for (int64_t item = blockIdx.x / group; item < items; item += groups) {
-    const Tile tile = tile_of(args, item * group + rank, blocks);
+  for (int64_t item = first_item; item < items; item += groups) {
+    const Tile tile = tile_of(args, item * group + rank);
     const TileColumnOf<Op> of = tile_column_of<Op>(args, tile, t);
     const StagedTile<T, kInputs> staged = stage_tile<kLoad, kInputs>(inputs, tile, smem, loaded, args);
     // The tile's slices (whole ones: a block starts at a slice's first channel).
-    const int64_t first_slice = (tile.sample * args.channels + tile.first_channel) / args.slice_channels;
-    const int64_t slices = tile.width / args.slice_channels;
+    const int64_t first_slice = d.by_slice_channels.quotient(tile.sample * args.channels + tile.first_channel);
+    const int64_t slices = d.by_slice_channels.quotient(tile.width);
     // A slice's partial: in a group, one a CTA at partials[slice * group + rank]; alone, in
     // slice_sums. A GroupNorm slice's channels are combined in the CTA first (their partials kept
     // meanwhile in the coefficient cells), so that a group's combine reads `group` partials a
@@ -1344,8 +1348,8 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
       T* const dst = static_cast<T*>(args.out) + tile.offset;
       epilogue.visit([&](const auto& activation) {
         if constexpr (kLoad == TileLoad::kBulk) {
-          apply_staged_rows<Op>(staged, tile.rows * args.channels, dst, args.coaligned, coefficients, args.channels,
-                                activation);
+          apply_staged_rows<Op>(staged, tile.rows * args.channels, dst, args.coaligned, coefficients,
+                                d.by_channel_block, activation);
         } else {
           apply_staged_block<Op, kLoad>(args, tile, staged, dst, coefficients, activation);
         }

@@ -10,9 +10,28 @@
 #include <cstring>
 #include <type_traits>
 
+#include "fast_divisor.h"
 #include "inorm/inorm.h"
 
 namespace inorm::detail {
+
+// kChannelsLast: the plan's counts and divisors (with their multipliers: fast_divisor.h), made by
+// the launcher, so that a CTA's setup takes no integer division (channels_last.cuh says where each
+// is used).
+struct ChannelsLastDivisors {
+  int64_t samples = 0;             // N
+  int64_t blocks = 0;              // channel blocks a sample
+  FastDivisor by_slice_channels;   // a slice's channels
+  FastDivisor by_other_channels;   // a slice's channels past its first (at least 1)
+  FastDivisor by_tiles;            // parts_per_slice: a channel's tiles (the resident form's group)
+  FastDivisor by_blocks;
+  FastDivisor by_channel_block;    // TileThread's columns
+  FastDivisor by_rows_a_pass;      // TileThread's rows a pass: the threads / channel_block
+  // The channel-block paths' units a row (kVector: 16-byte runs; kScalar: elements), [0] of a full
+  // block, [1] of a sample's last, and the rows the threads take a pass in them
+  FastDivisor by_units_a_row[2];
+  FastDivisor by_unit_rows_a_pass[2];
+};
 
 // Everything a kernel reads; filled on the host from ForwardParams / BackwardParams and Plan.
 struct KernelArgs {
@@ -23,7 +42,6 @@ struct KernelArgs {
   int64_t channels;
   int64_t slice_len;
   int64_t slice_channels;  // channels a slice spans (GroupNorm: C / groups; else 1)
-  int64_t groups;          // slices a sample: channels / slice_channels
   int64_t channel_len;     // elements of a channel in a slice: slice_len / slice_channels
   double eps;
   const void* weight;
@@ -77,6 +95,8 @@ struct KernelArgs {
   unsigned long long* slice_counter;
   bool take_slices_early;  // the counter is read before normalizing (planner.cpp shared_takes_slices_early)
   int64_t stagger_cycles;  // between the first round's groups' starts (planner.cpp shared_stagger_cycles)
+  FastDivisor by_groups;   // slices a sample: channels / slice_channels
+  ChannelsLastDivisors channels_last_divisors;  // kChannelsLast
 };
 
 // Programmatic dependent launch (Hopper; launchers.h launch_dependent): a kernel so launched may be
@@ -455,17 +475,11 @@ struct ActivationEpilogue {
 template <typename Acc, bool kActivated>
 using EpilogueOf = std::conditional_t<kActivated, ActivationEpilogue<Acc>, IdentityEpilogue<Acc>>;
 
-// a % b (a >= 0, b > 0) in 32-bit arithmetic where both fit, as they do but past 2^32 slices: a
-// 64-bit division is a call into a subroutine far from the kernel's code, an instruction-cache miss
-// where a small grid's kernels start cold.
-__device__ __forceinline__ int64_t remainder_of(int64_t a, int64_t b) {
-  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) % static_cast<uint32_t>(b);
-  return a % b;
-}
-
-// The first channel of `slice`, which spans args.slice_channels channels (InstanceNorm: one).
+// The first channel of `slice`, which spans args.slice_channels channels (InstanceNorm: one). By
+// the host's multiplier: a 64-bit division is a call into a subroutine far from the kernel's code,
+// an instruction-cache miss where a small grid's kernels start cold.
 __device__ __forceinline__ int64_t first_channel(const KernelArgs& args, int64_t slice) {
-  return remainder_of(slice, args.groups) * args.slice_channels;
+  return args.by_groups.remainder(slice) * args.slice_channels;
 }
 
 // The channel of a slice that its element `first` lies in (past the slice's end, the last): 0

@@ -162,7 +162,7 @@ struct ForwardOp {
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool normalizes = true,
                                                     int64_t chunk_first = 0) {
     const int64_t first = args.channels_last
-                              ? (slice / args.groups) * args.channel_len * args.channels +
+                              ? args.by_groups.quotient(slice) * args.channel_len * args.channels +
                                     first_channel(args, slice)
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
