@@ -663,7 +663,7 @@ int main() {
     a.channels = 64;
     a.slice_len = slice_len;
     a.slice_channels = 1;
-    a.by_groups = inorm::detail::FastDivisor(64);
+    a.groups = 64;
     a.channel_len = slice_len;
     a.eps = 1e-5;
     a.param_dtype = inorm::DType::kFloat32;

@@ -14,10 +14,11 @@
 namespace inorm::detail {
 
 // n / d and n % d for a divisor d >= 1: exact for every n in [0, 2^63) as int64_t, and for every
-// n in [0, 2^31) as int (its remainder where d < 2^31). With l = ceil(log2 d), the multipliers are ceil(2^(63 + l) / d) and
-// ceil(2^(31 + l) / d) (each under 2^64, 2^32), so q = (n * m) >> (63 + l) (resp. 31 + l): the
-// multiplier's excess over 2^(63 + l) / d is under 1, so n's is under n / 2^(63 + l) < 2^-l <= 1 / d,
-// too little to carry n / d past its floor. d = 1 (l = 0, a shift of -1) returns n.
+// n in [0, 2^31) as int (its remainder where d < 2^31). With l = ceil(log2 d), the multipliers are
+// ceil(2^(63 + l) / d) and ceil(2^(31 + l) / d) (each under 2^64, 2^32), so q = (n * m) >> (63 + l)
+// (resp. 31 + l): the multiplier's excess over 2^(63 + l) / d is under 1, so n's is under
+// n / 2^(63 + l) < 2^-l <= 1 / d, too little to carry n / d past its floor. d = 1 (l = 0, a shift
+// of -1) returns n.
 struct FastDivisor {
   int64_t divisor = 1;
   uint64_t multiplier = 0;
@@ -35,7 +36,8 @@ struct FastDivisor {
     const auto ud = static_cast<unsigned __int128>(d);
     multiplier = static_cast<uint64_t>(((static_cast<unsigned __int128>(1) << (63 + l)) + ud - 1) / ud);
     if (l <= 32) {
-      multiplier32 = static_cast<uint32_t>(((uint64_t{1} << (31 + l)) + static_cast<uint64_t>(d) - 1) / static_cast<uint64_t>(d));
+      const auto ud64 = static_cast<uint64_t>(d);
+      multiplier32 = static_cast<uint32_t>(((uint64_t{1} << (31 + l)) + ud64 - 1) / ud64);
     }
     shift = l - 1;
     shift32 = l <= 32 ? l - 1 : 31;

@@ -170,6 +170,7 @@ detail::ChannelsLastDivisors channels_last_divisors(const Plan& plan) {
   const int64_t block = std::max<int64_t>(plan.channel_block, 1);
   d.samples = detail::batch_of(plan);
   d.blocks = (plan.channels + block - 1) / block;
+  d.by_groups = FastDivisor(plan.channels / plan.slice_channels);
   d.by_slice_channels = FastDivisor(plan.slice_channels);
   d.by_other_channels = FastDivisor(std::max<int64_t>(plan.slice_channels - 1, 1));
   d.by_tiles = FastDivisor(plan.parts_per_slice);
@@ -208,7 +209,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   args.channels = plan.channels;
   args.slice_len = plan.slice_len;
   args.slice_channels = plan.slice_channels;
-  args.by_groups = detail::FastDivisor(plan.channels / plan.slice_channels);
+  args.groups = plan.channels / plan.slice_channels;
   args.channel_len = detail::channel_len_of(plan);
   args.chunk_len = plan.chunk_len;
   args.register_len = plan.register_len;

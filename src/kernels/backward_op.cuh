@@ -102,9 +102,11 @@ struct BackwardOp {
   // and bias of the slice's first channel, which the element form's window starts at (taken at the
   // chunk's own channel they ran 0-4% slower, dev/VARIANTS.md 105); the chunk form's, of the
   // channel of the chunk's first element `first`.
+  // kByMultiplier: the channels_last kernels' (common.cuh first_channel).
+  template <bool kByMultiplier = false>
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool = true,
                                                     int64_t first = 0) {
-    const int64_t channel = first_channel(args, slice);
+    const int64_t channel = first_channel<kByMultiplier>(args, slice);
     Context ctx{Epilogue::of(args)};
     if (args.use_input_stats) {
       ctx.center = static_cast<const Acc*>(args.saved_mean)[slice];

@@ -289,7 +289,8 @@ struct TileColumn {
   template <typename F>
   __device__ __forceinline__ void for_each_range(int64_t begin, int64_t end, F&& f) const {
     const int first = begin > row ? static_cast<int>(by_rows.ceil_quotient(begin - row)) : 0;
-    const int last = end > row ? static_cast<int>(min(static_cast<int64_t>(count), by_rows.ceil_quotient(end - row))) : 0;
+    const int last =
+        end > row ? static_cast<int>(min(static_cast<int64_t>(count), by_rows.ceil_quotient(end - row))) : 0;
     for (int k = first; k < last; ++k) visit(k, f);
   }
   template <typename F>
@@ -357,7 +358,7 @@ __device__ __forceinline__ TileColumnOf<Op> tile_column_of(const KernelArgs& arg
   of.active = t.column < tile.width;
   of.channel = tile.sample * args.channels + tile.first_channel + (of.active ? t.column : 0);
   of.slice = args.channels_last_divisors.by_slice_channels.quotient(of.channel);
-  of.ctx = Op::context(args, of.slice);
+  of.ctx = Op::template context<true>(args, of.slice);
   return of;
 }
 
@@ -496,8 +497,8 @@ __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t f
         const auto stats = Op::template combine_split<kCombineInFlight>([&](int i) { return partial(s, i); }, count,
                                                                         lane, kCombineLanes, lane_sum);
         if (!owner) return;
-        const Coefficients c =
-            Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), writer && lane == 0);
+        const Coefficients c = Op::finish(args, slice, Op::template context<true>(args, slice), Op::from_split(stats),
+                                          writer && lane == 0);
         if (by_channel) {
           if (lane == 0) *cell(s, 0) = c;
           return;
@@ -513,7 +514,7 @@ __device__ __forceinline__ void combine_slices(const KernelArgs& args, int64_t f
     const int s = args.channels_last_divisors.by_other_channels.quotient(i);
     const int local = 1 + i - s * others;
     Coefficients c = *cell(s, 0);
-    move_to_channel<Op>(args, first_channel(args, first_slice + s) + local, c);
+    move_to_channel<Op>(args, first_channel<true>(args, first_slice + s) + local, c);
     *cell(s, local) = c;
   }
 }
@@ -583,7 +584,8 @@ struct StreamedSums<BackwardOp<T, false>> {
                                         const StreamRun<T>* const (&)[2]) {
 #pragma unroll
     for (int e = 0; e < kChannelsLastStreamRun; ++e) {
-      center[e] = Op::context(args, args.channels_last_divisors.by_slice_channels.quotient(first_channel + e)).center;
+      const int64_t slice = args.channels_last_divisors.by_slice_channels.quotient(first_channel + e);
+      center[e] = Op::template context<true>(args, slice).center;
     }
   }
   __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[2]) const {
@@ -1019,7 +1021,7 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     consumers_sync();
     unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
                                  kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(Sum));
-    const int64_t slices = args.by_groups.divisor;
+    const int64_t slices = args.groups;
     const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
     combine_slices<Op, kConsumers>(
         args, sample * slices, slices, count,
@@ -1068,7 +1070,8 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
     const SplitSums stats =
         Op::template combine_split<kCombineInFlight>(partial, static_cast<int>(parts), lane, kLanes, combine_sum);
     // Every lane has the slice's sums and finishes it alike; the first writes its outputs.
-    const Coefficients c = Op::finish(args, slice, Op::context(args, slice), Op::from_split(stats), lane == 0);
+    const Coefficients c =
+        Op::finish(args, slice, Op::template context<true>(args, slice), Op::from_split(stats), lane == 0);
     for (int64_t local = lane; local < args.slice_channels; local += kLanes) {
       *reinterpret_cast<Coefficients*>(coefficients + (slice * args.slice_channels + local) * kSliceCoefficientBytes) =
           channel_coefficients<Op>(args, slice, c, local);
@@ -1079,9 +1082,9 @@ __global__ void __launch_bounds__(kChannelsLastFinishThreads) channels_last_fini
 // The elementwise pass of a staged tile of whole rows (the bulk path): every element of the run
 // from its inputs and its channel's coefficients (`coefficients`: the sample's first slice's;
 // `by_channels`: C's divisor), with 16-byte stores (L2 only, or evict-first there where
-// `evict_first`) where every tensor is aligned alike modulo 16 (`coaligned`). The CTA's threads are a multiple of C, so a thread's channels are
-// the same in every vector (or element) it takes: it loads their coefficients once. A thread stores
-// only elements it read: dst may be an input.
+// `evict_first`) where every tensor is aligned alike modulo 16 (`coaligned`). The CTA's threads are
+// a multiple of C, so a thread's channels are the same in every vector (or element) it takes: it
+// loads their coefficients once. A thread stores only elements it read: dst may be an input.
 template <typename Op, typename T, int kInputs, typename Act>
 __device__ __forceinline__ void apply_staged_rows(const StagedTile<T, kInputs>& tile, int64_t len, T* dst,
                                                   bool coaligned, const unsigned char* coefficients,

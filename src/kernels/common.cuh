@@ -21,6 +21,7 @@ namespace inorm::detail {
 struct ChannelsLastDivisors {
   int64_t samples = 0;             // N
   int64_t blocks = 0;              // channel blocks a sample
+  FastDivisor by_groups;           // slices a sample (first_channel<true>)
   FastDivisor by_slice_channels;   // a slice's channels
   FastDivisor by_other_channels;   // a slice's channels past its first (at least 1)
   FastDivisor by_tiles;            // parts_per_slice: a channel's tiles (the resident form's group)
@@ -42,6 +43,7 @@ struct KernelArgs {
   int64_t channels;
   int64_t slice_len;
   int64_t slice_channels;  // channels a slice spans (GroupNorm: C / groups; else 1)
+  int64_t groups;          // slices a sample: channels / slice_channels
   int64_t channel_len;     // elements of a channel in a slice: slice_len / slice_channels
   double eps;
   const void* weight;
@@ -95,7 +97,6 @@ struct KernelArgs {
   unsigned long long* slice_counter;
   bool take_slices_early;  // the counter is read before normalizing (planner.cpp shared_takes_slices_early)
   int64_t stagger_cycles;  // between the first round's groups' starts (planner.cpp shared_stagger_cycles)
-  FastDivisor by_groups;   // slices a sample: channels / slice_channels
   ChannelsLastDivisors channels_last_divisors;  // kChannelsLast
 };
 
@@ -475,11 +476,30 @@ struct ActivationEpilogue {
 template <typename Acc, bool kActivated>
 using EpilogueOf = std::conditional_t<kActivated, ActivationEpilogue<Acc>, IdentityEpilogue<Acc>>;
 
-// The first channel of `slice`, which spans args.slice_channels channels (InstanceNorm: one). By
-// the host's multiplier: a 64-bit division is a call into a subroutine far from the kernel's code,
-// an instruction-cache miss where a small grid's kernels start cold.
+// a % b (a >= 0, b > 0) in 32-bit arithmetic where both fit, as they do but past 2^32 slices: a
+// 64-bit division is a call into a subroutine far from the kernel's code, an instruction-cache miss
+// where a small grid's kernels start cold.
+__device__ __forceinline__ int64_t remainder_of(int64_t a, int64_t b) {
+  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) % static_cast<uint32_t>(b);
+  return a % b;
+}
+
+// The sample of `slice` (kByMultiplier: by the channels_last kernels' multiplier, made by the
+// launcher; else the hardware's division, which the NCHW kernels keep: the multiplier there moved
+// shared_resident's registers, spilling in float16 instances, and cost nnunet-in3d-lrelu's forward
+// 3%, dev/VARIANTS.md 114).
+template <bool kByMultiplier = false>
+__device__ __forceinline__ int64_t sample_of_slice(const KernelArgs& args, int64_t slice) {
+  if constexpr (kByMultiplier) return args.channels_last_divisors.by_groups.quotient(slice);
+  return slice / args.groups;
+}
+
+// The first channel of `slice`, which spans args.slice_channels channels (InstanceNorm: one);
+// kByMultiplier as sample_of_slice's.
+template <bool kByMultiplier = false>
 __device__ __forceinline__ int64_t first_channel(const KernelArgs& args, int64_t slice) {
-  return args.by_groups.remainder(slice) * args.slice_channels;
+  if constexpr (kByMultiplier) return args.channels_last_divisors.by_groups.remainder(slice) * args.slice_channels;
+  return remainder_of(slice, args.groups) * args.slice_channels;
 }
 
 // The channel of a slice that its element `first` lies in (past the slice's end, the last): 0

@@ -159,17 +159,20 @@ struct ForwardOp {
 
   // `chunk_first`: the caller's chunk's first element in the slice, whose channel's affine it takes
   // (past the slice's end, the last channel's: a CTA without a chunk writes nothing).
+  // kByMultiplier: the channels_last kernels' (common.cuh first_channel).
+  template <bool kByMultiplier = false>
   static __device__ __forceinline__ Context context(const KernelArgs& args, int64_t slice, bool normalizes = true,
                                                     int64_t chunk_first = 0) {
     const int64_t first = args.channels_last
-                              ? args.by_groups.quotient(slice) * args.channel_len * args.channels +
-                                    first_channel(args, slice)
+                              ? sample_of_slice<kByMultiplier>(args, slice) * args.channel_len * args.channels +
+                                    first_channel<kByMultiplier>(args, slice)
                               : slice * args.slice_len;
     // L2: in place, the slice's first CTA overwrites it later (after every chunk's reduction).
     const T first_element = __ldcg(static_cast<const T*>(args.x) + first);
     const int64_t chunk_channel = channel_in_slice(args, chunk_first);
-    const ChannelAffine<Acc> affine = normalizes ? channel_affine<Acc>(args, first_channel(args, slice) + chunk_channel)
-                                                 : ChannelAffine<Acc>{Acc(1), Acc(0)};
+    const ChannelAffine<Acc> affine =
+        normalizes ? channel_affine<Acc>(args, first_channel<kByMultiplier>(args, slice) + chunk_channel)
+                   : ChannelAffine<Acc>{Acc(1), Acc(0)};
     Context ctx;
     if constexpr (kGeneral) ctx.chunk_channel = chunk_channel;
     // Converted past the affine's loads: converted at once, it held them back a round trip

@@ -21,7 +21,9 @@ constexpr int kMax32 = std::numeric_limits<int>::max();
 // Whether FastDivisor(d) gives n / d, n % d and ceil(n / d) in 64 bits and, where n fits, in 32.
 ::testing::AssertionResult divides(int64_t d, int64_t n) {
   const FastDivisor by(d);
-  const auto fail = [&](const char* what) { return ::testing::AssertionFailure() << what << ": n " << n << ", d " << d; };
+  const auto fail = [&](const char* what) {
+    return ::testing::AssertionFailure() << what << ": n " << n << ", d " << d;
+  };
   if (by.quotient(n) != n / d) return fail("quotient");
   if (by.remainder(n) != n % d) return fail("remainder");
   if (n <= kMax64 - d && by.ceil_quotient(n) != (n + d - 1) / d) return fail("ceil_quotient");
