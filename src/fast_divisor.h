@@ -1,10 +1,10 @@
 // Division by a divisor the host knows, as a multiply-high and a shift (Granlund and Montgomery,
 // "Division by invariant integers using multiplication", 1994; CUTLASS's FastDivmod and CUB's
-// internal fast_div_mod take the same path, neither a public API here). A hardware-less integer
-// division is about 20 dependent instructions (MUFU.RCP and its corrections, a call beside them in
-// 64 bits); the channels_last kernels' setup ran about 15 a warp before their first load
-// (dev/VARIANTS.md 111, 112). Host C++ (the launcher makes them, the CPU tests check them) and
-// device code.
+// internal fast_div_mod take the same path, neither a public API here). The GPU has no integer
+// division instruction: the compiler's is about 20 dependent instructions (MUFU.RCP and its
+// corrections, a call beside them in 64 bits), and the channels_last kernels' setup ran about 15 a
+// warp before their first load (dev/VARIANTS.md 111, 112, 114). Host C++ (the launcher makes them,
+// the CPU tests check them) and device code.
 #pragma once
 
 #include <cstdint>

@@ -16,8 +16,7 @@
 namespace inorm::detail {
 
 // kChannelsLast: the plan's counts and divisors (with their multipliers: fast_divisor.h), made by
-// the launcher, so that a CTA's setup takes no integer division (channels_last.cuh says where each
-// is used).
+// the launcher, so that a CTA's setup in channels_last.cuh takes no integer division.
 struct ChannelsLastDivisors {
   int64_t samples = 0;             // N
   int64_t blocks = 0;              // channel blocks a sample
