@@ -2,7 +2,8 @@
 # Session 86, third call: 462d81d's inorm-bench (.carry/s86b, main's kernels since) on
 # sd-unet-cl-parts.json, SD UNet channels_last's GroupNorm + SiLU with one thing changed a case (no
 # activation, no affine, InstanceNorm, batch 4 and 16, float32, NCHW), both passes, twice; then, as
-# time allows, every suite and pass (scripts/gpu-check.sh's bench part). Lands in $OUT/c3.tgz.
+# time allows (CALL_LIMIT seconds in all, default 560), every suite and pass (scripts/gpu-check.sh's bench
+# part). Lands in $OUT/c3.tgz.
 cd "$(dirname "$0")/../../.." || exit 2
 o=$OUT/c3
 bins=/tmp/s86c
@@ -23,6 +24,6 @@ for round in 1 2; do
   done
 done
 pack
-INORM_PREBUILT=$bins/new INORM_ONLY=bench OUT=$o/suites timeout $((560 - SECONDS)) scripts/gpu-check.sh
+INORM_PREBUILT=$bins/new INORM_ONLY=bench OUT=$o/suites timeout $((${CALL_LIMIT:-560} - SECONDS)) scripts/gpu-check.sh
 echo "rc=$? suites $SECONDS s" >> "$o/steps.txt"
 pack
