@@ -2,8 +2,8 @@
 # Session 86, third call: 462d81d's inorm-bench (.carry/s86b, main's kernels since) on
 # sd-unet-cl-parts.json, SD UNet channels_last's GroupNorm + SiLU with one thing changed a case (no
 # activation, no affine, InstanceNorm, batch 4 and 16, float32, NCHW), both passes, twice; then, as
-# time allows (CALL_LIMIT seconds in all, default 560), every suite and pass (scripts/gpu-check.sh's bench
-# part). Lands in $OUT/c3.tgz.
+# time allows (CALL_LIMIT seconds in all, default 560), every suite and pass (scripts/gpu-check.sh's
+# bench part). Lands in $OUT/c3.tgz.
 cd "$(dirname "$0")/../../.." || exit 2
 o=$OUT/c3
 bins=/tmp/s86c
