@@ -63,6 +63,14 @@ struct FastDivisor {
   }
   INORM_HOST_DEVICE int64_t remainder(int64_t n) const { return n - quotient(n) * divisor; }
   INORM_HOST_DEVICE int remainder(int n) const { return n - quotient(n) * static_cast<int>(divisor); }
+  // n / d and n % d from one quotient (n in [0, 2^31), d < 2^31).
+  struct Split {
+    int quotient, remainder;
+  };
+  INORM_HOST_DEVICE Split divmod(int n) const {
+    const int q = quotient(n);
+    return {q, n - q * static_cast<int>(divisor)};
+  }
   // ceil(n / d) for n in [0, 2^63 - d] (resp. [0, 2^31 - d], d < 2^31).
   INORM_HOST_DEVICE int64_t ceil_quotient(int64_t n) const { return quotient(n + divisor - 1); }
   INORM_HOST_DEVICE int ceil_quotient(int n) const { return quotient(n + static_cast<int>(divisor) - 1); }

@@ -162,23 +162,23 @@ Status plan_on_device(const Plan& signature, const PlanOptions& options, Plan* p
 }
 
 // A kChannelsLast plan's counts and divisors (common.cuh ChannelsLastDivisors). The channel-block
-// paths' units are what channels_last.cuh's TileLoad moves: 16-byte runs where vector_io, else
-// elements (the whole-rows path, channel_block == C, moves none).
+// paths' units: plan_internal.h channels_last_unit_elems (the whole-rows path, channel_block == C,
+// moves none).
 detail::ChannelsLastDivisors channels_last_divisors(const Plan& plan) {
   using detail::FastDivisor;
   detail::ChannelsLastDivisors d;
   const int64_t block = std::max<int64_t>(plan.channel_block, 1);
   d.samples = detail::batch_of(plan);
-  d.blocks = (plan.channels + block - 1) / block;
+  const int64_t blocks = (plan.channels + block - 1) / block;
   d.by_groups = FastDivisor(plan.channels / plan.slice_channels);
   d.by_slice_channels = FastDivisor(plan.slice_channels);
   d.by_other_channels = FastDivisor(std::max<int64_t>(plan.slice_channels - 1, 1));
   d.by_tiles = FastDivisor(plan.parts_per_slice);
-  d.by_blocks = FastDivisor(d.blocks);
+  d.by_blocks = FastDivisor(blocks);
   d.by_channel_block = FastDivisor(block);
   d.by_rows_a_pass = FastDivisor(std::max<int64_t>(plan.threads / block, 1));
-  const int64_t unit = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
-  const int64_t widths[2] = {block, plan.channels - (d.blocks - 1) * block};
+  const int64_t unit = detail::channels_last_unit_elems(plan);
+  const int64_t widths[2] = {block, plan.channels - (blocks - 1) * block};
   for (int i = 0; i < 2; ++i) {
     const int64_t units = std::max<int64_t>(widths[i] / unit, 1);
     d.by_units_a_row[i] = FastDivisor(units);

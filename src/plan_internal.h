@@ -188,6 +188,11 @@ int64_t ctas_fitting_on_sm(const DeviceLimits& limits, int64_t smem_bytes);
 // else the rows packed), and in the resident form a cell of coefficients per channel of the tile
 // after it.
 inline bool channels_last_whole_rows(const Plan& plan) { return plan.channel_block == plan.channels; }
+// The elements a channel block's rows move at a time: 16-byte runs where vector_io (every row
+// starts aligned), else single elements (channels_last.cuh's kUnitElems of its TileLoad).
+inline int64_t channels_last_unit_elems(const Plan& plan) {
+  return plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
+}
 inline bool channels_last_resident(const Plan& plan) {
   return plan.path == Path::kChannelsLast && plan.exchange == Exchange::kGlobal;
 }

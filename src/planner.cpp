@@ -984,7 +984,7 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, const Pl
   const auto elem = static_cast<int64_t>(dtype_size(base.dtype));
   // 16-byte accesses of whole runs of channels where every row of every tensor starts aligned
   // (signature_of: C * elem is a multiple of 16), so every block must be a multiple of a vector.
-  const int64_t vector = base.vector_io ? 16 / elem : 1;
+  const int64_t vector = detail::channels_last_unit_elems(base);
   const int64_t blocks = ceil_div(base.channels, detail::kChannelsLastThreads);
   int64_t channel_block = ceil_div(ceil_div(base.channels, blocks), vector) * vector;
   if (options.force_channel_block != 0) {

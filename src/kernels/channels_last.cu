@@ -19,7 +19,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
   const int64_t block = plan.channel_block;
   const int64_t rows = block > 0 ? plan.threads / block : 0;
   const int64_t spatial = channel_len_of(plan);
-  const int64_t vector = plan.vector_io ? 16 / static_cast<int64_t>(dtype_size(plan.dtype)) : 1;
+  const int64_t vector = channels_last_unit_elems(plan);
   const bool resident = channels_last_resident(plan);
   const int most_threads = resident && plan.ctas_per_sm == 1 ? kChannelsLastResidentWideThreads : kChannelsLastThreads;
   if (block < 1 || block > most_threads || block > plan.channels || plan.threads > most_threads || rows < 1 ||

@@ -55,10 +55,14 @@ struct TileThread {
   int row;
   int column;
   __device__ explicit TileThread(const KernelArgs& args)
+      : TileThread(args, args.channels_last_divisors.by_channel_block.divmod(static_cast<int>(threadIdx.x))) {}
+
+ private:
+  __device__ TileThread(const KernelArgs& args, FastDivisor::Split split)
       : channel_block(args.channel_block),
         rows(static_cast<int>(args.channels_last_divisors.by_rows_a_pass.divisor)),
-        row(args.channels_last_divisors.by_channel_block.quotient(static_cast<int>(threadIdx.x))),
-        column(static_cast<int>(threadIdx.x) - row * channel_block) {}
+        row(split.quotient),
+        column(split.remainder) {}
 };
 
 // One item of the kernels' grid-stride loop: a tile, rows [begin, begin + rows) of channels
@@ -79,7 +83,7 @@ __device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item) {
   Tile tile;
   tile.index = item - sample_block * args.parts_per_slice;
   tile.sample = d.by_blocks.quotient(sample_block);
-  tile.first_channel = (sample_block - tile.sample * d.blocks) * args.channel_block;
+  tile.first_channel = (sample_block - tile.sample * d.by_blocks.divisor) * args.channel_block;
   tile.width = static_cast<int>(min(static_cast<int64_t>(args.channel_block), args.channels - tile.first_channel));
   tile.begin = tile.index * args.tile_rows;
   tile.rows = min(args.tile_rows, args.channel_len - tile.begin);
@@ -89,7 +93,7 @@ __device__ __forceinline__ Tile tile_of(const KernelArgs& args, int64_t item) {
 
 // Items of the grid-stride loop: samples x channel blocks x tiles.
 __device__ __forceinline__ int64_t channels_last_items(const KernelArgs& args) {
-  return args.channels_last_divisors.samples * args.channels_last_divisors.blocks * args.parts_per_slice;
+  return args.channels_last_divisors.samples * args.channels_last_divisors.by_blocks.divisor * args.parts_per_slice;
 }
 
 // How a tile moves between global and shared memory (the file's head says when each is used).
@@ -207,10 +211,8 @@ __device__ __forceinline__ StagedTile<T, kInputs> stage_tile(const T* const* inp
     // narrower than the others.
     const ChannelsLastDivisors& d = args.channels_last_divisors;
     const int which = tile.width == args.channel_block ? 0 : 1;
-    const int units_a_row = static_cast<int>(d.by_units_a_row[which].divisor);
     const int rows_a_pass = static_cast<int>(d.by_unit_rows_a_pass[which].divisor);
-    const int first_row = d.by_units_a_row[which].quotient(static_cast<int>(threadIdx.x));
-    const int unit = static_cast<int>(threadIdx.x) - first_row * units_a_row;
+    const auto [first_row, unit] = d.by_units_a_row[which].divmod(static_cast<int>(threadIdx.x));
     const int rows = static_cast<int>(tile.rows);
     if (first_row < rows_a_pass) {
 #pragma unroll
@@ -1172,10 +1174,10 @@ __global__ void __launch_bounds__(kChannelsLastThreads, kApplyCtasPerSm) channel
     constexpr int kElems = kUnitElems<T, kLoad>;
     constexpr int kBatch = kUnitBatch<T, kLoad, kInputs, kApplyBatchBytes>;
     const ChannelsLastDivisors& d = args.channels_last_divisors;  // a full block's units
-    const int units_a_row = static_cast<int>(d.by_units_a_row[0].divisor);
     const int rows_a_pass = static_cast<int>(d.by_unit_rows_a_pass[0].divisor);
-    const int row = d.by_units_a_row[0].quotient(static_cast<int>(threadIdx.x));
-    const int unit = static_cast<int>(threadIdx.x) - row * units_a_row;
+    // Not a structured binding: the visitor below captures them (C++17).
+    const FastDivisor::Split at = d.by_units_a_row[0].divmod(static_cast<int>(threadIdx.x));
+    const int row = at.quotient, unit = at.remainder;
     epilogue.visit([&](const auto& activation) {
       for (int64_t walked = blockIdx.x; walked < items; walked += gridDim.x) {
         const Tile tile = tile_of(args, items - 1 - walked);
@@ -1224,10 +1226,8 @@ __device__ __forceinline__ void apply_staged_block(const KernelArgs& args, const
   using Unit = UnitOf<T, kLoad>;
   constexpr int kElems = kUnitElems<T, kLoad>;
   const ChannelsLastDivisors& d = args.channels_last_divisors;  // a full block's units
-  const int units_a_row = static_cast<int>(d.by_units_a_row[0].divisor);
   const int rows_a_pass = static_cast<int>(d.by_unit_rows_a_pass[0].divisor);  // the planner's threads: whole rows
-  const int first_row = d.by_units_a_row[0].quotient(static_cast<int>(threadIdx.x));
-  const int unit = static_cast<int>(threadIdx.x) - first_row * units_a_row;
+  const auto [first_row, unit] = d.by_units_a_row[0].divmod(static_cast<int>(threadIdx.x));
   if (unit * kElems >= tile.width) return;
   Coefficients c[kElems];
 #pragma unroll
@@ -1290,7 +1290,7 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
   const int first_item = d.by_tiles.quotient(static_cast<int>(blockIdx.x));
   const int rank = static_cast<int>(blockIdx.x) - first_item * group;
   const int groups = d.by_tiles.quotient(static_cast<int>(gridDim.x));
-  const int64_t items = d.samples * d.blocks;  // a group's: a sample's channel block
+  const int64_t items = d.samples * d.by_blocks.divisor;  // a group's: a sample's channel block
   const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
   for (int64_t item = first_item; item < items; item += groups) {
     const Tile tile = tile_of(args, item * group + rank);

@@ -19,12 +19,11 @@ namespace inorm::detail {
 // the launcher, so that a CTA's setup in channels_last.cuh takes no integer division.
 struct ChannelsLastDivisors {
   int64_t samples = 0;             // N
-  int64_t blocks = 0;              // channel blocks a sample
   FastDivisor by_groups;           // slices a sample (first_channel<true>)
   FastDivisor by_slice_channels;   // a slice's channels
   FastDivisor by_other_channels;   // a slice's channels past its first (at least 1)
   FastDivisor by_tiles;            // parts_per_slice: a channel's tiles (the resident form's group)
-  FastDivisor by_blocks;
+  FastDivisor by_blocks;           // channel blocks a sample
   FastDivisor by_channel_block;    // TileThread's columns
   FastDivisor by_rows_a_pass;      // TileThread's rows a pass: the threads / channel_block
   // The channel-block paths' units a row (kVector: 16-byte runs; kScalar: elements), [0] of a full

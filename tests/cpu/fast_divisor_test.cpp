@@ -1,4 +1,4 @@
-// FastDivisor (src/fast_divisor.h): its quotients and remainders against the hardware's, on the
+// FastDivisor (src/fast_divisor.h): its quotients and remainders against the compiler's, on the
 // host path of the same code (the device takes __umul64hi / __umulhi for the 128- and 64-bit
 // products; the GPU tests cover it through every channels_last kernel).
 #include <gtest/gtest.h>
@@ -31,6 +31,10 @@ constexpr int kMax32 = std::numeric_limits<int>::max();
     const int n32 = static_cast<int>(n);
     if (by.quotient(n32) != n / d) return fail("32-bit quotient");
     if (d <= kMax32 && by.remainder(n32) != n % d) return fail("32-bit remainder");
+    if (d <= kMax32) {
+      const FastDivisor::Split split = by.divmod(n32);
+      if (split.quotient != n / d || split.remainder != n % d) return fail("divmod");
+    }
     if (d <= kMax32 && n <= kMax32 - d && by.ceil_quotient(n32) != (n + d - 1) / d) return fail("32-bit ceil_quotient");
   }
   return ::testing::AssertionSuccess();
