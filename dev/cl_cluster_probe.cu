@@ -112,8 +112,10 @@ struct Args {
   int channels;      // C
   int group;         // CTAs a sample: the cluster
   int rows_per_cta;  // every rank's but the last, which takes the rest
+  int held_rows;     // of a CTA's rows, those in shared memory; the rest in its threads' registers
   int piece_rows;    // rows a bulk copy
   float eps;
+  uint32_t stagger_ns;  // cluster k of K starts its first loads k * stagger_ns / K late
 };
 
 __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
@@ -159,15 +161,16 @@ __device__ __forceinline__ int rows_of_rank(const Args& a, int rank) {
       min(static_cast<int64_t>(a.rows_per_cta), a.rows - static_cast<int64_t>(rank) * a.rows_per_cta));
 }
 
-// A CTA's share of a sample in shared memory (x: both passes' tile), its pieces' bulk copies and
-// barriers, and where a thread works: a 16-byte run of channels (`run`) on rows first_row,
-// first_row + step, ... of each piece.
+// A CTA's share of a sample: its first `held` rows in shared memory (x: every pass's tile), in
+// pieces with a bulk copy and a barrier each, the rest (the forward's register part) in its threads'
+// registers; where a thread works: a 16-byte run of channels (`run`) on rows first_row,
+// first_row + step, ... of each piece, and held + first_row + k * step of the register part.
 template <typename T, int kThreads>
 struct SampleTile {
   const Args& a;
   unsigned char* tile;
   uint64_t* landed;  // a barrier a piece
-  int rank, runs, run, step, first_row, my_rows, pieces, row_bytes;
+  int rank, runs, run, step, first_row, my_rows, held, pieces, row_bytes;
 
   __device__ SampleTile(const Args& args, unsigned char* smem, uint64_t* barriers, int cta_rank)
       : a(args), tile(smem), landed(barriers), rank(cta_rank) {
@@ -176,14 +179,15 @@ struct SampleTile {
     step = kThreads / runs;
     first_row = static_cast<int>(threadIdx.x) / runs;
     my_rows = rows_of_rank(a, rank);
-    pieces = (my_rows + a.piece_rows - 1) / a.piece_rows;
+    held = min(my_rows, a.held_rows);
+    pieces = (held + a.piece_rows - 1) / a.piece_rows;
     row_bytes = a.channels * static_cast<int>(sizeof(T));
   }
   // Byte offset of this CTA's first row of `sample` in a tensor of x's shape, at this thread's run.
   __device__ int64_t offset(int64_t sample) const {
     return (sample * a.rows + static_cast<int64_t>(rank) * a.rows_per_cta) * row_bytes + run * 16;
   }
-  __device__ int rows_of(int p) const { return min(a.piece_rows, my_rows - p * a.piece_rows); }
+  __device__ int rows_of(int p) const { return min(a.piece_rows, held - p * a.piece_rows); }
   // Thread 0: piece p of `sample`'s x into the tile.
   __device__ void issue(int64_t sample, int p) const {
     const uint32_t bytes = static_cast<uint32_t>(rows_of(p)) * row_bytes;
@@ -236,6 +240,57 @@ struct SampleTile {
   }
 };
 
+// A CTA's rows past its shared memory: this thread's held + first_row + k * step, k < kRegVecs,
+// as loaded (16-byte runs of x).
+template <typename T, int kThreads, int kRegVecs>
+struct RegisterPart {
+  static constexpr int kVecs = kRegVecs > 0 ? kRegVecs : 1;
+  uint4 v[kVecs];
+  // Row k of this thread's part, or -1 past the CTA's rows.
+  __device__ static int row(const SampleTile<T, kThreads>& t, int k) {
+    const int r = t.held + t.first_row + k * t.step;
+    return kRegVecs > 0 && r < t.my_rows ? r : -1;
+  }
+  __device__ void load(const SampleTile<T, kThreads>& t, int64_t sample) {
+    if (sample >= t.a.samples) return;
+    const unsigned char* const in = static_cast<const unsigned char*>(t.a.x) + t.offset(sample);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int r = row(t, k);
+      if (r >= 0) v[k] = *reinterpret_cast<const uint4*>(in + static_cast<int64_t>(r) * t.row_bytes);
+    }
+  }
+  // f(r, x) for each row r of the part.
+  template <typename F>
+  __device__ void for_rows(const SampleTile<T, kThreads>& t, F&& f) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int r = row(t, k);
+      if (r >= 0) f(r, v[k]);
+    }
+  }
+  // f(r, x, g) likewise, g the run of row r of `other` (global memory, from t.offset()), loaded
+  // kBatch rows at a time.
+  template <typename F>
+  __device__ void for_rows_with(const SampleTile<T, kThreads>& t, const unsigned char* other, F&& f) const {
+    constexpr int kBatch = 4;
+#pragma unroll
+    for (int first = 0; first < kVecs; first += kBatch) {
+      uint4 g[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int r = first + b < kVecs ? row(t, first + b) : -1;
+        if (r >= 0) g[b] = *reinterpret_cast<const uint4*>(other + static_cast<int64_t>(r) * t.row_bytes);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int r = first + b < kVecs ? row(t, first + b) : -1;
+        if (r >= 0) f(r, v[first + b], g[b]);
+      }
+    }
+  }
+};
+
 // The barriers' init by thread 0, seen by the copy engine; the CTA synchronizes after it.
 template <int kPieces>
 __device__ __forceinline__ void init_landed(uint64_t (&landed)[kPieces]) {
@@ -247,40 +302,92 @@ __device__ __forceinline__ void init_landed(uint64_t (&landed)[kPieces]) {
   __syncthreads();
 }
 
-template <typename T, int kThreads, int kPieces, bool kStatistics = true>
-__global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_constant__ Args a) {
+// Sums `local` (this CTA's, threads c < C) over the cluster in rank order, in float64: each CTA's
+// cell through distributed shared memory at one cluster barrier, four peers' loads in flight at
+// once. The callers alternate two cell arrays, so that a CTA writes one again only after another
+// cluster barrier, which no peer passes before it has read them.
+__device__ __forceinline__ double2 cluster_channel_sums(const cg::cluster_group& cluster, float2 local, int group,
+                                                       int channels, float2* cells) {
+  const int c = static_cast<int>(threadIdx.x);
+  if (c < channels) cells[c] = local;
+  cluster.sync();
+  double2 total = make_double2(0.0, 0.0);
+  if (c < channels) {
+    constexpr int kInFlight = 4;
+    for (int first = 0; first < group; first += kInFlight) {
+      float2 cell[kInFlight];
+#pragma unroll
+      for (int q = 0; q < kInFlight; ++q) {
+        if (first + q < group) cell[q] = *cluster.map_shared_rank(&cells[c], first + q);
+      }
+#pragma unroll
+      for (int q = 0; q < kInFlight; ++q) {
+        if (first + q < group) {
+          total.x += cell[q].x;
+          total.y += cell[q].y;
+        }
+      }
+    }
+  }
+  return total;
+}
+
+// Threads spin until `ns` of the global timer have passed.
+__device__ __forceinline__ void wait_ns(uint64_t ns) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(256);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+// The forward at kCtasPerSm CTAs an SM: a CTA's rows past its shared memory (held_rows) in its
+// threads' registers (kRegVecs 16-byte runs a thread at most), loaded with the sample's bulk copies
+// and refilled after the CTA's writes. Statistics by sums alone: the sample's sum a channel (first
+// exchange), then d = x - that mean (in float32) summed and squared (second exchange); the mean
+// corrected by the sum of d, as the library's Partial (kernels/forward_op.cuh). No division in the
+// merge (the Chan merge of session 72's probe, a chain of float64 divisions a rank, ran the
+// forward at 3.4-4.1x where its skeleton ran 1.6).
+template <typename T, int kThreads, int kCtasPerSm, int kPieces, int kRegVecs, bool kStatistics = true>
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) cluster_forward(const __grid_constant__ Args a) {
   using R = Run<T>;
   constexpr int kVec = R::kVec;
   constexpr int kWarps = kThreads / 32;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t landed[kPieces];
-  // This CTA's (shift, sum of d, sum of d^2) a channel, d = x - shift (its float32 mean), by the
-  // sample's parity.
-  __shared__ float4 cells[2][kMaxChannels];
-  __shared__ float4 coefficients[kMaxChannels];  // (center hi, center lo, scale, bias); first the CTA's mean in .x
+  __shared__ float2 sum_cells[kMaxChannels];    // this CTA's sum of x a channel (.y unused)
+  __shared__ float2 d_cells[kMaxChannels];      // this CTA's sums of d and d^2 a channel
+  __shared__ float4 coefficients[kMaxChannels];  // (center hi, center lo, scale, bias); first the mean in .x
   __shared__ float2 red[kWarps][kMaxChannels];
   cg::cluster_group cluster = cg::this_cluster();
   init_landed(landed);
   const SampleTile<T, kThreads> t(a, smem, landed, static_cast<int>(cluster.block_rank()));
   const int run = t.run;
   const int c = static_cast<int>(threadIdx.x);
-  // The sample's statistics from the landing tile: each channel's coefficients.
+  RegisterPart<T, kThreads, kRegVecs> part;
+  // f(r, x) over this thread's rows of the whole share: the pieces (waiting on each where `wait`),
+  // then the register part.
+  const auto for_all_rows = [&](uint32_t parity, bool wait, auto&& f) {
+    for (int p = 0; p < t.pieces; ++p) {
+      if (wait) wait_parity(&landed[p], parity);
+      t.for_rows(p, f);
+    }
+    part.for_rows(t, f);
+  };
   const auto statistics = [&](int64_t sample, uint32_t parity) {
     float sum[1][kVec] = {};
-    for (int p = 0; p < t.pieces; ++p) {
-      wait_parity(&landed[p], parity);
-      t.for_rows(p, [&](int, const uint4& u) {
-        float f[kVec];
-        R::unpack(u, f);
+    for_all_rows(parity, true, [&](int, const uint4& u) {
+      float f[kVec];
+      R::unpack(u, f);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) sum[0][e] += f[e];
-      });
-    }
-    const float local_sum = cta_channel_sums<kVec, kWarps>(sum, t.runs, a.channels, red).x;
-    if (c < a.channels) coefficients[c].x = local_sum / t.my_rows;
+      for (int e = 0; e < kVec; ++e) sum[0][e] += f[e];
+    });
+    const float2 local_sum = cta_channel_sums<kVec, kWarps>(sum, t.runs, a.channels, red);
+    const double n = static_cast<double>(a.rows);
+    const double2 total = cluster_channel_sums(cluster, local_sum, a.group, a.channels, sum_cells);
+    if (c < a.channels) coefficients[c].x = static_cast<float>(total.x / n);
     __syncthreads();
-    // The second pass around that mean, with the residual sum of d that corrects it (as the
-    // library's Partial: kernels/forward_op.cuh).
     float shift[kVec], d_sums[2][kVec];
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
@@ -288,40 +395,26 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
       d_sums[0][e] = 0.f;
       d_sums[1][e] = 0.f;
     }
-    for (int p = 0; p < t.pieces; ++p) {
-      t.for_rows(p, [&](int, const uint4& u) {
-        float f[kVec];
-        R::unpack(u, f);
+    for_all_rows(parity, false, [&](int, const uint4& u) {
+      float f[kVec];
+      R::unpack(u, f);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float d = f[e] - shift[e];
-          d_sums[0][e] += d;
-          d_sums[1][e] = fmaf(d, d, d_sums[1][e]);
-        }
-      });
-    }
-    const float2 local = cta_channel_sums<kVec, kWarps>(d_sums, t.runs, a.channels, red);
-    if (c < a.channels) cells[parity][c] = make_float4(coefficients[c].x, local.x, local.y, 0.f);
-    // Every CTA's cells written (release) and seen (acquire); a CTA writes these cells again two
-    // samples on, after the next barrier, which no CTA passes before it is done reading them.
-    cluster.sync();
-    if (c < a.channels) {
-      double n = 0.0, mean_all = 0.0, m2_all = 0.0;
-      for (int q = 0; q < a.group; ++q) {
-        const float4 cell = *cluster.map_shared_rank(&cells[parity][c], q);
-        const double nq = rows_of_rank(a, q);
-        const double mean_q = cell.x + static_cast<double>(cell.y) / nq;
-        const double m2_q = cell.z - static_cast<double>(cell.y) * cell.y / nq;
-        const double delta = mean_q - mean_all;  // Chan's merge
-        const double total = n + nq;
-        mean_all += delta * nq / total;
-        m2_all += m2_q + delta * delta * n * nq / total;
-        n = total;
+      for (int e = 0; e < kVec; ++e) {
+        const float d = f[e] - shift[e];
+        d_sums[0][e] += d;
+        d_sums[1][e] = fmaf(d, d, d_sums[1][e]);
       }
+    });
+    const float2 local = cta_channel_sums<kVec, kWarps>(d_sums, t.runs, a.channels, red);
+    const double2 d_total = cluster_channel_sums(cluster, local, a.group, a.channels, d_cells);
+    if (c < a.channels) {
+      const double d_mean = d_total.x / n;
+      const double mean = coefficients[c].x + d_mean;
+      const double variance = fmax(d_total.y / n - d_mean * d_mean, 0.0);
       // The library's affine: ((x - hi) - lo) * scale + bias, the mean in two floats (kernels/common.cuh).
-      const float hi = static_cast<float>(mean_all);
-      const float rstd = static_cast<float>(1.0 / ::sqrt(m2_all / n + a.eps));
-      coefficients[c] = make_float4(hi, static_cast<float>(mean_all - hi), rstd * a.weight[c], a.bias[c]);
+      const float hi = static_cast<float>(mean);
+      const float rstd = static_cast<float>(1.0 / ::sqrt(variance + a.eps));
+      coefficients[c] = make_float4(hi, static_cast<float>(mean - hi), rstd * a.weight[c], a.bias[c]);
       if (t.rank == 0 && a.mean != nullptr) {  // saved for the backward
         a.mean[sample * a.channels + c] = hi;
         a.rstd[sample * a.channels + c] = rstd;
@@ -330,7 +423,9 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
   };
   const int64_t clusters = gridDim.x / a.group;
   int64_t sample = blockIdx.x / a.group;
+  if (a.stagger_ns != 0) wait_ns(static_cast<uint64_t>(a.stagger_ns) * sample / clusters);
   t.issue_all(sample);
+  part.load(t, sample);
   // Every CTA of the cluster takes the same samples (a sample a cluster, strided).
   for (uint32_t parity = 0; sample < a.samples; parity ^= 1u, sample += clusters) {
     if constexpr (kStatistics) {
@@ -345,33 +440,37 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_forward(const __grid_cons
 #pragma unroll
     for (int e = 0; e < kVec; ++e) coefficient[e] = coefficients[run * kVec + e];
     unsigned char* const out = static_cast<unsigned char*>(a.y) + t.offset(sample);
-    for (int p = 0; p < t.pieces; ++p) {
-      t.for_rows(p, [&](int r, const uint4& u) {
-        float f[kVec];
-        R::unpack(u, f);
+    const auto write = [&](int r, const uint4& u) {
+      float f[kVec];
+      R::unpack(u, f);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float4& k = coefficient[e];
-          f[e] = fmaf((f[e] - k.x) - k.y, k.z, k.w);
-        }
-        *reinterpret_cast<uint4*>(out + static_cast<int64_t>(r) * t.row_bytes) = R::pack(f);
-      });
+      for (int e = 0; e < kVec; ++e) {
+        const float4& k = coefficient[e];
+        f[e] = fmaf((f[e] - k.x) - k.y, k.z, k.w);
+      }
+      *reinterpret_cast<uint4*>(out + static_cast<int64_t>(r) * t.row_bytes) = R::pack(f);
+    };
+    for (int p = 0; p < t.pieces; ++p) {
+      t.for_rows(p, write);
       t.refill(sample + clusters, p);
     }
+    part.for_rows(t, write);
+    part.load(t, sample + clusters);
   }
   cluster.sync();  // no CTA leaves while another may read its cells
 }
 
-// The backward (train mode, the affine's weight, no activation): x held in the tile, dy read from
-// global memory twice (its second read, a cluster's 1-2 MiB a sample read some microseconds
-// before, likely from L2): the sums of dy and dy * (x - mean) a channel over the sample, through
-// the cluster as the forward's; then dx = rstd * w * (dy - S1 / n - (x - mean) * rstd^2 * S2 / n).
-template <typename T, int kThreads, int kPieces>
-__global__ void __launch_bounds__(kThreads, 1) cluster_backward(const __grid_constant__ Args a) {
+// The backward (train mode, the affine's weight, no activation): x held in the tile and the
+// register part as the forward's, dy read from global memory twice (its second read, a cluster's
+// 1-2 MiB a sample read some microseconds before, likely from L2): the sums of dy and
+// dy * (x - mean) a channel over the sample, through the cluster as the forward's; then
+// dx = rstd * w * (dy - S1 / n - (x - mean) * rstd^2 * S2 / n).
+template <typename T, int kThreads, int kCtasPerSm, int kPieces, int kRegVecs>
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) cluster_backward(const __grid_constant__ Args a) {
   using R = Run<T>;
   constexpr int kVec = R::kVec;
   constexpr int kWarps = kThreads / 32;
-  constexpr int kBatch = 8;  // dy's 16-byte runs in flight a thread
+  constexpr int kBatch = kCtasPerSm > 1 ? 4 : 8;  // dy's 16-byte runs in flight a thread, as registers allow
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t landed[kPieces];
   __shared__ float2 cells[2][kMaxChannels];  // this CTA's (S1, S2) a channel, by the sample's parity
@@ -383,9 +482,11 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_backward(const __grid_con
   const SampleTile<T, kThreads> t(a, smem, landed, static_cast<int>(cluster.block_rank()));
   const int run = t.run;
   const int c = static_cast<int>(threadIdx.x);
+  RegisterPart<T, kThreads, kRegVecs> part;
   const int64_t clusters = gridDim.x / a.group;
   int64_t sample = blockIdx.x / a.group;
   t.issue_all(sample);
+  part.load(t, sample);
   for (uint32_t parity = 0; sample < a.samples; parity ^= 1u, sample += clusters) {
     if (c < a.channels) {
       coefficients[c] = make_float4(a.mean[sample * a.channels + c], a.rstd[sample * a.channels + c], a.weight[c], 0.f);
@@ -396,29 +497,26 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_backward(const __grid_con
     for (int e = 0; e < kVec; ++e) center[e] = coefficients[run * kVec + e].x;
     const unsigned char* const dy = static_cast<const unsigned char*>(a.dy) + t.offset(sample);
     float sums[2][kVec] = {};
+    const auto sum = [&](int, const uint4& xu, const uint4& gu) {
+      float xf[kVec], g[kVec];
+      R::unpack(xu, xf);
+      R::unpack(gu, g);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        sums[0][e] += g[e];
+        sums[1][e] = fmaf(g[e], xf[e] - center[e], sums[1][e]);
+      }
+    };
     for (int p = 0; p < t.pieces; ++p) {
       wait_parity(&landed[p], parity);
-      t.template for_rows_with<kBatch>(p, dy, [&](int, const uint4& xu, const uint4& gu) {
-        float xf[kVec], g[kVec];
-        R::unpack(xu, xf);
-        R::unpack(gu, g);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          sums[0][e] += g[e];
-          sums[1][e] = fmaf(g[e], xf[e] - center[e], sums[1][e]);
-        }
-      });
+      t.template for_rows_with<kBatch>(p, dy, sum);
     }
+    part.for_rows_with(t, dy, sum);
     const float2 local = cta_channel_sums<kVec, kWarps>(sums, t.runs, a.channels, red);
-    if (c < a.channels) cells[parity][c] = local;
-    cluster.sync();  // as the forward's
+    // One exchange a sample: the cells alternate by its parity.
+    const double2 total = cluster_channel_sums(cluster, local, a.group, a.channels, cells[parity]);
     if (c < a.channels) {
-      double s1 = 0.0, s2 = 0.0;
-      for (int q = 0; q < a.group; ++q) {
-        const float2 cell = *cluster.map_shared_rank(&cells[parity][c], q);
-        s1 += cell.x;
-        s2 += cell.y;
-      }
+      const double s1 = total.x, s2 = total.y;
       const float4 k = coefficients[c];
       const double n = static_cast<double>(a.rows);
       const double scale = static_cast<double>(k.y) * k.z;  // rstd * w
@@ -434,20 +532,23 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_backward(const __grid_con
 #pragma unroll
     for (int e = 0; e < kVec; ++e) coefficient[e] = coefficients[run * kVec + e];
     unsigned char* const out = static_cast<unsigned char*>(a.dx) + t.offset(sample);
-    for (int p = 0; p < t.pieces; ++p) {
-      t.template for_rows_with<kBatch>(p, dy, [&](int r, const uint4& xu, const uint4& gu) {
-        float xf[kVec], g[kVec];
-        R::unpack(xu, xf);
-        R::unpack(gu, g);
+    const auto write = [&](int r, const uint4& xu, const uint4& gu) {
+      float xf[kVec], g[kVec];
+      R::unpack(xu, xf);
+      R::unpack(gu, g);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float4& k = coefficient[e];
-          g[e] = fmaf(k.y, g[e], fmaf(k.w, xf[e] - k.x, k.z));
-        }
-        *reinterpret_cast<uint4*>(out + static_cast<int64_t>(r) * t.row_bytes) = R::pack(g);
-      });
+      for (int e = 0; e < kVec; ++e) {
+        const float4& k = coefficient[e];
+        g[e] = fmaf(k.y, g[e], fmaf(k.w, xf[e] - k.x, k.z));
+      }
+      *reinterpret_cast<uint4*>(out + static_cast<int64_t>(r) * t.row_bytes) = R::pack(g);
+    };
+    for (int p = 0; p < t.pieces; ++p) {
+      t.template for_rows_with<kBatch>(p, dy, write);
       t.refill(sample + clusters, p);
     }
+    part.for_rows_with(t, dy, write);
+    part.load(t, sample + clusters);
   }
   cluster.sync();  // no CTA leaves while another may read its cells
 }
@@ -524,10 +625,13 @@ struct Shape {
   bool bf16;
 };
 
-// One variant's launch: clusters of `group` CTAs of `threads`, each CTA's rows in `pieces`.
+// One variant's launch: clusters of `group` CTAs of `threads`, `ctas_per_sm` an SM, each CTA's
+// rows in shared memory in `pieces` (the forward: as many as fit, the rest in `reg_vecs` 16-byte
+// runs a thread).
 struct Variant {
-  int threads, pieces, group;
+  int threads, pieces, group, ctas_per_sm = 1, reg_vecs = 0;
   bool skeleton = false;
+  uint32_t stagger_ns = 0;
 };
 
 template <typename T>
@@ -611,16 +715,37 @@ int run_shape(const Shape& s, int sms) {
     const int runs = row_bytes / 16;
     if (row_bytes % 16 != 0 || runs > 32 || 32 % runs != 0 || s.channels > kMaxChannels) return 0;
     // Rows a CTA: whole pieces; the last rank takes the rest. (A piece's rows need not be a multiple
-    // of the step: each piece's rows go round the threads from its first.)
-    const int piece_rows = static_cast<int>(((s.rows + v.group - 1) / v.group + v.pieces - 1) / v.pieces);
+    // of the step: each piece's rows go round the threads from its first.) The forward holds in
+    // shared memory what ctas_per_sm CTAs an SM leave it (each reserves 1 KiB, and its static
+    // arrays), the rest in registers.
+    int piece_rows = static_cast<int>(((s.rows + v.group - 1) / v.group + v.pieces - 1) / v.pieces);
     const int rows_per_cta = piece_rows * v.pieces;
-    const int smem = rows_per_cta * row_bytes;
-    char label[112];
-    std::snprintf(label, sizeof label, "%s c%-2d %4d threads %d pieces%s %3d KiB a CTA",
-                  backward ? "backward" : "forward ", v.group, v.threads, v.pieces, v.skeleton ? " skeleton" : "",
-                  smem / 1024);
+    int held_rows = rows_per_cta;
+    {
+      int sm_smem = 0, optin = 0;
+      CK(cudaDeviceGetAttribute(&sm_smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+      CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+      cudaFuncAttributes attributes{};
+      CK(cudaFuncGetAttributes(&attributes, kernel));
+      const int room = std::min(optin, sm_smem / v.ctas_per_sm - 1024) - static_cast<int>(attributes.sharedSizeBytes);
+      piece_rows = std::min(piece_rows, room / row_bytes / v.pieces);
+      held_rows = piece_rows * v.pieces;
+    }
+    const int smem = held_rows * row_bytes;
+    const int register_rows = rows_per_cta - held_rows;
+    const int step = v.threads / runs;
+    char label[160];
+    std::snprintf(label, sizeof label, "%s c%-2d %d/SM %4d threads %d pieces%s %3d KiB + %2d regs a thread%s",
+                  backward ? "backward" : "forward ", v.group, v.ctas_per_sm, v.threads, v.pieces,
+                  v.skeleton ? " skeleton" : "", smem / 1024, (register_rows + step - 1) / step,
+                  v.stagger_ns != 0 ? " stagger" : "");
     if (static_cast<int64_t>(rows_per_cta) * (v.group - 1) >= s.rows) {
       std::printf("  %s: skipped, the last rank would be empty\n", label);
+      return 0;
+    }
+    if (register_rows > v.reg_vecs * step) {
+      std::printf("  %s: skipped, %d rows past shared memory, registers for %d\n", label, register_rows,
+                  v.reg_vecs * step);
       return 0;
     }
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
@@ -666,8 +791,10 @@ int run_shape(const Shape& s, int sms) {
     args.channels = static_cast<int>(s.channels);
     args.group = v.group;
     args.rows_per_cta = rows_per_cta;
+    args.held_rows = held_rows;
     args.piece_rows = piece_rows;
     args.eps = 1e-5f;
+    args.stagger_ns = v.stagger_ns;
     const auto launch = [&] { return cudaLaunchKernelEx(&cfg, kernel, args); };
     // Checked run: poisoned output (NaN), then every element not NaN and three samples against float64.
     CK(cudaMemset(y, 0xff, bytes));
@@ -731,23 +858,25 @@ int run_shape(const Shape& s, int sms) {
     }
     const double ms = time(launch);
     const double floor = backward ? 1.5 * copy : copy;
-    std::printf("  %s, %2d clusters (%3d of %d SMs): %.4f ms  %.3fx %s  %s (NaN %llu, outside %lld, worst %.2e)\n",
+    std::printf("  %s, %2d clusters (%3d CTAs, %d SMs): %.4f ms  %.3fx %s  %s (NaN %llu, outside %lld, worst %.2e)\n",
                 label, clusters, clusters * v.group, sms, ms, ms / floor, backward ? "1.5 copies" : "copy",
                 nans == 0 && outside == 0 ? "ok" : "WRONG", nans, static_cast<long long>(outside), worst);
     std::fflush(stdout);
     failed = failed || nans != 0 || outside != 0;
     return 0;
   };
-  for (const int group : {16, 12, 8}) {
-    int errors = run(cluster_forward<T, 512, 1>, {512, 1, group}, false);
-    errors += run(cluster_forward<T, 512, 4>, {512, 4, group}, false);
-    errors += run(cluster_forward<T, 512, 8>, {512, 8, group}, false);
-    errors += run(cluster_forward<T, 256, 4>, {256, 4, group}, false);
-    errors += run(cluster_forward<T, 1024, 4>, {1024, 4, group}, false);
-    errors += run(cluster_forward<T, 512, 4, false>, {512, 4, group, true}, false);
-    errors += run(cluster_backward<T, 512, 1>, {512, 1, group}, true);
-    errors += run(cluster_backward<T, 512, 4>, {512, 4, group}, true);
-    errors += run(cluster_backward<T, 512, 8>, {512, 8, group}, true);
+  // The forward: session 72's shape (one CTA an SM, all in shared memory) with the merge by sums,
+  // then two CTAs an SM with register parts, their skeleton, a staggered start, one piece, 512
+  // threads; the backward at one CTA an SM as session 72's, and at two.
+  for (const int group : {16, 8}) {
+    int errors = run(cluster_forward<T, 256, 1, 4, 0>, {256, 4, group}, false);
+    errors += run(cluster_forward<T, 256, 2, 4, 8>, {256, 4, group, 2, 8}, false);
+    errors += run(cluster_forward<T, 256, 2, 4, 8, false>, {256, 4, group, 2, 8, true}, false);
+    errors += run(cluster_forward<T, 256, 2, 4, 8>, {256, 4, group, 2, 8, false, 4000}, false);
+    errors += run(cluster_forward<T, 256, 2, 1, 8>, {256, 1, group, 2, 8}, false);
+    errors += run(cluster_forward<T, 512, 2, 4, 4>, {512, 4, group, 2, 4}, false);
+    errors += run(cluster_backward<T, 512, 1, 4, 0>, {512, 4, group}, true);
+    errors += run(cluster_backward<T, 256, 2, 4, 7>, {256, 4, group, 2, 7}, true);
     failed = failed || errors != 0;
   }
   std::printf("  copy again %.4f ms\n", time(copy_x));
