@@ -1,23 +1,29 @@
-// dev scratch (issue 19; dev/VARIANTS.md 100, lost): channels_last's forward
-// with a thread-block cluster a sample, the shape that took NCHW's 1-2 MiB slices to 1.12-1.16x a
-// copy (shared_resident), tried on NHWC samples of 1-2 MiB. cl-bf16 (64 samples of 64 channels x
-// 128x128 bfloat16) runs 1.70x a copy through the library's one-round streamed kernel, which reads
-// x twice from DRAM past the L2. The resident form of dev/VARIANTS.md 55 held a sample over CTAs
-// that exchanged through L2 and ran 2.0x: the group waited in lockstep (load, reduce, wait,
-// combine, store), and its column reduction took about 22 instructions an element (one 2-byte
-// element a thread a row). Here, instead:
-//   - a cluster of G CTAs holds a sample, each CTA rows_per_cta whole rows of it in shared memory
-//     (bulk copies: x read once from DRAM), one CTA an SM;
+// dev scratch (issue 19; dev/VARIANTS.md 100 and 115): channels_last's forward
+// with a thread-block cluster a sample, the shape that took NCHW's 1-2 MiB slices to 1.01-1.08x a
+// copy (shared_resident: clusters of 8 at two CTAs an SM with register parts), tried on NHWC
+// samples of 1-2 MiB. cl-bf16 (64 samples of 64 channels x 128x128 bfloat16) runs 1.63x a copy
+// through the library's one-round streamed kernel, which reads x twice from DRAM past the L2. The
+// resident form of dev/VARIANTS.md 55 held a sample over CTAs that exchanged through L2 and ran
+// 2.0x: the group waited in lockstep (load, reduce, wait, combine, store), and its column reduction
+// took about 22 instructions an element (one 2-byte element a thread a row). Here, instead:
+//   - a cluster of G CTAs holds a sample, each CTA rows_per_cta whole rows of it: those that fit
+//     its share of the SM's shared memory there (bulk copies: x read once from DRAM), the rest in
+//     its threads' registers (RegisterPart), at one or two CTAs an SM (session 72 ran one, all in
+//     shared memory);
 //   - a thread takes a 16-byte run of channels (8 bfloat16, 4 float32) on every row it visits, so
 //     its sums stay in registers, reduced by warp shuffles and one pass over the warps;
-//   - each CTA's sums a channel (two passes: its mean, then d = x - that mean, summed and squared)
-//     go to the others through distributed shared memory at one cluster barrier, merged (Chan) in
-//     float64 by a thread a channel; y = ((x - hi) - lo) * scale + bias as the library's affine;
+//   - the forward's statistics by sums: each CTA's sum a channel, summed over the cluster in
+//     float64 through distributed shared memory (a cluster barrier), then d = x - that mean
+//     (float32) summed and squared the same way, the mean corrected by the sum of d;
+//     y = ((x - hi) - lo) * scale + bias as the library's affine (session 72 merged each CTA's
+//     mean and M2 by Chan's rule, a chain of float64 divisions a rank);
 //   - the tile lands in `pieces` bulk copies, each with its barrier: the statistics start on the
 //     first piece, and the next sample's piece p is loaded as soon as every thread has written
-//     piece p of this one (pieces = 1: none of that overlap);
+//     piece p of this one (pieces = 1: none of that overlap); the register part's next sample is
+//     loaded after the CTA's last write;
 //   - its skeleton (kStatistics false): the same loads, barriers and stores without the two passes
 //     of statistics or the exchange, y = x: the memory schedule's own cost;
+//   - a staggered start (Args::stagger_ns): cluster k of K issues its first loads k / K of it late;
 //   - the backward the same way (x and dy of a 2 MiB sample do not fit a cluster): x held, dy read
 //     twice from global memory, its second read a cluster's sample read microseconds before, in L2
 //     if the L2 keeps it (the clusters' samples in flight are 14-16 MiB of the H200's 60).
@@ -26,7 +32,7 @@
 // timed against cudaMemcpyAsync of the same tensor (the backward's floor 1.5 copies), CUDA events (each
 // sample queued behind a 50 us hold of the GPU), median of 25 after 3 warm-ups. The library's
 // number is inorm-bench's on the same shapes in the same device call
-// (bench/results/2026-12-05-h200-cl-cluster/call.sh).
+// (bench/results/2026-12-05-h200-cl-cluster/call.sh; session 87's pending-cl-cluster-two/call.sh).
 // Not library code: built by CI so it keeps compiling (target inorm-dev-cl-cluster), run by hand
 // on a GPU: inorm-dev-cl-cluster.
 #include <cooperative_groups.h>
