@@ -32,7 +32,7 @@
 // timed against cudaMemcpyAsync of the same tensor (the backward's floor 1.5 copies), CUDA events (each
 // sample queued behind a 50 us hold of the GPU), median of 25 after 3 warm-ups. The library's
 // number is inorm-bench's on the same shapes in the same device call
-// (bench/results/2026-12-05-h200-cl-cluster/call.sh; session 87's pending-cl-cluster-two/call.sh).
+// (bench/results/2026-12-05-h200-cl-cluster/call.sh; session 87's: 2026-12-06-h100-cl-cluster-two/).
 // Not library code: built by CI so it keeps compiling (target inorm-dev-cl-cluster), run by hand
 // on a GPU: inorm-dev-cl-cluster.
 #include <cooperative_groups.h>

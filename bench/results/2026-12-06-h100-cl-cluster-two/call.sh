@@ -11,7 +11,7 @@
 # seconds the steps may take in all.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
-HERE=bench/results/pending-cl-cluster-two
+HERE=bench/results/2026-12-06-h100-cl-cluster-two
 CARRY=${CARRY:-.carry/s87}
 W=$OUT/w; mkdir -p $W
 bins=/tmp/s87
