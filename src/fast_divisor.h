@@ -62,7 +62,7 @@ struct FastDivisor {
     return static_cast<int>(high >> shift32);
   }
   INORM_HOST_DEVICE int64_t remainder(int64_t n) const { return n - quotient(n) * divisor; }
-  INORM_HOST_DEVICE int remainder(int n) const { return n - quotient(n) * static_cast<int>(divisor); }
+  INORM_HOST_DEVICE int remainder(int n) const { return divmod(n).remainder; }
   // n / d and n % d from one quotient (n in [0, 2^31), d < 2^31).
   struct Split {
     int quotient, remainder;

@@ -169,7 +169,7 @@ detail::ChannelsLastDivisors channels_last_divisors(const Plan& plan) {
   detail::ChannelsLastDivisors d;
   const int64_t block = std::max<int64_t>(plan.channel_block, 1);
   d.samples = detail::batch_of(plan);
-  const int64_t blocks = (plan.channels + block - 1) / block;
+  const int64_t blocks = detail::channels_last_blocks(plan);
   d.by_groups = FastDivisor(plan.channels / plan.slice_channels);
   d.by_slice_channels = FastDivisor(plan.slice_channels);
   d.by_other_channels = FastDivisor(std::max<int64_t>(plan.slice_channels - 1, 1));

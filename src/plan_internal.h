@@ -199,9 +199,13 @@ inline bool channels_last_resident(const Plan& plan) {
 inline bool channels_last_exchanges(const Plan& plan) {
   return channels_last_resident(plan) && plan.parts_per_slice > 1;
 }
-inline int64_t channels_last_resident_items(const Plan& plan) {
-  return batch_of(plan) * ((plan.channels + plan.channel_block - 1) / plan.channel_block);
+// Channel blocks a sample (a block under 1, in a plan edited by hand, counts as 1 until the
+// launch's checks reject it).
+inline int64_t channels_last_blocks(const Plan& plan) {
+  const int64_t block = plan.channel_block > 1 ? plan.channel_block : 1;
+  return (plan.channels + block - 1) / block;
 }
+inline int64_t channels_last_resident_items(const Plan& plan) { return batch_of(plan) * channels_last_blocks(plan); }
 // The streamed reduction (Plan::stream_parts): a row's runs of kChannelsLastStreamRun channels (a
 // power of two up to a warp, so that the lanes sharing a run sum by shuffles), rows aligned to 16
 // bytes for the bulk copies; its ring and the consumer warps' sums of every channel
