@@ -378,6 +378,24 @@ inline constexpr int64_t kChannelsLastBlockRoundBytes = 13 * 1024;
 // (dev/VARIANTS.md 100, H100).
 inline constexpr int64_t kChannelsLastBlockMinRunBesideStreamBytes = 64;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
+// The backward's cluster form (kernels/channels_last.cuh channels_last_cluster_kernel): a cluster of
+// CTAs, one an SM, holds a sample's x in shared memory, at most kChannelsLastClusterTileBytes a CTA
+// in kChannelsLastClusterPieces bulk copies (each refilled with the next sample's rows once written),
+// and reads dy twice, kChannelsLastClusterDyBatch 16-byte runs in flight a thread. C up to
+// kChannelsLastClusterMaxChannels (its static cells, kChannelsLastClusterStaticBytes at most). The planner takes it where a sample holds
+// kChannelsLastClusterMinSampleBytes of x or more (up to the largest cluster's tiles) and the batch
+// fills kChannelsLastClusterMinRounds rounds of the clusters resident at once: on an H100 it ran
+// 1-2 MiB samples at 1.34-1.56x of 1.5 copies against the streamed kernel's 1.70-1.79 at 32-128
+// samples, and 8 samples of 2 MiB at 3.1x against 2.3 (dev/VARIANTS.md 115).
+inline constexpr int kChannelsLastClusterThreads = 512;
+inline constexpr int64_t kChannelsLastClusterTileBytes = 128 * 1024;
+inline constexpr int kChannelsLastClusterPieces = 4;
+inline constexpr int kChannelsLastClusterDyBatch = 8;
+inline constexpr int kChannelsLastClusterMaxChannels = 128;
+inline constexpr int64_t kChannelsLastClusterStaticBytes = 16 * 1024;  // its cells beside its dynamic memory
+inline constexpr int kChannelsLastClusterMaxCtas = 16;
+inline constexpr int64_t kChannelsLastClusterMinSampleBytes = int64_t{1} << 20;
+inline constexpr int64_t kChannelsLastClusterMinRounds = 4;
 // The three kernels' streamed reduction (Plan::stream_parts): consumer warps (a producer warp
 // beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,
 // the planner's cost of a part beyond its bytes (its CTA sums, check and partials: about 3.5 us a

@@ -236,11 +236,13 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   if (plan.path == Path::kChannelsLast) {
     args.evict_first = plan.evict_first;
     args.stream_parts = plan.stream_parts;
-    args.split_partials = ws + layout.split_partials;
-    if (detail::channels_last_resident(plan) || detail::channels_last_stream_applies(plan)) {
-      args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
-    } else {
-      args.slice_coefficients = ws + layout.slice_coefficients;
+    if (!detail::channels_last_clusters(plan)) {  // (the cluster form exchanges in distributed shared memory)
+      args.split_partials = ws + layout.split_partials;
+      if (detail::channels_last_resident(plan) || detail::channels_last_stream_applies(plan)) {
+        args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
+      } else {
+        args.slice_coefficients = ws + layout.slice_coefficients;
+      }
     }
     args.channel_block = plan.channel_block;
     args.tile_rows = plan.tile_rows;

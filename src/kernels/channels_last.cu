@@ -13,6 +13,24 @@
 namespace inorm::detail {
 
 Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  const auto launch = [&] {
+    return dispatch_dtype(plan.dtype, [&](auto tag) { return launch_channels_last_of(tag, plan, args, stream); });
+  };
+  // The cluster form: a problem its kernel runs, in whole clusters of 1 to kChannelsLastClusterMaxCtas
+  // CTAs a sample, each with rows in shared memory, the last the rest.
+  if (channels_last_clusters(plan)) {
+    const int64_t group = plan.parts_per_slice;
+    const int64_t rows = channel_len_of(plan);
+    if (!channels_last_cluster_runs(plan) || plan.channel_block != plan.channels ||
+        plan.threads != kChannelsLastClusterThreads || group < 1 || group > kChannelsLastClusterMaxCtas ||
+        plan.ctas_per_slice != group || plan.tile_rows < 1 || group * plan.tile_rows < rows ||
+        (group - 1) * plan.tile_rows >= rows || plan.grid < group || plan.grid % group != 0 ||
+        plan.smem_bytes < channels_last_smem_bytes(plan) || plan.stream_parts != 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "inorm: the plan's channels_last clusters (" + plan.describe() + ") are not ones the planner makes");
+    }
+    return launch();
+  }
   // A plan edited by hand must still tile every slice with whole passes of its threads, stage a
   // tile of every input in its shared memory, and move 16-byte runs only where rows and blocks
   // hold whole ones.
@@ -52,7 +70,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                   "inorm: the plan's streamed channels_last reduction (" + plan.describe() +
                       ") is not one the planner makes");
   }
-  return dispatch_dtype(plan.dtype, [&](auto tag) { return launch_channels_last_of(tag, plan, args, stream); });
+  return launch();
 }
 
 }  // namespace inorm::detail

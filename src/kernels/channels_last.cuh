@@ -23,7 +23,9 @@
 // one before (launch_dependent).
 // The resident form (plan.exchange == Exchange::kGlobal; planner.cpp says where it runs) is one
 // kernel over tiles of whole rows that a group of CTAs holds for a sample from its reduction to its
-// elementwise pass: the inputs are read once (channels_last_resident_kernel).
+// elementwise pass: the inputs are read once (channels_last_resident_kernel). The backward's cluster
+// form (plan.exchange == Exchange::kCluster) holds a sample's x in a cluster of CTAs, one an SM, the
+// clusters taking the samples in turn: x is read once, dy twice (channels_last_cluster_kernel).
 // The kernels, compiled one element type a file (kernels/instances/); the launch and its checks:
 // kernels/channels_last.cu.
 #pragma once
@@ -33,6 +35,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <cooperative_groups.h>
 #include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/pipeline>
@@ -571,8 +574,18 @@ struct StreamedSums<ForwardOp<T, false>> {
   }
 };
 
-// The backward's plain op: BackwardOp's sums of dy, dy * d and d, d = x - center (the statistics x
-// was normalized with), linear in the elements: nothing to take again.
+// An element's terms of the backward's plain op's sums: dy, dy * d and d, d = x - center (the
+// statistics x was normalized with), in float32 (the streamed kernel's stage blocks, the cluster
+// form's rows of a thread).
+__device__ __forceinline__ void add_gradient_terms(TripleSum<float>& sums, float x, float center, float dy) {
+  const float d = x - center;
+  sums.first += dy;
+  sums.second = fmaf(dy, d, sums.second);
+  sums.third += d;
+}
+
+// The backward's plain op: BackwardOp's sums of dy, dy * d and d, linear in the elements: nothing
+// to take again.
 template <typename T>
 struct StreamedSums<BackwardOp<T, false>> {
   using Op = BackwardOp<T, false>;
@@ -593,11 +606,7 @@ struct StreamedSums<BackwardOp<T, false>> {
   __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[2]) const {
 #pragma unroll
     for (int e = 0; e < kChannelsLastStreamRun; ++e) {
-      const float d = Traits<T>::to_acc(v[0].v[e]) - center[e];
-      const float dy = Traits<T>::to_acc(v[1].v[e]);
-      block[e].first += dy;
-      block[e].second = fmaf(dy, d, block[e].second);
-      block[e].third += d;
+      add_gradient_terms(block[e], Traits<T>::to_acc(v[0].v[e]), center[e], Traits<T>::to_acc(v[1].v[e]));
     }
   }
   __device__ __forceinline__ typename Op::SplitPartial partial(int64_t, int, const Sum& sums, bool* lost) const {
@@ -629,7 +638,8 @@ __device__ __forceinline__ void add_xor_lane(PairSum<double>& sum, int offset) {
   sum.first += __shfl_xor_sync(0xffffffffu, sum.first, offset);
   sum.second += __shfl_xor_sync(0xffffffffu, sum.second, offset);
 }
-__device__ __forceinline__ void add_xor_lane(TripleSum<double>& sum, int offset) {
+template <typename Acc>
+__device__ __forceinline__ void add_xor_lane(TripleSum<Acc>& sum, int offset) {
   sum.first += __shfl_xor_sync(0xffffffffu, sum.first, offset);
   sum.second += __shfl_xor_sync(0xffffffffu, sum.second, offset);
   sum.third += __shfl_xor_sync(0xffffffffu, sum.third, offset);
@@ -640,13 +650,13 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;" : : "r"(kChannelsLastStreamWarps * 32) : "memory");
 }
 
-// The consumer warps' sums of each of a thread's channels (a run of kVec of them, the same run in
-// `runs`-th lanes), added over every thread of the run in a fixed order (the lanes of a warp by xor
-// shuffles, whose two operands are the same in both lanes, then the warps in order through
-// `warp_sums`, a cell a channel a warp): every thread gets its run's totals. The cells are free
-// again after the caller's next consumers_sync.
+// The sums of each of a thread's channels (a run of kVec of them, the same run in `runs`-th lanes)
+// added over the lanes of its run in its warp (xor shuffles, whose two operands are the same in both
+// lanes) and left by the run's first lanes in `warp_sums`, a cell a channel a warp; and a channel's
+// total over the cells of the first `warps` warps, in their order (in Total). Together the sums over
+// every thread of a run in a fixed order; the cells are read past a barrier.
 template <int kVec, typename Sum>
-__device__ __forceinline__ void sum_over_consumers(Sum (&sums)[kVec], Sum* warp_sums, int runs, int64_t channels) {
+__device__ __forceinline__ void leave_warp_sums(Sum (&sums)[kVec], Sum* warp_sums, int runs, int64_t channels) {
   for (int offset = runs; offset < 32; offset *= 2) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) add_xor_lane(sums[e], offset);
@@ -657,13 +667,32 @@ __device__ __forceinline__ void sum_over_consumers(Sum (&sums)[kVec], Sum* warp_
 #pragma unroll
     for (int e = 0; e < kVec; ++e) warp_sums[warp * channels + lane * kVec + e] = sums[e];
   }
+}
+template <typename Total, typename Sum>
+__device__ __forceinline__ Total warp_sums_total(const Sum* warp_sums, int warps, int64_t channels, int64_t channel) {
+  const auto as_total = [](const Sum& sum) {
+    if constexpr (std::is_same_v<Total, Sum>) {
+      return sum;
+    } else {
+      return Total{sum.first, sum.second, sum.third};
+    }
+  };
+  Total total = as_total(warp_sums[channel]);
+  for (int w = 1; w < warps; ++w) total = total + as_total(warp_sums[w * channels + channel]);
+  return total;
+}
+
+// The consumer warps' sums of each of a thread's channels over every thread of its run (above):
+// every thread gets its run's totals. The cells are free again after the caller's next
+// consumers_sync.
+template <int kVec, typename Sum>
+__device__ __forceinline__ void sum_over_consumers(Sum (&sums)[kVec], Sum* warp_sums, int runs, int64_t channels) {
+  leave_warp_sums(sums, warp_sums, runs, channels);
   consumers_sync();
-  const int run = lane % runs;
+  const int run = static_cast<int>(threadIdx.x) % 32 % runs;
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
-    Sum total = warp_sums[run * kVec + e];
-    for (int w = 1; w < kChannelsLastStreamWarps; ++w) total = total + warp_sums[w * channels + run * kVec + e];
-    sums[e] = total;
+    sums[e] = warp_sums_total<Sum>(warp_sums, kChannelsLastStreamWarps, channels, run * kVec + e);
   }
 }
 
@@ -1362,6 +1391,187 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
   }
 }
 
+// The backward's cluster form (plan.exchange == Exchange::kCluster, where plan_internal.h
+// channels_last_cluster_runs): a cluster of parts_per_slice CTAs, one an SM, takes a sample at a
+// time, the clusters striding over the samples. Each CTA holds its tile_rows rows of the sample's x
+// (the last CTA the rest) in shared memory, landed by kChannelsLastClusterPieces bulk copies, and
+// reads dy from global memory twice:
+//   sums      a thread takes a 16-byte run of channels on rows first_row, first_row + step, ... of
+//             each piece, its terms of dy, dy * d and d a channel in float32 (add_gradient_terms),
+//             added over the CTA in a fixed order (leave_warp_sums, float32 in a warp, float64 over
+//             the warps by a thread a channel), then over the cluster
+//             in rank order through distributed shared memory at one cluster barrier (a cell a
+//             channel a CTA, two sets alternating by the sample's parity, so that a CTA writes one
+//             again only past another barrier no peer passes before it has read it);
+//   finish    a thread a channel makes the channel's coefficients from the totals (the op's finish,
+//             as the finish kernel's; the first CTA leaves the weight gradients' terms);
+//   apply     dx from the held x and dy read again, kChannelsLastClusterDyBatch runs in flight a
+//             thread, a piece at a time, each piece refilled with the next sample's rows once its
+//             threads are past it.
+// x is read once from HBM; dy twice, the second read from L2 where the sample's few MiB still are
+// (on an H100 1.34-1.56x of 1.5 copies on 1-2 MiB samples, dev/VARIANTS.md 115). The next sample's
+// saved statistics load under this one's elementwise pass. Every CTA of a cluster takes the same
+// samples, and none leaves while a peer may read its cells.
+template <typename Op>
+struct ClusterShared {
+  uint64_t landed[kChannelsLastClusterPieces];  // a piece's bytes are there
+  typename Op::SplitPartial cells[2][kChannelsLastClusterMaxChannels];  // this CTA's sums, by parity
+  typename Op::Context contexts[kChannelsLastClusterMaxChannels];
+  typename Op::Coefficients coefficients[kChannelsLastClusterMaxChannels];
+};
+
+template <typename Op>
+__global__ void __launch_bounds__(kChannelsLastClusterThreads, 1)
+    channels_last_cluster_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using T = typename Op::Elem;
+  using Acc = typename Op::Acc;
+  using Partial = typename Op::SplitPartial;
+  static_assert(kStreamsReduction<Op> && Op::kInputs == 2, "the cluster form runs the backward's plain op");
+  static_assert(sizeof(ClusterShared<Op>) <= kChannelsLastClusterStaticBytes, "config.h counts its static cells");
+  constexpr int kVec = kVecOf<T>;
+  constexpr int kWarps = kChannelsLastClusterThreads / 32;
+  constexpr int kPieces = kChannelsLastClusterPieces;
+  constexpr int kSumBatch = kChannelsLastClusterDyBatch;
+  constexpr int kApplyBatch = kChannelsLastClusterDyBatch;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ ClusterShared<Op> shared;
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int group = args.parts_per_slice;
+  const int channels = static_cast<int>(args.channels);
+  const int64_t row_bytes = static_cast<int64_t>(channels) * sizeof(T);
+  const int runs = channels / kVec;  // a power of two up to 32 (the planner's)
+  const int run = static_cast<int>(threadIdx.x) % runs;
+  const int first_row = static_cast<int>(threadIdx.x) / runs;
+  const int step = kChannelsLastClusterThreads / runs;
+  const int64_t rows = args.channel_len;
+  const auto tile_rows = static_cast<int>(args.tile_rows);
+  const int my_rows = static_cast<int>(min(args.tile_rows, rows - static_cast<int64_t>(rank) * args.tile_rows));
+  const int piece_rows = (tile_rows + kPieces - 1) / kPieces;
+  const int pieces = (my_rows + piece_rows - 1) / piece_rows;
+  const int64_t samples = args.channels_last_divisors.samples;
+  const int64_t clusters = gridDim.x / group;
+  // The warps' sums a channel after the tile (plan_internal.h channels_last_smem_bytes).
+  auto* const warp_sums = reinterpret_cast<TripleSum<float>*>(smem + args.tile_rows * row_bytes);
+  const auto rows_of = [&](int p) { return min(piece_rows, my_rows - p * piece_rows); };
+  // This CTA's first row of `sample`, of the batch's rows.
+  const auto first_row_of = [&](int64_t sample) { return sample * rows + static_cast<int64_t>(rank) * tile_rows; };
+  // Thread 0: piece p of `sample`'s x into shared memory.
+  const auto issue = [&](int64_t sample, int p) {
+    const auto bytes = static_cast<uint32_t>(rows_of(p) * row_bytes);
+    const int64_t row = first_row_of(sample) + static_cast<int64_t>(p) * piece_rows;
+    arrive_expecting(&shared.landed[p], bytes);
+    bulk_copy_to_shared(smem + static_cast<int64_t>(p) * piece_rows * row_bytes,
+                        static_cast<const unsigned char*>(args.x) + row * row_bytes, bytes, &shared.landed[p], false);
+  };
+  // f(r, x, dy) for this thread's rows r of piece p: its run of x (held) and of dy (`dy`: the
+  // CTA's first row of the sample, at the thread's run), kBatch rows' dy loaded before the first f.
+  const auto for_rows = [&](auto batch, int p, const T* dy, auto&& f) {
+    constexpr int kBatch = decltype(batch)::value;
+    const int end = p * piece_rows + rows_of(p);
+    for (int first = p * piece_rows + first_row; first < end; first += kBatch * step) {
+      Pack<T> g[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int r = first + b * step;
+        if (r < end) g[b] = load_pack(dy + static_cast<int64_t>(r) * channels);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int r = first + b * step;
+        if (r < end) f(r, *reinterpret_cast<const Pack<T>*>(smem + r * row_bytes + run * 16), g[b]);
+      }
+    }
+  };
+  const auto context_of = [&](int64_t sample) {
+    return sample < samples ? Op::template context<true>(args, sample * channels + threadIdx.x) : typename Op::Context{};
+  };
+  const bool holds_channel = static_cast<int>(threadIdx.x) < channels;
+  const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
+  if (threadIdx.x == 0) {
+    for (int p = 0; p < kPieces; ++p) cuda::ptx::mbarrier_init(&shared.landed[p], 1);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
+  }
+  __syncthreads();
+  int64_t sample = blockIdx.x / group;
+  if (threadIdx.x == 0 && sample < samples) {
+    for (int p = 0; p < pieces; ++p) issue(sample, p);
+  }
+  typename Op::Context context{};
+  if (holds_channel) context = context_of(sample);
+  for (uint32_t parity = 0; sample < samples; parity ^= 1u, sample += clusters) {
+    if (holds_channel) shared.contexts[threadIdx.x] = context;
+    __syncthreads();
+    float center[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) center[e] = shared.contexts[run * kVec + e].center;
+    const T* const dy = static_cast<const T*>(args.dy) + first_row_of(sample) * channels + run * kVec;
+    TripleSum<float> terms[kVec] = {};
+    for (int p = 0; p < pieces; ++p) {
+      wait_phase(&shared.landed[p], parity);
+      for_rows(std::integral_constant<int, kSumBatch>{}, p, dy, [&](int, const Pack<T>& x, const Pack<T>& g) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          add_gradient_terms(terms[e], pack_element<T>(x, e), center[e], pack_element<T>(g, e));
+        }
+      });
+    }
+    leave_warp_sums(terms, warp_sums, runs, channels);
+    __syncthreads();
+    if (holds_channel) {
+      const auto sums = warp_sums_total<TripleSum<double>>(warp_sums, kWarps, channels, threadIdx.x);
+      shared.cells[parity][threadIdx.x] = Partial{sums.first, sums.second, sums.third, 0.0};
+    }
+    cluster.sync();  // every CTA's cells are written (and the warps' cells free)
+    if (holds_channel) {
+      // The cluster's sums in rank order, four peers' loads in flight.
+      constexpr int kInFlight = 4;
+      TripleSum<double> total{0.0, 0.0, 0.0};
+      for (int first = 0; first < group; first += kInFlight) {
+        Partial cell[kInFlight];
+#pragma unroll
+        for (int q = 0; q < kInFlight; ++q) {
+          if (first + q < group) cell[q] = *cluster.map_shared_rank(&shared.cells[parity][threadIdx.x], first + q);
+        }
+#pragma unroll
+        for (int q = 0; q < kInFlight; ++q) {
+          if (first + q < group) total = total + TripleSum<double>{cell[q].dy, cell[q].dy_d, cell[q].d};
+        }
+      }
+      const int64_t slice = sample * channels + threadIdx.x;
+      shared.coefficients[threadIdx.x] =
+          Op::finish(args, slice, context, Op::from_split(Partial{total.first, total.second, total.third, 0.0}),
+                     rank == 0);
+      context = context_of(sample + clusters);  // lands under the elementwise pass
+    }
+    __syncthreads();
+    typename Op::Coefficients c[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) c[e] = shared.coefficients[run * kVec + e];
+    for (int p = 0; p < pieces; ++p) {
+      if (args.out != nullptr) {  // (the backward without dx: weight gradients only)
+        T* const dx = static_cast<T*>(args.out) + first_row_of(sample) * channels + run * kVec;
+        epilogue.visit([&](const auto& activation) {
+          for_rows(std::integral_constant<int, kApplyBatch>{}, p, dy, [&](int r, const Pack<T>& x, const Pack<T>& g) {
+            Pack<T> out;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) {
+              const Acc element[2] = {pack_element<T>(x, e), pack_element<T>(g, e)};
+              out.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, element));
+            }
+            store_pack_l2(dx + static_cast<int64_t>(r) * channels, out);
+          });
+        });
+      }
+      __syncthreads();  // every thread is past piece p
+      if (threadIdx.x == 0 && sample + clusters < samples) issue(sample + clusters, p);
+    }
+  }
+  cluster.sync();  // no CTA leaves while a peer may read its cells
+}
+
 // The plan's TileLoad (the file's head says which is which).
 TileLoad tile_load_of(const Plan& plan) {
   if (channels_last_whole_rows(plan)) return TileLoad::kBulk;
@@ -1374,6 +1584,25 @@ template <typename T>
 Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   return dispatch_op_of<T, /*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
+    if (channels_last_clusters(plan)) {
+      if constexpr (kStreamsReduction<Op> && Op::kInputs == 2) {
+        void (*const kernel)(KernelArgs) = &channels_last_cluster_kernel<Op>;
+        // Clusters of up to kChannelsLastClusterMaxCtas CTAs; above 8 they are "non-portable" on sm_90.
+        const Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel), /*non_portable_clusters=*/true);
+        if (!status.ok()) return status;
+        cudaLaunchAttribute cluster{};
+        cluster.id = cudaLaunchAttributeClusterDimension;
+        cluster.val.clusterDim.x = static_cast<unsigned>(plan.parts_per_slice);
+        cluster.val.clusterDim.y = 1;
+        cluster.val.clusterDim.z = 1;
+        return launch_with("channels_last cluster launch", &cluster, kernel, static_cast<unsigned>(plan.grid),
+                           static_cast<unsigned>(plan.threads), static_cast<std::size_t>(plan.smem_bytes), stream,
+                           args);
+      } else {
+        return Status(StatusCode::kInvalidArgument,
+                      "inorm: channels_last's cluster form runs the backward's plain op, not " + plan.describe());
+      }
+    }
     if (channels_last_resident(plan)) {
       const bool wide = plan.threads > kChannelsLastThreads;
       const auto kernel =

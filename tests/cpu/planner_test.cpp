@@ -1846,11 +1846,14 @@ TEST(Planner, ChannelsLastResident) {
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_NE(status.message().find("does not fit the resident form"), std::string::npos) << status.message();
   // Rows wider than 512 threads have no resident form of whole rows (channel blocks:
-  // Planner.ChannelsLastBlocks); nothing has a cluster exchange.
+  // Planner.ChannelsLastBlocks); only the backward has a cluster form
+  // (PlanBackward.ChannelsLastClusters).
   ForwardParams wide = problem(DType::kFloat32, {2, 600, 9, 11});
   wide.layout = Layout::kChannelsLast;
   options.force_exchange = Exchange::kCluster;
-  EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+  status = plan_forward(wide, hopper_h200_limits(), &plan, options);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("cluster form runs the backward"), std::string::npos) << status.message();
   // CTAs an SM the resident form does not run, or asked of the three kernels: a clear refusal.
   ForwardParams small = problem(DType::kFloat32, {2, 64, 8, 8});
   small.layout = Layout::kChannelsLast;

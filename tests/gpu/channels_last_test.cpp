@@ -220,6 +220,68 @@ TEST(GpuChannelsLast, FewCtasTakeEveryTile) {
   }
 }
 
+// The backward's cluster form (Exchange::kCluster: a cluster of CTAs, one an SM, holds a sample's
+// x, its sums exchanged through distributed shared memory), forced in clusters of several sizes:
+// one CTA (no peer), 3 (a short last CTA), 16 (the largest, non-portable), and one CTA of few rows
+// (four pieces of one row, its last CTA's two); C from one 16-byte run a row (8 16-bit channels)
+// to 32 (128 float32 channels: no shuffles between lanes), channels_last_3d with odd extents. Each
+// in every dtype it runs, on 1000 + randn and 1e4 + randn (d = x - mean keeps its digits), with a
+// NaN slice, one cluster taking every sample (its cells alternating, its pieces refilled across
+// samples), in eval mode, for the weight gradients alone and for dx alone, in place and three runs
+// with the same bits. Then the planner's own choice of it on 2 MiB samples.
+TEST(GpuChannelsLast, ClusterBackward) {
+  INORM_REQUIRE_GPU();
+  struct Clustered {
+    const char* why;
+    std::vector<int64_t> shape;
+    int group;
+  };
+  const Clustered shapes[] = {
+      {"C=64, 20x20, a CTA a sample", {4, 64, 20, 20}, 1},
+      {"C=64, 40x50, clusters of 3, the last CTA 666 rows of 2000", {2, 64, 40, 50}, 3},
+      {"C=64, 40x50, clusters of 16 (125 rows a CTA)", {3, 64, 40, 50}, 16},
+      {"C=8, 10 rows in clusters of 3: pieces of a row, the last CTA's two", {5, 8, 10}, 3},
+      {"C=128, 9x11 in clusters of 10", {2, 128, 9, 11}, 10},
+      {"channels_last_3d 2x32x17x19x23 in clusters of 8", {2, 32, 17, 19, 23}, 8},
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const Clustered& s : shapes) {
+      Case c = channels_last_case(Pass::kBackward, s.shape, dtype, Exchange::kCluster);
+      c.options.force_ctas_per_slice = s.group;
+      c.expect_ctas_per_slice = s.group;
+      const std::string why = std::string(s.why) + ", " + dtype_name(dtype);
+      for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+        ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+        expect_passes(c, why + ", " + data);
+      }
+      c.data = DataSpec{};
+      c.nan_slice = 3;
+      expect_passes(c, why + ", NaN in slice 3");
+      c.nan_slice = -1;
+      c.max_groups = 1;
+      expect_passes(c, why + ", one cluster");
+      c.max_groups = 0;
+      Case eval = c;
+      eval.running = Running::kEval;
+      expect_passes(eval, why + ", eval");
+      Case no_dx = c;
+      no_dx.want_dx = false;
+      expect_passes(no_dx, why + ", dweight and dbias only");
+      Case dx_only = c;
+      dx_only.want_weight_grads = false;
+      expect_passes(dx_only, why + ", dx only");
+      expect_passes_in_place_and_repeated(c, why);
+    }
+  }
+  // The planner's: 32 samples of 2 MiB (bfloat16, 64 channels of 128x128) fill four rounds of the
+  // clusters of 16 an H100 or H200 holds.
+  Case planned = channels_last_case(Pass::kBackward, {32, 64, 128, 128}, DType::kBFloat16, Exchange::kCluster);
+  planned.options.force_exchange = Exchange::kAuto;
+  planned.expect_ctas_per_slice = 16;
+  ASSERT_TRUE(parse_data_spec("1000 + randn", &planned.data).ok());
+  expect_passes(planned, "the planner's clusters of 16");
+}
+
 // The resident form with one row a pass (C of half the CTA's threads or more): 480 and 261
 // channels alone on the SM (480 and 261 threads), 129 at three CTAs an SM (129 threads);
 // InstanceNorm and GroupNorm with SiLU (a group's channels combined in the CTA before the group's

@@ -172,6 +172,11 @@ TEST(GpuSanitize, BackwardPlans) {
   for (const Reach& r : plans_of_every_family(Pass::kBackward)) expect_plan_passes(Pass::kBackward, r);
   expect_full_group_lanes_pass(Pass::kBackward);
   expect_every_cluster_size_passes(Pass::kBackward);
+  // channels_last's cluster form: one cluster of three taking three samples (its cells alternating
+  // and its pieces refilled across samples), the last CTA's rows short.
+  expect_plan_passes(Pass::kBackward, {"channels_last's cluster form, one cluster of three over three samples",
+                                       {3, 8, 1001}, DType::kBFloat16, Path::kChannelsLast, 3, 0, Exchange::kCluster,
+                                       1, Running::kNone, 0, Layout::kChannelsLast});
 }
 
 // Every family of both passes with an activation fused (the ops' epilogue), the activations in turn.

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Session 88's device run (README.md here; dev/VARIANTS.md 116):
+#  1. the cluster form's GPU test alone (GpuChannelsLast.ClusterBackward), first, so that a hang
+#     or a failure costs little;
+#  2. its inorm-bench against main's (session 87's cleanup, ccf92dd: host code since), two rounds,
+#     on the 1-2 MiB samples here and layouts.json, the backward;
+#  3. every GPU test and the sanitizers on the forward's and backward's plans.
+# The binaries are carried ($CARRY/all.tar.xz). Packed into $OUT/w.tgz after every step; LIMIT
+# (default 540) is the seconds the steps may take in all.
+cd "$(dirname "$0")/../../.." || exit 2
+set -u
+HERE=bench/results/2026-12-06-cl-cluster-backward
+CARRY=${CARRY:-.carry/s88}
+W=$OUT/w; mkdir -p $W
+bins=/tmp/s88
+pack() { tar czf $OUT/w.tgz -C $OUT w; }
+step() { echo "rc=$1 $2 $SECONDS s" >> $W/run.log; pack; }
+{ git rev-parse --short HEAD 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } > $W/run.log
+SECONDS=0
+mkdir -p $bins/main $bins/new && xz -dc $CARRY/all.tar.xz | tar xf - -C $bins &&
+  mv $bins/main-bench $bins/main/inorm-bench && mv $bins/new-bench $bins/new/inorm-bench &&
+  mv $bins/new-gpu-tests $bins/new/inorm_gpu_tests && chmod +x $bins/*/*
+step $? unpack
+timeout 150 $bins/new/inorm_gpu_tests --gtest_filter=GpuChannelsLast.ClusterBackward > $W/cluster-test.log 2>&1
+step $? "cluster test"
+AB_OLD_BENCH=$bins/main/inorm-bench AB_OLD_COMMIT=ccf92dd AB_NEW_BENCH=$bins/new/inorm-bench AB_ROUNDS=2 \
+  OUT=$W/ab timeout $((${LIMIT:-540} - 200 - SECONDS)) scripts/ab-bench.sh $HERE/shapes.json:backward \
+  bench/suites/layouts.json:backward > $W/ab.log 2>&1
+step $? ab
+OUT=$W/tests INORM_PREBUILT=$bins/new INORM_ONLY=tests,sanitize \
+  INORM_SANITIZE_FILTER='GpuSanitize.ForwardPlans:GpuSanitize.BackwardPlans' \
+  timeout $((${LIMIT:-540} - SECONDS)) scripts/gpu-check.sh > $W/tests.log 2>&1
+step $? tests
+cat $W/run.log
