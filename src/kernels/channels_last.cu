@@ -11,11 +11,53 @@
 #include "plan_internal.h"
 
 namespace inorm::detail {
+namespace {
+
+// The cluster form's kernel for the plan, allowed the device's whole opt-in shared memory and
+// clusters of up to kChannelsLastClusterMaxCtas CTAs (above 8 "non-portable" on sm_90).
+Status cluster_kernel(const Plan& plan, KernelFn* kernel) {
+  *kernel = nullptr;
+  const Status status = dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
+    *kernel = channels_last_cluster_kernel_of(tag, plan);
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
+  if (*kernel == nullptr) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: channels_last's cluster form runs the backward's plain op, not " + plan.describe());
+  }
+  return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/true);
+}
+
+// Its launch: a cluster a sample's CTAs.
+cudaLaunchConfig_t cluster_config(const Plan& plan, cudaLaunchAttribute* cluster, cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
+  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
+  config.stream = stream;
+  cluster->id = cudaLaunchAttributeClusterDimension;
+  cluster->val.clusterDim.x = static_cast<unsigned>(plan.parts_per_slice);
+  cluster->val.clusterDim.y = 1;
+  cluster->val.clusterDim.z = 1;
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  return config;
+}
+
+}  // namespace
+
+Status channels_last_cluster_occupancy(const Plan& plan, int* clusters) {
+  *clusters = 0;
+  KernelFn kernel = nullptr;
+  const Status status = cluster_kernel(plan, &kernel);
+  if (!status.ok()) return status;
+  cudaLaunchAttribute cluster{};
+  const cudaLaunchConfig_t config = cluster_config(plan, &cluster, nullptr);
+  return cuda_status(cudaOccupancyMaxActiveClusters(clusters, kernel, &config), "cudaOccupancyMaxActiveClusters");
+}
 
 Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
-  const auto launch = [&] {
-    return dispatch_dtype(plan.dtype, [&](auto tag) { return launch_channels_last_of(tag, plan, args, stream); });
-  };
   // The cluster form: a problem its kernel runs, in whole clusters of 1 to kChannelsLastClusterMaxCtas
   // CTAs a sample, each with rows in shared memory, the last the rest.
   if (channels_last_clusters(plan)) {
@@ -29,7 +71,12 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       return Status(StatusCode::kInvalidArgument,
                     "inorm: the plan's channels_last clusters (" + plan.describe() + ") are not ones the planner makes");
     }
-    return launch();
+    KernelFn kernel = nullptr;
+    const Status status = cluster_kernel(plan, &kernel);
+    if (!status.ok()) return status;
+    cudaLaunchAttribute cluster{};
+    const cudaLaunchConfig_t config = cluster_config(plan, &cluster, stream);
+    return cuda_status(cudaLaunchKernelEx(&config, kernel, args), "channels_last cluster launch");
   }
   // A plan edited by hand must still tile every slice with whole passes of its threads, stage a
   // tile of every input in its shared memory, and move 16-byte runs only where rows and blocks
@@ -70,7 +117,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                   "inorm: the plan's streamed channels_last reduction (" + plan.describe() +
                       ") is not one the planner makes");
   }
-  return launch();
+  return dispatch_dtype(plan.dtype, [&](auto tag) { return launch_channels_last_of(tag, plan, args, stream); });
 }
 
 }  // namespace inorm::detail

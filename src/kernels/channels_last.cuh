@@ -1578,31 +1578,25 @@ TileLoad tile_load_of(const Plan& plan) {
   return plan.vector_io ? TileLoad::kVector : TileLoad::kScalar;
 }
 
+// The cluster form's kernel of the plan's op, for element type T (launchers.h
+// channels_last_cluster_kernel_of; channels_last.cu launches it).
+template <typename T>
+KernelFn channels_last_cluster_kernel_typed(const Plan& plan) {
+  KernelFn kernel = nullptr;
+  dispatch_op_of<T, /*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
+    using Op = decltype(op);
+    if constexpr (kStreamsReduction<Op> && Op::kInputs == 2) kernel = &channels_last_cluster_kernel<Op>;
+    return Status::Ok();
+  });
+  return kernel;
+}
+
 // The launch of a plan launch_channels_last has checked, for element type T (launchers.h
-// launch_channels_last_of).
+// launch_channels_last_of; the cluster form's: channels_last.cu).
 template <typename T>
 Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   return dispatch_op_of<T, /*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
     using Op = decltype(op);
-    if (channels_last_clusters(plan)) {
-      if constexpr (kStreamsReduction<Op> && Op::kInputs == 2) {
-        void (*const kernel)(KernelArgs) = &channels_last_cluster_kernel<Op>;
-        // Clusters of up to kChannelsLastClusterMaxCtas CTAs; above 8 they are "non-portable" on sm_90.
-        const Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(kernel), /*non_portable_clusters=*/true);
-        if (!status.ok()) return status;
-        cudaLaunchAttribute cluster{};
-        cluster.id = cudaLaunchAttributeClusterDimension;
-        cluster.val.clusterDim.x = static_cast<unsigned>(plan.parts_per_slice);
-        cluster.val.clusterDim.y = 1;
-        cluster.val.clusterDim.z = 1;
-        return launch_with("channels_last cluster launch", &cluster, kernel, static_cast<unsigned>(plan.grid),
-                           static_cast<unsigned>(plan.threads), static_cast<std::size_t>(plan.smem_bytes), stream,
-                           args);
-      } else {
-        return Status(StatusCode::kInvalidArgument,
-                      "inorm: channels_last's cluster form runs the backward's plain op, not " + plan.describe());
-      }
-    }
     if (channels_last_resident(plan)) {
       const bool wide = plan.threads > kChannelsLastThreads;
       const auto kernel =

@@ -158,6 +158,14 @@ Status launch_group_of(float, const Plan& plan, const KernelArgs& args, cudaStre
 Status launch_group_of(double, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_group_of(__half, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_group_of(__nv_bfloat16, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+// channels_last's cluster-form kernel for the plan's op (kernels/channels_last.cuh
+// channels_last_cluster_kernel), or null where its op has none; and the clusters of the plan's size
+// it keeps resident on the current device at once (0 where none fits), asked of the runtime.
+KernelFn channels_last_cluster_kernel_of(float, const Plan& plan);
+KernelFn channels_last_cluster_kernel_of(double, const Plan& plan);
+KernelFn channels_last_cluster_kernel_of(__half, const Plan& plan);
+KernelFn channels_last_cluster_kernel_of(__nv_bfloat16, const Plan& plan);
+Status channels_last_cluster_occupancy(const Plan& plan, int* clusters);
 // channels_last's launch of a plan the launcher has checked (kernels/channels_last.cuh).
 Status launch_channels_last_of(float, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_channels_last_of(double, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
