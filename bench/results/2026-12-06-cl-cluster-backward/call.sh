@@ -4,9 +4,9 @@
 #     or a failure costs little;
 #  2. the planner's plans beside the streamed kernel (cl-kernels) and clusters of 12 and 6 CTAs
 #     (fewer, larger tiles: more SMs in whole clusters), in one process;
-#  3. its inorm-bench against main's (session 87's cleanup, ccf92dd: host code since), two rounds,
-#     on the 1-2 MiB samples here and layouts.json, the backward;
-#  4. every GPU test and the sanitizers on the forward's and backward's plans.
+#  3. every GPU test and the sanitizers on the forward's and backward's plans;
+#  4. its inorm-bench against main's (session 87's cleanup, ccf92dd: host code since), one round,
+#     on the 1-2 MiB samples here and layouts.json, the backward, as time allows.
 # The binaries are carried ($CARRY/all.tar.xz). Packed into $OUT/w.tgz after every step; LIMIT
 # (default 540) is the seconds the steps may take in all.
 cd "$(dirname "$0")/../../.." || exit 2
@@ -28,12 +28,12 @@ step $? "cluster test"
 timeout 150 $bins/new/inorm-bench --suite $HERE/shapes.json --backward --variants cl-kernels,cl-cluster12,cl-cluster6 \
   --markdown $W/variants.md --json $W/variants.json > $W/variants.log 2>&1
 step $? variants
-AB_OLD_BENCH=$bins/main/inorm-bench AB_OLD_COMMIT=ccf92dd AB_NEW_BENCH=$bins/new/inorm-bench AB_ROUNDS=2 \
-  OUT=$W/ab timeout $((${LIMIT:-540} - 200 - SECONDS)) scripts/ab-bench.sh $HERE/shapes.json:backward \
-  bench/suites/layouts.json:backward > $W/ab.log 2>&1
-step $? ab
 OUT=$W/tests INORM_PREBUILT=$bins/new INORM_ONLY=tests,sanitize \
   INORM_SANITIZE_FILTER='GpuSanitize.ForwardPlans:GpuSanitize.BackwardPlans' \
-  timeout $((${LIMIT:-540} - SECONDS)) scripts/gpu-check.sh > $W/tests.log 2>&1
+  timeout $((${LIMIT:-540} - 120 - SECONDS)) scripts/gpu-check.sh > $W/tests.log 2>&1
 step $? tests
+AB_OLD_BENCH=$bins/main/inorm-bench AB_OLD_COMMIT=ccf92dd AB_NEW_BENCH=$bins/new/inorm-bench AB_ROUNDS=1 \
+  OUT=$W/ab timeout $((${LIMIT:-540} - SECONDS)) scripts/ab-bench.sh $HERE/shapes.json:backward \
+  bench/suites/layouts.json:backward > $W/ab.log 2>&1
+step $? ab
 cat $W/run.log
