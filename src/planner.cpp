@@ -1404,7 +1404,7 @@ Status plan_channels_last_clusters(const Plan& base, const DeviceLimits& limits,
   const int64_t batch = detail::batch_of(base);
   const int known = group > 1 ? limits.resident_clusters[1][group] : limits.sm_count;
   const int64_t resident = known > 0 ? known : limits.sm_count / group;
-  if (by_rule && (sample_bytes < detail::kChannelsLastClusterMinSampleBytes || group != fewest ||
+  if (by_rule && (sample_bytes < detail::kChannelsLastClusterMinSampleBytes ||
                   batch < detail::kChannelsLastClusterMinRounds * resident)) {
     return unsupported("channels_last's cluster form is not the planner's for " + base.describe());
   }

@@ -8,7 +8,8 @@
 #  4. its inorm-bench against main's (session 87's cleanup, ccf92dd: host code since), one round,
 #     on the 1-2 MiB samples here and layouts.json, the backward, as time allows.
 # The binaries are carried ($CARRY/all.tar.xz). Packed into $OUT/w.tgz after every step; LIMIT
-# (default 540) is the seconds the steps may take in all.
+# (default 540) is the seconds the steps may take in all, TEST_T and VARIANTS_T (150 each) those of
+# the first two.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
 HERE=bench/results/2026-12-06-cl-cluster-backward
@@ -23,9 +24,9 @@ mkdir -p $bins/main $bins/new && xz -dc $CARRY/all.tar.xz | tar xf - -C $bins &&
   mv $bins/main-bench $bins/main/inorm-bench && mv $bins/new-bench $bins/new/inorm-bench &&
   mv $bins/new-gpu-tests $bins/new/inorm_gpu_tests && chmod +x $bins/*/*
 step $? unpack
-timeout 150 $bins/new/inorm_gpu_tests --gtest_filter=GpuChannelsLast.ClusterBackward > $W/cluster-test.log 2>&1
+timeout ${TEST_T:-150} $bins/new/inorm_gpu_tests --gtest_filter=GpuChannelsLast.ClusterBackward > $W/cluster-test.log 2>&1
 step $? "cluster test"
-timeout 150 $bins/new/inorm-bench --suite $HERE/shapes.json --backward --variants cl-kernels,cl-cluster12,cl-cluster6 \
+timeout ${VARIANTS_T:-150} $bins/new/inorm-bench --suite $HERE/shapes.json --backward --variants cl-kernels,cl-cluster12,cl-cluster6 \
   --markdown $W/variants.md --json $W/variants.json > $W/variants.log 2>&1
 step $? variants
 OUT=$W/tests INORM_PREBUILT=$bins/new INORM_ONLY=tests,sanitize \
