@@ -382,11 +382,12 @@ inline constexpr int channels_last_static_reserve(int threads) { return threads 
 // CTAs, one an SM, holds a sample's x in shared memory, at most kChannelsLastClusterTileBytes a CTA
 // in kChannelsLastClusterPieces bulk copies (each refilled with the next sample's rows once written),
 // and reads dy twice, kChannelsLastClusterDyBatch 16-byte runs in flight a thread. C up to
-// kChannelsLastClusterMaxChannels (its static cells, kChannelsLastClusterStaticBytes at most). The planner takes it where a sample holds
-// kChannelsLastClusterMinSampleBytes of x or more (up to the largest cluster's tiles) and the batch
-// fills kChannelsLastClusterMinRounds rounds of the clusters resident at once: on an H100 it ran
-// 1-2 MiB samples at 1.34-1.56x of 1.5 copies against the streamed kernel's 1.70-1.79 at 32-128
-// samples, and 8 samples of 2 MiB at 3.1x against 2.3 (dev/VARIANTS.md 115).
+// kChannelsLastClusterMaxChannels (its static cells, kChannelsLastClusterStaticBytes at most). The
+// planner takes it where a sample holds kChannelsLastClusterMinSampleBytes of x or more (up to the
+// largest cluster's tiles) and the batch fills kChannelsLastClusterMinRounds rounds of the clusters
+// resident at once: session 87's probe of it (H100) ran 1-2 MiB samples at 1.34-1.56x of 1.5 copies
+// against the streamed kernel's 1.70-1.79 at 32-128 samples, and 8 samples of 2 MiB at 3.1x against
+// 2.3 (dev/VARIANTS.md 115).
 inline constexpr int kChannelsLastClusterThreads = 512;
 inline constexpr int64_t kChannelsLastClusterTileBytes = 128 * 1024;
 inline constexpr int kChannelsLastClusterPieces = 4;

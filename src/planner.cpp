@@ -141,7 +141,9 @@ std::string Plan::describe() const {
       if (exchange == Exchange::kGlobal) {
         out << " resident ctas_per_item=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
       }
-      if (exchange == Exchange::kCluster) out << " clusters=" << grid / std::max(ctas_per_slice, 1) << "x" << ctas_per_slice;
+      if (exchange == Exchange::kCluster) {
+        out << " clusters=" << grid / std::max(ctas_per_slice, 1) << "x" << ctas_per_slice;
+      }
       break;
     default:
       break;

@@ -29,22 +29,6 @@ Status cluster_kernel(const Plan& plan, KernelFn* kernel) {
   return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/true);
 }
 
-// Its launch: a cluster a sample's CTAs.
-cudaLaunchConfig_t cluster_config(const Plan& plan, cudaLaunchAttribute* cluster, cudaStream_t stream) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
-  config.stream = stream;
-  cluster->id = cudaLaunchAttributeClusterDimension;
-  cluster->val.clusterDim.x = static_cast<unsigned>(plan.parts_per_slice);
-  cluster->val.clusterDim.y = 1;
-  cluster->val.clusterDim.z = 1;
-  config.attrs = cluster;
-  config.numAttrs = 1;
-  return config;
-}
-
 }  // namespace
 
 Status channels_last_cluster_occupancy(const Plan& plan, int* clusters) {
@@ -52,8 +36,8 @@ Status channels_last_cluster_occupancy(const Plan& plan, int* clusters) {
   KernelFn kernel = nullptr;
   const Status status = cluster_kernel(plan, &kernel);
   if (!status.ok()) return status;
-  cudaLaunchAttribute cluster{};
-  const cudaLaunchConfig_t config = cluster_config(plan, &cluster, nullptr);
+  cudaLaunchAttribute cluster = cluster_dimension(static_cast<unsigned>(plan.parts_per_slice));
+  const cudaLaunchConfig_t config = launch_config_of(plan, nullptr, &cluster);
   return cuda_status(cudaOccupancyMaxActiveClusters(clusters, kernel, &config), "cudaOccupancyMaxActiveClusters");
 }
 
@@ -68,15 +52,15 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
         plan.ctas_per_slice != group || plan.tile_rows < 1 || group * plan.tile_rows < rows ||
         (group - 1) * plan.tile_rows >= rows || plan.grid < group || plan.grid % group != 0 ||
         plan.smem_bytes < channels_last_smem_bytes(plan) || plan.stream_parts != 0) {
-      return Status(StatusCode::kInvalidArgument,
-                    "inorm: the plan's channels_last clusters (" + plan.describe() + ") are not ones the planner makes");
+      return Status(StatusCode::kInvalidArgument, "inorm: the plan's channels_last clusters (" + plan.describe() +
+                                                      ") are not ones the planner makes");
     }
     KernelFn kernel = nullptr;
     const Status status = cluster_kernel(plan, &kernel);
     if (!status.ok()) return status;
-    cudaLaunchAttribute cluster{};
-    const cudaLaunchConfig_t config = cluster_config(plan, &cluster, stream);
-    return cuda_status(cudaLaunchKernelEx(&config, kernel, args), "channels_last cluster launch");
+    cudaLaunchAttribute cluster = cluster_dimension(static_cast<unsigned>(plan.parts_per_slice));  // a sample's
+    return launch_with("channels_last cluster launch", &cluster, kernel, static_cast<unsigned>(plan.grid),
+                       static_cast<unsigned>(plan.threads), static_cast<std::size_t>(plan.smem_bytes), stream, args);
   }
   // A plan edited by hand must still tile every slice with whole passes of its threads, stage a
   // tile of every input in its shared memory, and move 16-byte runs only where rows and blocks

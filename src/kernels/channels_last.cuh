@@ -1416,7 +1416,7 @@ template <typename Op>
 struct ClusterShared {
   uint64_t landed[kChannelsLastClusterPieces];  // a piece's bytes are there
   typename Op::SplitPartial cells[2][kChannelsLastClusterMaxChannels];  // this CTA's sums, by parity
-  typename Op::Context contexts[kChannelsLastClusterMaxChannels];
+  float centers[kChannelsLastClusterMaxChannels];  // the mean each channel's x was normalized with
   typename Op::Coefficients coefficients[kChannelsLastClusterMaxChannels];
 };
 
@@ -1432,8 +1432,7 @@ __global__ void __launch_bounds__(kChannelsLastClusterThreads, 1)
   constexpr int kVec = kVecOf<T>;
   constexpr int kWarps = kChannelsLastClusterThreads / 32;
   constexpr int kPieces = kChannelsLastClusterPieces;
-  constexpr int kSumBatch = kChannelsLastClusterDyBatch;
-  constexpr int kApplyBatch = kChannelsLastClusterDyBatch;
+  constexpr int kBatch = kChannelsLastClusterDyBatch;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ ClusterShared<Op> shared;
   namespace cg = cooperative_groups;
@@ -1468,8 +1467,7 @@ __global__ void __launch_bounds__(kChannelsLastClusterThreads, 1)
   };
   // f(r, x, dy) for this thread's rows r of piece p: its run of x (held) and of dy (`dy`: the
   // CTA's first row of the sample, at the thread's run), kBatch rows' dy loaded before the first f.
-  const auto for_rows = [&](auto batch, int p, const T* dy, auto&& f) {
-    constexpr int kBatch = decltype(batch)::value;
+  const auto for_rows = [&](int p, const T* dy, auto&& f) {
     const int end = p * piece_rows + rows_of(p);
     for (int first = p * piece_rows + first_row; first < end; first += kBatch * step) {
       Pack<T> g[kBatch];
@@ -1502,16 +1500,16 @@ __global__ void __launch_bounds__(kChannelsLastClusterThreads, 1)
   typename Op::Context context{};
   if (holds_channel) context = context_of(sample);
   for (uint32_t parity = 0; sample < samples; parity ^= 1u, sample += clusters) {
-    if (holds_channel) shared.contexts[threadIdx.x] = context;
+    if (holds_channel) shared.centers[threadIdx.x] = context.center;
     __syncthreads();
     float center[kVec];
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) center[e] = shared.contexts[run * kVec + e].center;
+    for (int e = 0; e < kVec; ++e) center[e] = shared.centers[run * kVec + e];
     const T* const dy = static_cast<const T*>(args.dy) + first_row_of(sample) * channels + run * kVec;
     TripleSum<float> terms[kVec] = {};
     for (int p = 0; p < pieces; ++p) {
       wait_phase(&shared.landed[p], parity);
-      for_rows(std::integral_constant<int, kSumBatch>{}, p, dy, [&](int, const Pack<T>& x, const Pack<T>& g) {
+      for_rows(p, dy, [&](int, const Pack<T>& x, const Pack<T>& g) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           add_gradient_terms(terms[e], pack_element<T>(x, e), center[e], pack_element<T>(g, e));
@@ -1554,7 +1552,7 @@ __global__ void __launch_bounds__(kChannelsLastClusterThreads, 1)
       if (args.out != nullptr) {  // (the backward without dx: weight gradients only)
         T* const dx = static_cast<T*>(args.out) + first_row_of(sample) * channels + run * kVec;
         epilogue.visit([&](const auto& activation) {
-          for_rows(std::integral_constant<int, kApplyBatch>{}, p, dy, [&](int r, const Pack<T>& x, const Pack<T>& g) {
+          for_rows(p, dy, [&](int r, const Pack<T>& x, const Pack<T>& g) {
             Pack<T> out;
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
