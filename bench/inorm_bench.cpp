@@ -26,8 +26,8 @@
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
-//            cl-apply1-pK), the backward's cluster form in clusters of K CTAs (cl-clusterK, 0 the
-//            fewest), and
+//            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
+//            and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -655,7 +655,7 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       v.options.force_exchange = Exchange::kNone;  // channels_last's three kernels
     } else if (std::sscanf(item.c_str(), "cl-cluster%d", &v.options.force_ctas_per_slice) == 1 &&
                v.options.force_ctas_per_slice >= 0) {
-      // the backward's cluster form in clusters of K CTAs a sample (0: the fewest), e.g. cl-cluster12
+      // the cluster form in clusters of K CTAs a sample (0: the fewest), e.g. cl-cluster12
       v.options.force_exchange = Exchange::kCluster;
     } else if (item.rfind("cl-blocks", 0) == 0) {
       // its resident form over channel blocks of whole slices (0: the planner's), optionally each

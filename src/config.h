@@ -378,25 +378,41 @@ inline constexpr int64_t kChannelsLastBlockRoundBytes = 13 * 1024;
 // (dev/VARIANTS.md 100, H100).
 inline constexpr int64_t kChannelsLastBlockMinRunBesideStreamBytes = 64;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
-// The backward's cluster form (kernels/channels_last.cuh channels_last_cluster_kernel): a cluster of
-// CTAs, one an SM, holds a sample's x in shared memory, at most kChannelsLastClusterTileBytes a CTA
-// in kChannelsLastClusterPieces bulk copies (each refilled with the next sample's rows once written),
-// and reads dy twice, kChannelsLastClusterDyBatch 16-byte runs in flight a thread. C up to
-// kChannelsLastClusterMaxChannels (its static cells, kChannelsLastClusterStaticBytes at most). The
-// planner takes it where a sample holds kChannelsLastClusterMinSampleBytes of x or more (up to the
-// largest cluster's tiles) and the batch fills kChannelsLastClusterMinRounds rounds of the clusters
-// resident at once: session 87's probe of it (H100) ran 1-2 MiB samples at 1.34-1.56x of 1.5 copies
-// against the streamed kernel's 1.70-1.79 at 32-128 samples, and 8 samples of 2 MiB at 3.1x against
-// 2.3 (dev/VARIANTS.md 115).
-inline constexpr int kChannelsLastClusterThreads = 512;
-inline constexpr int64_t kChannelsLastClusterTileBytes = 128 * 1024;
+// channels_last's cluster form (kernels/channels_last.cuh channels_last_cluster_kernel): a cluster
+// of CTAs holds a sample's x, each CTA its rows in shared memory (kChannelsLastClusterPieces bulk
+// copies, each refilled with the next sample's rows once written) and, the forward's, the rest in its
+// threads' registers (register_runs 16-byte runs a thread at most). C up to
+// kChannelsLastClusterMaxChannels (its static cells: static_bytes at most). The planner takes it
+// where a sample holds kChannelsLastClusterMinSampleBytes of x or more (up to the largest cluster's
+// share) and the batch fills min_rounds rounds of the clusters resident at once. Session 87's probe
+// (H100, dev/VARIANTS.md 115) on 1-2 MiB samples:
+//   backward  one CTA an SM, at most tile_bytes of x in shared memory, dy read twice
+//             (kChannelsLastClusterDyBatch runs in flight a thread): 1.34-1.56x of 1.5 copies
+//             against the streamed kernel's 1.70-1.79 at 32-128 samples; 8 samples of 2 MiB at
+//             3.1x against 2.3;
+//   forward   two CTAs an SM, each holding what its share of the SM's shared memory takes and the
+//             rest in registers: 1.25-1.51x a copy (two passes of statistics, two cluster barriers)
+//             against the streamed kernel's 1.56-1.65 at 32-128 samples, 2.7 against 2.3 on 8; here
+//             one pass of sums around a shift and one cluster barrier.
+struct ChannelsLastClusterShape {
+  int threads;
+  int ctas_per_sm;
+  int register_runs;
+  int64_t tile_bytes;  // x in a CTA's shared memory at most (beside what its share of the SM allows)
+  int64_t static_bytes;
+  int64_t min_rounds;
+};
+inline constexpr ChannelsLastClusterShape channels_last_cluster_shape(bool backward) {
+  return backward ? ChannelsLastClusterShape{512, 1, 0, 128 * 1024, 16 * 1024, 4}
+                  : ChannelsLastClusterShape{256, 2, 8, 128 * 1024, 10 * 1024, 2};
+}
+template <bool kBackward>  // (the kernel's, as a constant)
+inline constexpr ChannelsLastClusterShape kChannelsLastClusterShape = channels_last_cluster_shape(kBackward);
 inline constexpr int kChannelsLastClusterPieces = 4;
 inline constexpr int kChannelsLastClusterDyBatch = 8;
 inline constexpr int kChannelsLastClusterMaxChannels = 128;
-inline constexpr int64_t kChannelsLastClusterStaticBytes = 16 * 1024;  // its cells beside its dynamic memory
 inline constexpr int kChannelsLastClusterMaxCtas = 16;
 inline constexpr int64_t kChannelsLastClusterMinSampleBytes = int64_t{1} << 20;
-inline constexpr int64_t kChannelsLastClusterMinRounds = 4;
 // The three kernels' streamed reduction (Plan::stream_parts): consumer warps (a producer warp
 // beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,
 // the planner's cost of a part beyond its bytes (its CTA sums, check and partials: about 3.5 us a

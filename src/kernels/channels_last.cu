@@ -24,7 +24,7 @@ Status cluster_kernel(const Plan& plan, KernelFn* kernel) {
   if (!status.ok()) return status;
   if (*kernel == nullptr) {
     return Status(StatusCode::kInvalidArgument,
-                  "inorm: channels_last's cluster form runs the backward's plain op, not " + plan.describe());
+                  "inorm: channels_last's cluster form runs the plain ops, not " + plan.describe());
   }
   return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/true);
 }
@@ -48,8 +48,10 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
     const int64_t group = plan.parts_per_slice;
     const int64_t rows = channel_len_of(plan);
     if (!channels_last_cluster_runs(plan) || plan.channel_block != plan.channels ||
-        plan.threads != kChannelsLastClusterThreads || group < 1 || group > kChannelsLastClusterMaxCtas ||
-        plan.ctas_per_slice != group || plan.tile_rows < 1 || group * plan.tile_rows < rows ||
+        plan.threads != channels_last_cluster_shape_of(plan).threads || group < 1 ||
+        group > kChannelsLastClusterMaxCtas || plan.ctas_per_slice != group || plan.tile_rows < 1 ||
+        group * plan.tile_rows < rows || plan.register_len < 0 || plan.register_len >= plan.tile_rows ||
+        plan.register_len > channels_last_cluster_register_rows(plan) ||
         (group - 1) * plan.tile_rows >= rows || plan.grid < group || plan.grid % group != 0 ||
         plan.smem_bytes < channels_last_smem_bytes(plan) || plan.stream_parts != 0) {
       return Status(StatusCode::kInvalidArgument, "inorm: the plan's channels_last clusters (" + plan.describe() +
