@@ -1196,7 +1196,7 @@ Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, con
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
     return invalid(std::string("channels_last runs exchange global (resident), none (three kernels) or cluster "
-                               "(the backward's cluster form), not ") +
+                               "(its cluster form), not ") +
                    exchange_name(options.force_exchange));
   }
   if (options.force_ctas_per_sm != 0 &&

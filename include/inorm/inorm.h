@@ -209,9 +209,10 @@ struct PlanOptions {
   // this many CTAs each (0: the planner's, one)
   int force_slice_clusters = 0;
   int force_ctas_per_sm = 0;      // kSharedResident, kChannelsLast's resident form: exactly this many CTAs per SM
+                                  // (its cluster form: its pass's own, one backward, two forward)
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
   // kSharedResident; kChannelsLast: kGlobal its resident form, kNone its three kernels, kCluster
-  // the backward's cluster form (a cluster of CTAs a sample; the plain op, InstanceNorm)
+  // its cluster form (a cluster of CTAs a sample; the plain ops, InstanceNorm)
   Exchange force_exchange = Exchange::kAuto;
   int force_resident_parts = -1;  // kSplitPipelined: resident parts per slice (-1: the planner's)
   // kSplitPipelined: bytes of a part's stage (every input's part together), a multiple of 4 KiB up
@@ -276,7 +277,7 @@ struct Plan {
   int slice_clusters = 1;    // kSharedResident, Exchange::kCluster: clusters a slice's group spans, each of
                              // ctas_per_slice / slice_clusters CTAs (a cluster's partial through L2 beyond one)
   int ctas_per_sm = 0;       // kSharedResident, kChannelsLast resident: resident CTAs per SM the grid is sized for
-  // kSharedResident; kChannelsLast: kGlobal in its resident form, kCluster in the backward's cluster form
+  // kSharedResident; kChannelsLast: kGlobal in its resident form, kCluster in its cluster form
   Exchange exchange = Exchange::kNone;
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
                              // (of each input)

@@ -23,9 +23,9 @@
 // one before (launch_dependent).
 // The resident form (plan.exchange == Exchange::kGlobal; planner.cpp says where it runs) is one
 // kernel over tiles of whole rows that a group of CTAs holds for a sample from its reduction to its
-// elementwise pass: the inputs are read once (channels_last_resident_kernel). The backward's cluster
-// form (plan.exchange == Exchange::kCluster) holds a sample's x in a cluster of CTAs, one an SM, the
-// clusters taking the samples in turn: x is read once, dy twice (channels_last_cluster_kernel).
+// elementwise pass: the inputs are read once (channels_last_resident_kernel). The cluster form
+// (plan.exchange == Exchange::kCluster) holds a sample's x in a cluster of CTAs, the clusters taking
+// the samples in turn: x is read once, the backward's dy twice (channels_last_cluster_kernel).
 // The kernels, compiled one element type a file (kernels/instances/); the launch and its checks:
 // kernels/channels_last.cu.
 #pragma once
