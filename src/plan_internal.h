@@ -272,8 +272,8 @@ inline int64_t channels_last_smem_bytes(const Plan& plan) {
     const int64_t held_bytes = (plan.tile_rows - plan.register_len) * plan.channel_block *
                                static_cast<int64_t>(dtype_size(plan.dtype));
     const int64_t sums = plan.pass == Pass::kBackward ? 3 : 2;
-    return held_bytes +
-           channels_last_cluster_shape_of(plan).threads / 32 * plan.channels * sums * static_cast<int64_t>(sizeof(float));
+    const int64_t warps = channels_last_cluster_shape_of(plan).threads / 32;
+    return held_bytes + warps * plan.channels * sums * static_cast<int64_t>(sizeof(float));
   }
   const int64_t tiles =
       channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;

@@ -1404,7 +1404,8 @@ Status plan_channels_last_clusters(const Plan& base, const DeviceLimits& limits,
   const int64_t fit = std::max<int64_t>(share, 0) / row_bytes;
   const int64_t preferred = std::min(share, shape.tile_bytes) / row_bytes;
   const int64_t register_rows = detail::channels_last_cluster_register_rows(clusters);
-  const int64_t group = forced_group != 0 ? forced_group : ceil_div(rows, std::max<int64_t>(preferred + register_rows, 1));
+  const int64_t group =
+      forced_group != 0 ? forced_group : ceil_div(rows, std::max<int64_t>(preferred + register_rows, 1));
   const int64_t tile_rows = group >= 1 ? ceil_div(rows, group) : 0;
   clusters.tile_rows = tile_rows;
   clusters.register_len = std::max<int64_t>(tile_rows - fit, 0);

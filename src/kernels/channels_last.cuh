@@ -567,7 +567,9 @@ struct StreamedSums<ForwardOp<T, false>> {
   }
   __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[1]) const {
 #pragma unroll
-    for (int e = 0; e < kChannelsLastStreamRun; ++e) add_shifted_terms(block[e], Traits<T>::to_acc(v[0].v[e]), shift[e]);
+    for (int e = 0; e < kChannelsLastStreamRun; ++e) {
+      add_shifted_terms(block[e], Traits<T>::to_acc(v[0].v[e]), shift[e]);
+    }
   }
   // Channel e's one-pass statistics of `len` rows; *lost where they may have lost digits.
   __device__ __forceinline__ typename Op::Partial statistics(int64_t len, int e, const Sum& sums, bool* lost) const {
@@ -1520,7 +1522,9 @@ __global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.th
   // the first f.
   const auto for_rows = [&](int p, const T* dy, auto&& f) {
     const int end = p * piece_rows + rows_of(p);
-    const auto x_at = [&](int r) -> const Pack<T>& { return *reinterpret_cast<const Pack<T>*>(smem + r * row_bytes + run * 16); };
+    const auto x_at = [&](int r) -> const Pack<T>& {
+      return *reinterpret_cast<const Pack<T>*>(smem + r * row_bytes + run * 16);
+    };
     if constexpr (kInputs == 2) {
       for (int first = p * piece_rows + first_row; first < end; first += kBatch * step) {
         Pack<T> g[kBatch];
@@ -1540,7 +1544,8 @@ __global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.th
       for (int r = p * piece_rows + first_row; r < end; r += step) f(r, x_at(r), Pack<T>{});
     }
   };
-  // The register part (the forward's): this thread's rows held_rows + first_row + k * step.
+  // The register part (the forward's): this thread's rows my_held + first_row + k * step, past those
+  // in shared memory.
   Pack<T> part[kRegisterRuns];
   const auto part_row = [&](int k) {
     const int r = my_held + first_row + k * step;
@@ -1624,23 +1629,26 @@ __global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.th
     const int64_t slice = sample * channels + threadIdx.x;
     if constexpr (kInputs == 2) {
       if (holds_channel) {
-        shared.coefficients[threadIdx.x] = Op::finish(
-            args, slice, context, Op::from_split(typename Op::SplitPartial{total.first, total.second, total.third, 0.0}),
-            rank == 0);
+        const typename Op::SplitPartial sums{total.first, total.second, total.third, 0.0};
+        shared.coefficients[threadIdx.x] = Op::finish(args, slice, context, Op::from_split(sums), rank == 0);
       }
     } else {
       // The one pass's statistics, and where any channel's may have lost digits (the same in every
       // CTA: the totals are), the deviations from their mean summed again.
       typename Op::Partial partial{};
       bool lost = false;
-      if (holds_channel) partial = Op::from_shifted_sums(rows, context.shift, total, &lost, kChannelsLastStreamMaxSquares);
+      if (holds_channel) {
+        partial = Op::from_shifted_sums(rows, context.shift, total, &lost, kChannelsLastStreamMaxSquares);
+      }
       if (__syncthreads_or(lost)) {
         if (holds_channel) shared.centers[threadIdx.x] = partial.mean;
         __syncthreads();
         const auto deviations = cluster_totals(sample, parity, Sums::kCellSets - 1);
         if (holds_channel) partial = Op::from_deviations(rows, partial.mean, deviations);
       }
-      if (holds_channel) shared.coefficients[threadIdx.x] = Op::finish(args, slice, context, Op::combine(&partial, 1), rank == 0);
+      if (holds_channel) {
+        shared.coefficients[threadIdx.x] = Op::finish(args, slice, context, Op::combine(&partial, 1), rank == 0);
+      }
     }
     if (holds_channel) context = context_of(sample + clusters);  // lands under the elementwise pass
     __syncthreads();
