@@ -220,6 +220,27 @@ TEST(GpuChannelsLast, FewCtasTakeEveryTile) {
   }
 }
 
+// A case of the cluster form on 1000 + randn and 1e4 + randn (d = x - mean keeps its digits), then
+// on U[0,1) with a NaN slice, one cluster taking every sample (its cells alternating, its pieces
+// refilled across samples), `more`'s cases of its pass (more(c, why)), in place and three runs with
+// the same bits.
+template <typename More>
+void expect_cluster_case_passes(Case c, const std::string& why, More&& more) {
+  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+    ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+    expect_passes(c, why + ", " + data);
+  }
+  c.data = DataSpec{};
+  c.nan_slice = 3;
+  expect_passes(c, why + ", NaN in slice 3");
+  c.nan_slice = -1;
+  c.max_groups = 1;
+  expect_passes(c, why + ", one cluster");
+  c.max_groups = 0;
+  more(c, why);
+  expect_passes_in_place_and_repeated(c, why);
+}
+
 // The backward's cluster form (Exchange::kCluster: a cluster of CTAs, one an SM, holds a sample's
 // x, its sums exchanged through distributed shared memory), forced in clusters of several sizes:
 // one CTA (no peer), 3 (a short last CTA), 16 (the largest, non-portable), and one CTA of few rows
@@ -250,27 +271,17 @@ TEST(GpuChannelsLast, ClusterBackward) {
       c.options.force_ctas_per_slice = s.group;
       c.expect_ctas_per_slice = s.group;
       const std::string why = std::string(s.why) + ", " + dtype_name(dtype);
-      for (const char* data : {"1000 + randn", "1e4 + randn"}) {
-        ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
-        expect_passes(c, why + ", " + data);
-      }
-      c.data = DataSpec{};
-      c.nan_slice = 3;
-      expect_passes(c, why + ", NaN in slice 3");
-      c.nan_slice = -1;
-      c.max_groups = 1;
-      expect_passes(c, why + ", one cluster");
-      c.max_groups = 0;
-      Case eval = c;
-      eval.running = Running::kEval;
-      expect_passes(eval, why + ", eval");
-      Case no_dx = c;
-      no_dx.want_dx = false;
-      expect_passes(no_dx, why + ", dweight and dbias only");
-      Case dx_only = c;
-      dx_only.want_weight_grads = false;
-      expect_passes(dx_only, why + ", dx only");
-      expect_passes_in_place_and_repeated(c, why);
+      expect_cluster_case_passes(c, why, [](const Case& base, const std::string& what) {
+        Case eval = base;
+        eval.running = Running::kEval;
+        expect_passes(eval, what + ", eval");
+        Case no_dx = base;
+        no_dx.want_dx = false;
+        expect_passes(no_dx, what + ", dweight and dbias only");
+        Case dx_only = base;
+        dx_only.want_weight_grads = false;
+        expect_passes(dx_only, what + ", dx only");
+      });
     }
   }
   // The planner's: 32 samples of 2 MiB (bfloat16, 64 channels of 128x128) fill four rounds of the
@@ -322,25 +333,16 @@ TEST(GpuChannelsLast, ClusterForward) {
       c.expect_ctas_per_sm = 2;
       c.expect_registers = s.registers;
       const std::string why = std::string(s.why) + ", " + dtype_name(dtype);
-      for (const char* data : {"1000 + randn", "1e4 + randn"}) {
-        ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
-        expect_passes(c, why + ", " + data);
-      }
-      c.zero_start_slice = 1;
-      expect_passes(c, why + ", slice 1 starts with 0 amid 1e4 + randn");
-      c.zero_start_slice = -1;
-      c.data = DataSpec{};
-      c.nan_slice = 3;
-      expect_passes(c, why + ", NaN in slice 3");
-      c.nan_slice = -1;
-      c.max_groups = 1;
-      expect_passes(c, why + ", one cluster");
-      c.max_groups = 0;
-      Case bare = c;
-      bare.running = Running::kNone;
-      bare.stats_outputs = false;
-      expect_passes(bare, why + ", no running statistics, no saved mean and rstd");
-      expect_passes_in_place_and_repeated(c, why);
+      expect_cluster_case_passes(c, why, [](const Case& base, const std::string& what) {
+        Case shifted = base;
+        ASSERT_TRUE(parse_data_spec("1e4 + randn", &shifted.data).ok());
+        shifted.zero_start_slice = 1;
+        expect_passes(shifted, what + ", slice 1 starts with 0 amid 1e4 + randn");
+        Case bare = base;
+        bare.running = Running::kNone;
+        bare.stats_outputs = false;
+        expect_passes(bare, what + ", no running statistics, no saved mean and rstd");
+      });
     }
   }
   // The planner's: 64 samples of 2 MiB (bfloat16, 64 channels of 128x128) fill two rounds of the
