@@ -1890,7 +1890,7 @@ TEST(Planner, ChannelsLastClusters) {
   EXPECT_EQ(plan.ctas_per_slice, 16);
   EXPECT_EQ(plan.parts_per_slice, 16);
   EXPECT_EQ(plan.tile_rows, 1024);
-  EXPECT_EQ(plan.register_len, 1024 - 792);  // 29 rows of the 32 a pass of 256 threads takes, 8 runs at most
+  EXPECT_EQ(plan.register_len, 1024 - 792);  // of the 8 passes of 32 rows (256 threads) a thread may hold
   EXPECT_EQ(plan.threads, 256);
   EXPECT_EQ(plan.ctas_per_sm, 2);
   EXPECT_EQ(plan.grid, 14 * 16);
