@@ -401,10 +401,11 @@ struct ChannelsLastClusterShape {
   int64_t tile_bytes;  // x in a CTA's shared memory at most (beside what its share of the SM allows)
   int64_t static_bytes;
   int64_t min_rounds;
+  int sum_terms;  // float32 sums a channel a warp leaves in shared memory (kernels/channels_last.cuh ClusterSums)
 };
 inline constexpr ChannelsLastClusterShape channels_last_cluster_shape(bool backward) {
-  return backward ? ChannelsLastClusterShape{512, 1, 0, 128 * 1024, 16 * 1024, 4}
-                  : ChannelsLastClusterShape{256, 2, 8, 128 * 1024, 10 * 1024, 2};
+  return backward ? ChannelsLastClusterShape{512, 1, 0, 128 * 1024, 16 * 1024, 4, 3}
+                  : ChannelsLastClusterShape{256, 2, 8, 128 * 1024, 10 * 1024, 2, 2};
 }
 template <bool kBackward>  // (the kernel's, as a constant)
 inline constexpr ChannelsLastClusterShape kChannelsLastClusterShape = channels_last_cluster_shape(kBackward);

@@ -254,14 +254,18 @@ inline bool channels_last_clusters(const Plan& plan) {
 inline ChannelsLastClusterShape channels_last_cluster_shape_of(const Plan& plan) {
   return channels_last_cluster_shape(plan.pass == Pass::kBackward);
 }
-// The rows a CTA of the cluster form holds in its threads' registers at most.
+// A row's whole 16-byte runs, and the rows a CTA of the cluster form holds in its threads' registers
+// at most.
+inline int64_t channels_last_row_runs(const Plan& plan) {
+  return plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)) / 16;
+}
 inline int64_t channels_last_cluster_register_rows(const Plan& plan) {
   const ChannelsLastClusterShape shape = channels_last_cluster_shape_of(plan);
-  const int64_t runs = plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)) / 16;
+  const int64_t runs = channels_last_row_runs(plan);
   return runs >= 1 ? shape.register_runs * (shape.threads / runs) : 0;
 }
 inline bool channels_last_cluster_runs(const Plan& plan) {
-  const int64_t runs = plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)) / 16;
+  const int64_t runs = channels_last_row_runs(plan);
   return !runs_general_op(plan) && plan.slice_channels == 1 && plan.dtype != DType::kFloat64 && plan.vector_io &&
          plan.channels <= kChannelsLastClusterMaxChannels && (plan.channels & (plan.channels - 1)) == 0 && runs >= 1 &&
          runs <= 32;
@@ -271,9 +275,8 @@ inline int64_t channels_last_smem_bytes(const Plan& plan) {
   if (channels_last_clusters(plan)) {  // the rows x holds there, then the warps' float32 sums a channel
     const int64_t held_bytes = (plan.tile_rows - plan.register_len) * plan.channel_block *
                                static_cast<int64_t>(dtype_size(plan.dtype));
-    const int64_t sums = plan.pass == Pass::kBackward ? 3 : 2;
-    const int64_t warps = channels_last_cluster_shape_of(plan).threads / 32;
-    return held_bytes + warps * plan.channels * sums * static_cast<int64_t>(sizeof(float));
+    const ChannelsLastClusterShape shape = channels_last_cluster_shape_of(plan);
+    return held_bytes + shape.threads / 32 * plan.channels * shape.sum_terms * static_cast<int64_t>(sizeof(float));
   }
   const int64_t tiles =
       channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;

@@ -1435,7 +1435,7 @@ Status plan_channels_last_clusters(const Plan& base, const DeviceLimits& limits,
 
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange == Exchange::kCluster) {
-    const int ctas_per_sm = detail::channels_last_cluster_shape(base.pass == Pass::kBackward).ctas_per_sm;
+    const int ctas_per_sm = detail::channels_last_cluster_shape_of(base).ctas_per_sm;
     if ((options.force_ctas_per_sm != 0 && options.force_ctas_per_sm != ctas_per_sm) ||
         (options.force_channel_block != 0 && options.force_channel_block != base.channels) ||
         options.force_tile_rows != 0 || options.force_stream_parts > 0 || options.force_stream_applies == 1 ||

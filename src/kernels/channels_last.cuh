@@ -1476,6 +1476,7 @@ __global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.th
   constexpr ChannelsLastClusterShape kShape = kChannelsLastClusterShape<Op::kInputs == 2>;
   static_assert(kStreamsReduction<Op>, "the cluster form runs the plain ops");
   static_assert(sizeof(ClusterShared<Op>) <= kShape.static_bytes, "config.h counts its static cells");
+  static_assert(sizeof(typename Sums::Sum) == kShape.sum_terms * sizeof(float), "config.h counts its warps' sums");
   constexpr int kInputs = Op::kInputs;
   constexpr int kVec = kVecOf<T>;
   constexpr int kThreads = kShape.threads;
