@@ -319,7 +319,7 @@ TEST(GpuChannelsLast, ClusterForward) {
       {"rows of 128 bytes, 13090 of them in clusters of 16 (819 a CTA, the last 805)", {2, 0, 13090}, 16, true},
       {"C=128, 900 rows in the fewest CTAs", {2, 128, 30, 30}, 0, true},
       {"channels_last_3d 2x32x17x19x23 in the fewest CTAs", {2, 32, 17, 19, 23}, 0, true},
-      {"C=64, 20x20, a CTA a sample", {4, 64, 20, 20}, 1, false},
+      {"C=64, 16x20, a CTA a sample (float32's 80 KiB in shared memory)", {4, 64, 16, 20}, 1, false},
       {"C=8, 10 rows in clusters of 3: pieces of a row, the last CTA's two", {5, 8, 10}, 3, false},
       {"C=64, 40x50, clusters of 16 (125 rows a CTA)", {3, 64, 40, 50}, 16, false},
   };
