@@ -1377,7 +1377,8 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
 // kChannelsLastClusterMaxCtas, a cluster each, as many clusters as are resident at once (the limits'
 // clusters of that size at the shape's CTAs an SM, where known, else the SMs' share) and samples
 // take. `by_rule`: only where config.h's rule takes it (samples of
-// kChannelsLastClusterMinSampleBytes or more filling the shape's min_rounds rounds).
+// kChannelsLastClusterMinSampleBytes or more filling the shape's min_rounds rounds, elements of its
+// min_element_bytes or more).
 Status plan_channels_last_clusters(const Plan& base, const DeviceLimits& limits, int forced_group, bool by_rule,
                                    Plan* plan) {
   Plan clusters = base;
@@ -1420,7 +1421,8 @@ Status plan_channels_last_clusters(const Plan& base, const DeviceLimits& limits,
   const int64_t batch = detail::batch_of(base);
   const int known = group > 1 ? limits.resident_clusters[shape.ctas_per_sm][group] : 0;
   const int64_t resident = known > 0 ? known : std::max<int64_t>(limits.sm_count * shape.ctas_per_sm / group, 1);
-  if (by_rule && (sample_bytes < detail::kChannelsLastClusterMinSampleBytes || batch < shape.min_rounds * resident)) {
+  if (by_rule && (sample_bytes < detail::kChannelsLastClusterMinSampleBytes || batch < shape.min_rounds * resident ||
+                  static_cast<int>(dtype_size(base.dtype)) < shape.min_element_bytes)) {
     return unsupported("channels_last's cluster form is not the planner's for " + base.describe());
   }
   clusters.parts_per_slice = static_cast<int>(group);
