@@ -15,7 +15,8 @@
 //            network's layers or python -m inorm.bench run them: the time a call),
 //            --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
-//            cl-resident2,cl-blocks40,cl-blocks40g2c2,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,alone8,regv8
+//            cl-resident2,cl-blocks40,cl-blocks40g2c2,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,
+//            cl-cluster12,alone8,regv8
 //            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
@@ -25,7 +26,8 @@
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
-//            cl-apply1-pK), and
+//            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
+//            and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -651,6 +653,10 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       }
     } else if (item == "cl-kernels") {
       v.options.force_exchange = Exchange::kNone;  // channels_last's three kernels
+    } else if (std::sscanf(item.c_str(), "cl-cluster%d", &v.options.force_ctas_per_slice) == 1 &&
+               v.options.force_ctas_per_slice >= 0) {
+      // the cluster form in clusters of K CTAs a sample (0: the fewest), e.g. cl-cluster12
+      v.options.force_exchange = Exchange::kCluster;
     } else if (item.rfind("cl-blocks", 0) == 0) {
       // its resident form over channel blocks of whole slices (0: the planner's), optionally each
       // block's rows over g CTAs, at c CTAs an SM, e.g. cl-blocks40, cl-blocks40g2, cl-blocks0g4c2

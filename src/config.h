@@ -378,6 +378,46 @@ inline constexpr int64_t kChannelsLastBlockRoundBytes = 13 * 1024;
 // (dev/VARIANTS.md 100, H100).
 inline constexpr int64_t kChannelsLastBlockMinRunBesideStreamBytes = 64;
 inline constexpr int channels_last_static_reserve(int threads) { return threads * 32 + 2048; }
+// channels_last's cluster form (kernels/channels_last.cuh channels_last_cluster_kernel): a cluster
+// of CTAs holds a sample's x, each CTA its rows in shared memory (kChannelsLastClusterPieces bulk
+// copies, each refilled with the next sample's rows once written) and, the forward's, the rest in its
+// threads' registers (register_runs 16-byte runs a thread at most). C up to
+// kChannelsLastClusterMaxChannels (its static cells: static_bytes at most). The planner takes it
+// where a sample holds kChannelsLastClusterMinSampleBytes of x or more (up to the largest cluster's
+// share), the batch fills min_rounds rounds of the clusters resident at once and the elements are
+// min_element_bytes wide or wider. Measured in the library (H100, session 90, 64 samples of 2 MiB
+// and 128 or 64 of 1 MiB, C 32-64; bench/results/2026-12-07-cl-cluster):
+//   backward  one CTA an SM, at most tile_bytes of x in shared memory, dy read twice
+//             (kChannelsLastClusterDyBatch runs in flight a thread): float32 1.64x of 1.5 copies
+//             against the streamed kernel's 1.73 (2 MiB), 1.77 against 1.78 (1 MiB); the 16-bit
+//             instances spill (128 registers) and ran 2.31-2.59 against 1.74-1.85, so the rule
+//             leaves them to the streamed kernel (session 87's probe, two sums a channel and
+//             no spills, ran bfloat16 at 1.44-1.56);
+//   forward   two CTAs an SM, each holding what its share of the SM's shared memory takes and the
+//             rest in registers, one pass of sums around a shift and one cluster barrier: 1.20-1.57x
+//             a copy against the streamed kernel's 1.58-1.65 (float32 1.20 and 1.32, bfloat16
+//             1.36-1.57); on 8 samples of 2 MiB session 87's probe ran 2.7 against 2.3.
+struct ChannelsLastClusterShape {
+  int threads;
+  int ctas_per_sm;
+  int register_runs;
+  int64_t tile_bytes;  // x in a CTA's shared memory at most (beside what its share of the SM allows)
+  int64_t static_bytes;
+  int64_t min_rounds;
+  int sum_terms;  // float32 sums a channel a warp leaves in shared memory (kernels/channels_last.cuh ClusterSums)
+  int min_element_bytes;  // the rule's narrowest element
+};
+inline constexpr ChannelsLastClusterShape channels_last_cluster_shape(bool backward) {
+  return backward ? ChannelsLastClusterShape{512, 1, 0, 128 * 1024, 16 * 1024, 4, 3, 4}
+                  : ChannelsLastClusterShape{256, 2, 8, 128 * 1024, 10 * 1024, 2, 2, 2};
+}
+template <bool kBackward>  // (the kernel's, as a constant)
+inline constexpr ChannelsLastClusterShape kChannelsLastClusterShape = channels_last_cluster_shape(kBackward);
+inline constexpr int kChannelsLastClusterPieces = 4;
+inline constexpr int kChannelsLastClusterDyBatch = 8;
+inline constexpr int kChannelsLastClusterMaxChannels = 128;
+inline constexpr int kChannelsLastClusterMaxCtas = 16;
+inline constexpr int64_t kChannelsLastClusterMinSampleBytes = int64_t{1} << 20;
 // The three kernels' streamed reduction (Plan::stream_parts): consumer warps (a producer warp
 // beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,
 // the planner's cost of a part beyond its bytes (its CTA sums, check and partials: about 3.5 us a

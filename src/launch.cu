@@ -103,6 +103,21 @@ Status device_limits(int device, DeviceLimits* limits) {
   return Status::Ok();
 }
 
+// channels_last's cluster form with the clusters its kernel keeps resident here: its grid no larger
+// (the clusters stride over the samples; one launched past them would wait for a whole cluster's
+// samples before its first), and a clear refusal where none fits.
+Status fit_channels_last_clusters(Plan* plan) {
+  int clusters = 0;
+  const Status status = detail::channels_last_cluster_occupancy(*plan, &clusters);
+  if (!status.ok()) return status;
+  if (clusters == 0) {
+    return Status(StatusCode::kUnsupported, "inorm: no cluster of " + std::to_string(plan->parts_per_slice) +
+                                                " channels_last CTAs fits on this device");
+  }
+  plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(clusters) * plan->parts_per_slice);
+  return Status::Ok();
+}
+
 // The planner for `limits`, with the occupancy the compiled kernels really reach on the current
 // device.
 Status plan_with_occupancy(const Plan& signature, const PlanOptions& options, const DeviceLimits& limits,
@@ -116,6 +131,7 @@ Status plan_with_occupancy(const Plan& signature, const PlanOptions& options, co
   PlanOptions capped = options;
   for (;;) {
     status = detail::plan_slices(signature, limits, capped, plan);
+    if (status.ok() && detail::channels_last_clusters(*plan)) return fit_channels_last_clusters(plan);
     if (!status.ok() || plan->path != Path::kSharedResident) return status;
     detail::SharedOccupancy occupancy;
     status = detail::shared_resident_occupancy(*plan, &occupancy);
@@ -236,11 +252,13 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   if (plan.path == Path::kChannelsLast) {
     args.evict_first = plan.evict_first;
     args.stream_parts = plan.stream_parts;
-    args.split_partials = ws + layout.split_partials;
-    if (detail::channels_last_resident(plan) || detail::channels_last_stream_applies(plan)) {
-      args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
-    } else {
-      args.slice_coefficients = ws + layout.slice_coefficients;
+    if (!detail::channels_last_clusters(plan)) {  // (the cluster form exchanges in distributed shared memory)
+      args.split_partials = ws + layout.split_partials;
+      if (detail::channels_last_resident(plan) || detail::channels_last_stream_applies(plan)) {
+        args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
+      } else {
+        args.slice_coefficients = ws + layout.slice_coefficients;
+      }
     }
     args.channel_block = plan.channel_block;
     args.tile_rows = plan.tile_rows;

@@ -240,11 +240,44 @@ inline int64_t channels_last_stream_apply_min_rows(const Plan& plan) {
 inline bool channels_last_can_stream(const Plan& plan) {
   const int64_t runs = plan.channels / kChannelsLastStreamRun;
   return !runs_general_op(plan) && plan.dtype != DType::kFloat64 && plan.vector_io &&
-         plan.exchange != Exchange::kGlobal && plan.channels % kChannelsLastStreamRun == 0 && runs >= 1 &&
+         plan.exchange == Exchange::kNone && plan.channels % kChannelsLastStreamRun == 0 && runs >= 1 &&
          runs <= 32 && (runs & (runs - 1)) == 0;
+}
+// channels_last's cluster form (Plan::exchange kCluster: kernels/channels_last.cuh
+// channels_last_cluster_kernel), its shape for the plan's pass (config.h), and the problems its kernel
+// runs: the plain ops (no activation), InstanceNorm, float32 and the 16-bit types, rows aligned to 16
+// bytes of a power of two of C up to kChannelsLastClusterMaxChannels, whole 16-byte runs a row (so
+// that a run's lanes of a warp sum by shuffles and the CTA's threads hold whole rows a pass).
+inline bool channels_last_clusters(const Plan& plan) {
+  return plan.path == Path::kChannelsLast && plan.exchange == Exchange::kCluster;
+}
+inline ChannelsLastClusterShape channels_last_cluster_shape_of(const Plan& plan) {
+  return channels_last_cluster_shape(plan.pass == Pass::kBackward);
+}
+// A row's whole 16-byte runs, and the rows a CTA of the cluster form holds in its threads' registers
+// at most.
+inline int64_t channels_last_row_runs(const Plan& plan) {
+  return plan.channels * static_cast<int64_t>(dtype_size(plan.dtype)) / 16;
+}
+inline int64_t channels_last_cluster_register_rows(const Plan& plan) {
+  const ChannelsLastClusterShape shape = channels_last_cluster_shape_of(plan);
+  const int64_t runs = channels_last_row_runs(plan);
+  return runs >= 1 ? shape.register_runs * (shape.threads / runs) : 0;
+}
+inline bool channels_last_cluster_runs(const Plan& plan) {
+  const int64_t runs = channels_last_row_runs(plan);
+  return !runs_general_op(plan) && plan.slice_channels == 1 && plan.dtype != DType::kFloat64 && plan.vector_io &&
+         plan.channels <= kChannelsLastClusterMaxChannels && (plan.channels & (plan.channels - 1)) == 0 && runs >= 1 &&
+         runs <= 32;
 }
 inline int64_t channels_last_smem_bytes(const Plan& plan) {
   const int64_t tile_bytes = plan.tile_rows * plan.channel_block * static_cast<int64_t>(dtype_size(plan.dtype));
+  if (channels_last_clusters(plan)) {  // the rows x holds there, then the warps' float32 sums a channel
+    const int64_t held_bytes = (plan.tile_rows - plan.register_len) * plan.channel_block *
+                               static_cast<int64_t>(dtype_size(plan.dtype));
+    const ChannelsLastClusterShape shape = channels_last_cluster_shape_of(plan);
+    return held_bytes + shape.threads / 32 * plan.channels * shape.sum_terms * static_cast<int64_t>(sizeof(float));
+  }
   const int64_t tiles =
       channels_last_whole_rows(plan) ? shared_buffer_bytes(tile_bytes, plan.inputs) : tile_bytes * plan.inputs;
   const int64_t coefficients = plan.channel_block * static_cast<int64_t>(kSliceCoefficientBytes);

@@ -141,6 +141,9 @@ std::string Plan::describe() const {
       if (exchange == Exchange::kGlobal) {
         out << " resident ctas_per_item=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
       }
+      if (exchange == Exchange::kCluster) {
+        out << " clusters=" << grid / std::max(ctas_per_slice, 1) << "x" << ctas_per_slice;
+      }
       break;
     default:
       break;
@@ -237,8 +240,10 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   // kChannelsLast works by channel (a slice's channels are its columns): a partial per tile of each
   // (the resident form's CTAs alone keep theirs on chip).
   const std::size_t channels = plan.path == Path::kChannelsLast ? slices * plan.slice_channels : slices;
+  // (The cluster form's CTAs exchange in distributed shared memory: no partials, no coefficients.)
+  const bool channels_last_tiles = plan.path == Path::kChannelsLast && !channels_last_clusters(plan);
   if (plan.path == Path::kSplitPipelined ||
-      (plan.path == Path::kChannelsLast && (!channels_last_resident(plan) || channels_last_exchanges(plan)))) {
+      (channels_last_tiles && (!channels_last_resident(plan) || channels_last_exchanges(plan)))) {
     const auto parts = static_cast<std::size_t>(plan.path == Path::kChannelsLast ? channels_last_reduce_parts(plan)
                                                                                   : plan.parts_per_slice);
     layout.split_partials = reserve(channels * parts * sizeof(SplitPartial));
@@ -247,7 +252,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
     layout.slice_arrivals = reserve(static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned));
   } else if (channels_last_stream_applies(plan)) {
     layout.slice_arrivals = reserve(static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned));
-  } else if (plan.path == Path::kChannelsLast && !channels_last_resident(plan)) {
+  } else if (channels_last_tiles && !channels_last_resident(plan)) {
     layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
   }
   if (plan.path == Path::kSplitPipelined) {
@@ -1190,7 +1195,8 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
 Status plan_channels_last_form(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   if (options.force_exchange != Exchange::kAuto && options.force_exchange != Exchange::kNone &&
       options.force_exchange != Exchange::kGlobal) {
-    return invalid(std::string("channels_last runs exchange global (resident) or none (three kernels), not ") +
+    return invalid(std::string("channels_last runs exchange global (resident), none (three kernels) or cluster "
+                               "(its cluster form), not ") +
                    exchange_name(options.force_exchange));
   }
   if (options.force_ctas_per_sm != 0 &&
@@ -1363,7 +1369,91 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   return Status::Ok();
 }
 
+// channels_last's cluster form (plan_internal.h channels_last_clusters) where its kernel runs the
+// problem (channels_last_cluster_runs), in the pass's shape (config.h channels_last_cluster_shape): a
+// CTA holds rows in its share of the SM's shared memory beside its static cells and its warps' sums,
+// and the forward's register_runs rows a thread past them. The fewest CTAs a sample whose rows fit
+// (those in shared memory at most the shape's tile_bytes), or force_ctas_per_slice of them, at most
+// kChannelsLastClusterMaxCtas, a cluster each, as many clusters as are resident at once (the limits'
+// clusters of that size at the shape's CTAs an SM, where known, else the SMs' share) and samples
+// take. `by_rule`: only where config.h's rule takes it (samples of
+// kChannelsLastClusterMinSampleBytes or more filling the shape's min_rounds rounds, elements of its
+// min_element_bytes or more).
+Status plan_channels_last_clusters(const Plan& base, const DeviceLimits& limits, int forced_group, bool by_rule,
+                                   Plan* plan) {
+  Plan clusters = base;
+  clusters.path = Path::kChannelsLast;
+  clusters.exchange = Exchange::kCluster;
+  if (!detail::channels_last_cluster_runs(clusters)) {
+    return unsupported("channels_last's cluster form runs InstanceNorm without an activation, in float32, float16 or "
+                       "bfloat16, C a power of two up to " +
+                       std::to_string(detail::kChannelsLastClusterMaxChannels) +
+                       " of whole 16-byte runs a row, every tensor aligned to 16 bytes: " + base.describe());
+  }
+  const detail::ChannelsLastClusterShape shape = detail::channels_last_cluster_shape_of(clusters);
+  const int64_t rows = detail::channel_len_of(base);
+  const int64_t row_bytes = base.channels * static_cast<int64_t>(dtype_size(base.dtype));
+  const int64_t sample_bytes = rows * row_bytes;
+  // Rows a CTA holds in shared memory (`fit`; `preferred`: at most tile_bytes) and in registers.
+  clusters.channel_block = static_cast<int>(base.channels);
+  clusters.tile_rows = 0;
+  clusters.register_len = 0;
+  const int64_t warp_sums = detail::channels_last_smem_bytes(clusters);
+  const int64_t share = std::min<int64_t>(limits.smem_per_sm / shape.ctas_per_sm - limits.reserved_smem_per_block,
+                                          limits.max_smem_per_block_optin) -
+                        shape.static_bytes - warp_sums;
+  const int64_t fit = std::max<int64_t>(share, 0) / row_bytes;
+  const int64_t preferred = std::min(share, shape.tile_bytes) / row_bytes;
+  const int64_t register_rows = detail::channels_last_cluster_register_rows(clusters);
+  const int64_t group =
+      forced_group != 0 ? forced_group : ceil_div(rows, std::max<int64_t>(preferred + register_rows, 1));
+  const int64_t tile_rows = group >= 1 ? ceil_div(rows, group) : 0;
+  clusters.tile_rows = tile_rows;
+  clusters.register_len = std::max<int64_t>(tile_rows - fit, 0);
+  if (group < 1 || group > detail::kChannelsLastClusterMaxCtas || (group - 1) * tile_rows >= rows ||
+      clusters.register_len > register_rows || clusters.register_len >= tile_rows) {
+    return unsupported("channels_last's cluster form holds a sample of " + std::to_string(rows) + " rows of " +
+                       std::to_string(row_bytes) + " bytes in 1 to " +
+                       std::to_string(detail::kChannelsLastClusterMaxCtas) + " CTAs, each with " +
+                       std::to_string(fit) + " rows in shared memory at most and " + std::to_string(register_rows) +
+                       " in registers, and at least one row: not in " + std::to_string(group));
+  }
+  const int64_t batch = detail::batch_of(base);
+  const int known = group > 1 ? limits.resident_clusters[shape.ctas_per_sm][group] : 0;
+  const int64_t resident = known > 0 ? known : std::max<int64_t>(limits.sm_count * shape.ctas_per_sm / group, 1);
+  if (by_rule && (sample_bytes < detail::kChannelsLastClusterMinSampleBytes || batch < shape.min_rounds * resident ||
+                  static_cast<int>(dtype_size(base.dtype)) < shape.min_element_bytes)) {
+    return unsupported("channels_last's cluster form is not the planner's for " + base.describe());
+  }
+  clusters.parts_per_slice = static_cast<int>(group);
+  clusters.ctas_per_slice = static_cast<int>(group);
+  clusters.ctas_per_sm = shape.ctas_per_sm;
+  clusters.threads = shape.threads;
+  clusters.grid = std::min(batch, resident) * group;
+  clusters.smem_bytes = static_cast<int>(detail::channels_last_smem_bytes(clusters));
+  *plan = clusters;
+  return Status::Ok();
+}
+
 Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
+  if (options.force_exchange == Exchange::kCluster) {
+    const int ctas_per_sm = detail::channels_last_cluster_shape_of(base).ctas_per_sm;
+    if ((options.force_ctas_per_sm != 0 && options.force_ctas_per_sm != ctas_per_sm) ||
+        (options.force_channel_block != 0 && options.force_channel_block != base.channels) ||
+        options.force_tile_rows != 0 || options.force_stream_parts > 0 || options.force_stream_applies == 1 ||
+        options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > detail::kChannelsLastClusterMaxCtas) {
+      return invalid("channels_last's cluster form takes forced CTAs a sample (force_ctas_per_slice, 1 to " +
+                     std::to_string(detail::kChannelsLastClusterMaxCtas) +
+                     ") at its pass's CTAs an SM (" + std::to_string(ctas_per_sm) +
+                     " here), whole rows, no tiles and no stream");
+    }
+    return plan_channels_last_clusters(base, limits, options.force_ctas_per_slice, /*by_rule=*/false, plan);
+  }
+  const bool forced_form = options.force_exchange != Exchange::kAuto || options.force_ctas_per_sm != 0 ||
+                           options.force_ctas_per_slice != 0 || options.force_channel_block != 0 ||
+                           options.force_tile_rows != 0 || options.force_stream_parts >= 0 ||
+                           options.force_stream_applies >= 0;
+  if (!forced_form && plan_channels_last_clusters(base, limits, 0, /*by_rule=*/true, plan).ok()) return Status::Ok();
   const Status status = plan_channels_last_form(base, limits, options, plan);
   if (!status.ok()) return status;
   const Status streamed = plan_channels_last_stream(limits, options, plan);

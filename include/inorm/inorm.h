@@ -182,7 +182,9 @@ enum class Path : int {
                       // channel, combined per slice (a group's channels together), then the
                       // elementwise pass: where a sample fits the chip, or a CTA every row of a
                       // block of whole slices, from the tiles a group of CTAs (or that CTA) holds
-                      // (exchange global); else in kernels of their own, reading x again
+                      // (exchange global); the backward's plain op on samples of 1-2 MiB, from x
+                      // a cluster holds (exchange cluster); else in kernels of their own, reading
+                      // x again
 };
 const char* path_name(Path path);
 
@@ -200,14 +202,17 @@ const char* exchange_name(Exchange exchange);
 struct PlanOptions {
   Path force_path = Path::kAuto;
   // kSharedResident: CTAs sharing a slice; kChannelsLast's resident channel blocks: CTAs sharing a
-  // block's rows (a tile each, their partials exchanged through L2)
+  // block's rows (a tile each, their partials exchanged through L2); its cluster form: CTAs a
+  // sample (0: the fewest whose rows fit)
   int force_ctas_per_slice = 0;
   // kSharedResident with the cluster exchange: clusters sharing a slice, force_ctas_per_slice /
   // this many CTAs each (0: the planner's, one)
   int force_slice_clusters = 0;
   int force_ctas_per_sm = 0;      // kSharedResident, kChannelsLast's resident form: exactly this many CTAs per SM
+                                  // (its cluster form: its pass's own, one backward, two forward)
   int max_ctas_per_sm = 0;        // kSharedResident: cap on resident CTAs per SM (0: no cap)
-  // kSharedResident; kChannelsLast: kGlobal its resident form, kNone its three kernels
+  // kSharedResident; kChannelsLast: kGlobal its resident form, kNone its three kernels, kCluster
+  // its cluster form (a cluster of CTAs a sample; the plain ops, InstanceNorm)
   Exchange force_exchange = Exchange::kAuto;
   int force_resident_parts = -1;  // kSplitPipelined: resident parts per slice (-1: the planner's)
   // kSplitPipelined: bytes of a part's stage (every input's part together), a multiple of 4 KiB up
@@ -267,11 +272,13 @@ struct Plan {
   int items_per_lane = 0;    // kGroupRegisters: loads per lane (16-byte vectors or scalars)
   int inputs = 1;            // tensors held on chip per element: x (forward), x and dy (backward)
   int ctas_per_slice = 0;    // kSharedResident: CTAs sharing a slice (a group); kChannelsLast resident: an item
-                             // (a sample in tiles of whole rows; a channel block of whole slices: one)
+                             // (a sample in tiles of whole rows; a channel block of whole slices: one);
+                             // kChannelsLast's cluster form: a sample's cluster
   int slice_clusters = 1;    // kSharedResident, Exchange::kCluster: clusters a slice's group spans, each of
                              // ctas_per_slice / slice_clusters CTAs (a cluster's partial through L2 beyond one)
   int ctas_per_sm = 0;       // kSharedResident, kChannelsLast resident: resident CTAs per SM the grid is sized for
-  Exchange exchange = Exchange::kNone;  // kSharedResident; kChannelsLast: kGlobal in its resident form
+  // kSharedResident; kChannelsLast: kGlobal in its resident form, kCluster in its cluster form
+  Exchange exchange = Exchange::kNone;
   int64_t chunk_len = 0;     // kSharedResident: elements per CTA; kSplitPipelined: elements per part
                              // (of each input)
   int64_t register_len = 0;  // kSharedResident: of each chunk, the elements held in registers (its end)

@@ -11,8 +11,59 @@
 #include "plan_internal.h"
 
 namespace inorm::detail {
+namespace {
+
+// The cluster form's kernel for the plan, allowed the device's whole opt-in shared memory and
+// clusters of up to kChannelsLastClusterMaxCtas CTAs (above 8 "non-portable" on sm_90).
+Status cluster_kernel(const Plan& plan, KernelFn* kernel) {
+  *kernel = nullptr;
+  const Status status = dispatch_dtype(plan.dtype, [&](auto tag) -> Status {
+    *kernel = channels_last_cluster_kernel_of(tag, plan);
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
+  if (*kernel == nullptr) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: channels_last's cluster form runs the plain ops, not " + plan.describe());
+  }
+  return allow_max_dynamic_smem(reinterpret_cast<const void*>(*kernel), /*non_portable_clusters=*/true);
+}
+
+}  // namespace
+
+Status channels_last_cluster_occupancy(const Plan& plan, int* clusters) {
+  *clusters = 0;
+  KernelFn kernel = nullptr;
+  const Status status = cluster_kernel(plan, &kernel);
+  if (!status.ok()) return status;
+  cudaLaunchAttribute cluster = cluster_dimension(static_cast<unsigned>(plan.parts_per_slice));
+  const cudaLaunchConfig_t config = launch_config_of(plan, nullptr, &cluster);
+  return cuda_status(cudaOccupancyMaxActiveClusters(clusters, kernel, &config), "cudaOccupancyMaxActiveClusters");
+}
 
 Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
+  // The cluster form: a problem its kernel runs, in whole clusters of 1 to kChannelsLastClusterMaxCtas
+  // CTAs a sample, each with rows in shared memory, the last the rest.
+  if (channels_last_clusters(plan)) {
+    const int64_t group = plan.parts_per_slice;
+    const int64_t rows = channel_len_of(plan);
+    if (!channels_last_cluster_runs(plan) || plan.channel_block != plan.channels ||
+        plan.threads != channels_last_cluster_shape_of(plan).threads || group < 1 ||
+        group > kChannelsLastClusterMaxCtas || plan.ctas_per_slice != group || plan.tile_rows < 1 ||
+        group * plan.tile_rows < rows || plan.register_len < 0 || plan.register_len >= plan.tile_rows ||
+        plan.register_len > channels_last_cluster_register_rows(plan) ||
+        (group - 1) * plan.tile_rows >= rows || plan.grid < group || plan.grid % group != 0 ||
+        plan.smem_bytes < channels_last_smem_bytes(plan) || plan.stream_parts != 0) {
+      return Status(StatusCode::kInvalidArgument, "inorm: the plan's channels_last clusters (" + plan.describe() +
+                                                      ") are not ones the planner makes");
+    }
+    KernelFn kernel = nullptr;
+    const Status status = cluster_kernel(plan, &kernel);
+    if (!status.ok()) return status;
+    cudaLaunchAttribute cluster = cluster_dimension(static_cast<unsigned>(plan.parts_per_slice));  // a sample's
+    return launch_with("channels_last cluster launch", &cluster, kernel, static_cast<unsigned>(plan.grid),
+                       static_cast<unsigned>(plan.threads), static_cast<std::size_t>(plan.smem_bytes), stream, args);
+  }
   // A plan edited by hand must still tile every slice with whole passes of its threads, stage a
   // tile of every input in its shared memory, and move 16-byte runs only where rows and blocks
   // hold whole ones.

@@ -23,7 +23,9 @@
 // one before (launch_dependent).
 // The resident form (plan.exchange == Exchange::kGlobal; planner.cpp says where it runs) is one
 // kernel over tiles of whole rows that a group of CTAs holds for a sample from its reduction to its
-// elementwise pass: the inputs are read once (channels_last_resident_kernel).
+// elementwise pass: the inputs are read once (channels_last_resident_kernel). The cluster form
+// (plan.exchange == Exchange::kCluster) holds a sample's x in a cluster of CTAs, the clusters taking
+// the samples in turn: x is read once, the backward's dy twice (channels_last_cluster_kernel).
 // The kernels, compiled one element type a file (kernels/instances/); the launch and its checks:
 // kernels/channels_last.cu.
 #pragma once
@@ -33,6 +35,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <cooperative_groups.h>
 #include <cuda/atomic>
 #include <cuda/barrier>
 #include <cuda/pipeline>
@@ -537,6 +540,14 @@ struct alignas(kChannelsLastStreamRun * sizeof(T)) StreamRun {
 template <typename Op>
 struct StreamedSums;
 
+// An element's terms of the forward's one pass: d and d * d, d = x - shift, in float32 (the
+// streamed kernel's stage blocks, the cluster form's rows of a thread).
+__device__ __forceinline__ void add_shifted_terms(PairSum<float>& sums, float x, float shift) {
+  const float d = x - shift;
+  sums.first += d;
+  sums.second = fmaf(d, d, sums.second);
+}
+
 // The forward's plain op: ForwardOp's one pass of float64 sums of d and d * d around a shift (the
 // part's first row), whose M2 may lose digits where the squares around the shift pass
 // kChannelsLastStreamMaxSquares times it (float32 blocks keep fewer digits than float64 sums).
@@ -557,9 +568,7 @@ struct StreamedSums<ForwardOp<T, false>> {
   __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[1]) const {
 #pragma unroll
     for (int e = 0; e < kChannelsLastStreamRun; ++e) {
-      const float d = Traits<T>::to_acc(v[0].v[e]) - shift[e];
-      block[e].first += d;
-      block[e].second = fmaf(d, d, block[e].second);
+      add_shifted_terms(block[e], Traits<T>::to_acc(v[0].v[e]), shift[e]);
     }
   }
   // Channel e's one-pass statistics of `len` rows; *lost where they may have lost digits.
@@ -571,8 +580,18 @@ struct StreamedSums<ForwardOp<T, false>> {
   }
 };
 
-// The backward's plain op: BackwardOp's sums of dy, dy * d and d, d = x - center (the statistics x
-// was normalized with), linear in the elements: nothing to take again.
+// An element's terms of the backward's plain op's sums: dy, dy * d and d, d = x - center (the
+// statistics x was normalized with), in float32 (the streamed kernel's stage blocks, the cluster
+// form's rows of a thread).
+__device__ __forceinline__ void add_gradient_terms(TripleSum<float>& sums, float x, float center, float dy) {
+  const float d = x - center;
+  sums.first += dy;
+  sums.second = fmaf(dy, d, sums.second);
+  sums.third += d;
+}
+
+// The backward's plain op: BackwardOp's sums of dy, dy * d and d, linear in the elements: nothing
+// to take again.
 template <typename T>
 struct StreamedSums<BackwardOp<T, false>> {
   using Op = BackwardOp<T, false>;
@@ -593,11 +612,7 @@ struct StreamedSums<BackwardOp<T, false>> {
   __device__ __forceinline__ void add(Block (&block)[kChannelsLastStreamRun], const StreamRun<T> (&v)[2]) const {
 #pragma unroll
     for (int e = 0; e < kChannelsLastStreamRun; ++e) {
-      const float d = Traits<T>::to_acc(v[0].v[e]) - center[e];
-      const float dy = Traits<T>::to_acc(v[1].v[e]);
-      block[e].first += dy;
-      block[e].second = fmaf(dy, d, block[e].second);
-      block[e].third += d;
+      add_gradient_terms(block[e], Traits<T>::to_acc(v[0].v[e]), center[e], Traits<T>::to_acc(v[1].v[e]));
     }
   }
   __device__ __forceinline__ typename Op::SplitPartial partial(int64_t, int, const Sum& sums, bool* lost) const {
@@ -625,11 +640,13 @@ __device__ __forceinline__ void add_block(TripleSum<double>& sum, const TripleSu
   sum.second += block.second;
   sum.third += block.third;
 }
-__device__ __forceinline__ void add_xor_lane(PairSum<double>& sum, int offset) {
+template <typename Acc>
+__device__ __forceinline__ void add_xor_lane(PairSum<Acc>& sum, int offset) {
   sum.first += __shfl_xor_sync(0xffffffffu, sum.first, offset);
   sum.second += __shfl_xor_sync(0xffffffffu, sum.second, offset);
 }
-__device__ __forceinline__ void add_xor_lane(TripleSum<double>& sum, int offset) {
+template <typename Acc>
+__device__ __forceinline__ void add_xor_lane(TripleSum<Acc>& sum, int offset) {
   sum.first += __shfl_xor_sync(0xffffffffu, sum.first, offset);
   sum.second += __shfl_xor_sync(0xffffffffu, sum.second, offset);
   sum.third += __shfl_xor_sync(0xffffffffu, sum.third, offset);
@@ -640,13 +657,13 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;" : : "r"(kChannelsLastStreamWarps * 32) : "memory");
 }
 
-// The consumer warps' sums of each of a thread's channels (a run of kVec of them, the same run in
-// `runs`-th lanes), added over every thread of the run in a fixed order (the lanes of a warp by xor
-// shuffles, whose two operands are the same in both lanes, then the warps in order through
-// `warp_sums`, a cell a channel a warp): every thread gets its run's totals. The cells are free
-// again after the caller's next consumers_sync.
+// The sums of each of a thread's channels (a run of kVec of them, the same run in `runs`-th lanes)
+// added over the lanes of its run in its warp (xor shuffles, whose two operands are the same in both
+// lanes) and left by the run's first lanes in `warp_sums`, a cell a channel a warp; and a channel's
+// total over the cells of the first `warps` warps, in their order (in Total). Together the sums over
+// every thread of a run in a fixed order; the cells are read past a barrier.
 template <int kVec, typename Sum>
-__device__ __forceinline__ void sum_over_consumers(Sum (&sums)[kVec], Sum* warp_sums, int runs, int64_t channels) {
+__device__ __forceinline__ void leave_warp_sums(Sum (&sums)[kVec], Sum* warp_sums, int runs, int64_t channels) {
   for (int offset = runs; offset < 32; offset *= 2) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) add_xor_lane(sums[e], offset);
@@ -657,13 +674,36 @@ __device__ __forceinline__ void sum_over_consumers(Sum (&sums)[kVec], Sum* warp_
 #pragma unroll
     for (int e = 0; e < kVec; ++e) warp_sums[warp * channels + lane * kVec + e] = sums[e];
   }
+}
+__device__ __forceinline__ PairSum<double> widened(const PairSum<float>& sum) { return {sum.first, sum.second}; }
+__device__ __forceinline__ TripleSum<double> widened(const TripleSum<float>& sum) {
+  return {sum.first, sum.second, sum.third};
+}
+template <typename Total, typename Sum>
+__device__ __forceinline__ Total warp_sums_total(const Sum* warp_sums, int warps, int64_t channels, int64_t channel) {
+  const auto as_total = [](const Sum& sum) {
+    if constexpr (std::is_same_v<Total, Sum>) {
+      return sum;
+    } else {
+      return widened(sum);
+    }
+  };
+  Total total = as_total(warp_sums[channel]);
+  for (int w = 1; w < warps; ++w) total = total + as_total(warp_sums[w * channels + channel]);
+  return total;
+}
+
+// The consumer warps' sums of each of a thread's channels over every thread of its run (above):
+// every thread gets its run's totals. The cells are free again after the caller's next
+// consumers_sync.
+template <int kVec, typename Sum>
+__device__ __forceinline__ void sum_over_consumers(Sum (&sums)[kVec], Sum* warp_sums, int runs, int64_t channels) {
+  leave_warp_sums(sums, warp_sums, runs, channels);
   consumers_sync();
-  const int run = lane % runs;
+  const int run = static_cast<int>(threadIdx.x) % 32 % runs;
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
-    Sum total = warp_sums[run * kVec + e];
-    for (int w = 1; w < kChannelsLastStreamWarps; ++w) total = total + warp_sums[w * channels + run * kVec + e];
-    sums[e] = total;
+    sums[e] = warp_sums_total<Sum>(warp_sums, kChannelsLastStreamWarps, channels, run * kVec + e);
   }
 }
 
@@ -1362,14 +1402,317 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
   }
 }
 
+// The cluster form (plan.exchange == Exchange::kCluster, where plan_internal.h
+// channels_last_cluster_runs): a cluster of parts_per_slice CTAs takes a sample at a time, the
+// clusters striding over the samples. Each CTA holds its tile_rows rows of the sample's x (the last
+// CTA the rest): the first tile_rows - register_len in shared memory, landed by
+// kChannelsLastClusterPieces bulk copies, the rest in its threads' registers (the forward's; the
+// backward's register_len is 0). config.h channels_last_cluster_shape gives each pass's threads, CTAs
+// an SM and register runs. A sample takes:
+//   sums      a thread takes a 16-byte run of channels on rows first_row, first_row + step, ... of
+//             each piece and of its register part, and sums each channel's terms in float32
+//             (ClusterSums: the forward's d and d^2, d = x - a shift; the backward's dy, dy * d and d,
+//             d = x - the mean it was normalized with, dy read from global memory), added over the
+//             CTA in a fixed order (leave_warp_sums, float32 in a warp, float64 over the warps by a
+//             thread a channel), then over the cluster in rank order through distributed shared
+//             memory at one cluster barrier (a cell a channel a CTA, in sets that alternate so that
+//             a CTA writes one again only past another barrier no peer passes before it has read it);
+//   finish    a thread a channel makes the channel's coefficients from the totals, by the op's own
+//             rules (the forward's one pass from_shifted_sums, summed again around the mean where it
+//             may have lost digits, as every other path's; the op's finish, its first CTA writing
+//             the slice's outputs);
+//   apply     the output from the held x (and dy read again), a piece at a time, each piece refilled
+//             with the next sample's rows once its threads are past it; then the register part,
+//             loaded again with the next sample's rows.
+// x is read once from HBM; dy twice, the second read from L2 where the sample's few MiB still are.
+// The next sample's context loads under this one's elementwise pass. Every CTA of a cluster takes
+// the same samples, and none leaves while a peer may read its cells.
+template <typename Op>
+struct ClusterSums;
+// The backward's plain op: dy, dy * d and d around the mean x was normalized with.
+template <typename T>
+struct ClusterSums<BackwardOp<T, false>> {
+  using Sum = TripleSum<float>;
+  using Total = TripleSum<double>;
+  static constexpr int kCellSets = 2;
+  static __device__ __forceinline__ float center(const typename BackwardOp<T, false>::Context& context) {
+    return context.center;
+  }
+  static __device__ __forceinline__ void add(Sum& sum, float x, float center, float dy) {
+    add_gradient_terms(sum, x, center, dy);
+  }
+};
+// The forward's plain op: d and d^2 around a shift (the sample's first row, ForwardOp::Context; the
+// mean where the one pass may have lost digits, in a third set of cells).
+template <typename T>
+struct ClusterSums<ForwardOp<T, false>> {
+  using Sum = PairSum<float>;
+  using Total = PairSum<double>;
+  static constexpr int kCellSets = 3;
+  static __device__ __forceinline__ float center(const typename ForwardOp<T, false>::Context& context) {
+    return context.shift;
+  }
+  static __device__ __forceinline__ void add(Sum& sum, float x, float center, float) {
+    add_shifted_terms(sum, x, center);
+  }
+};
+
+template <typename Op>
+struct ClusterShared {
+  uint64_t landed[kChannelsLastClusterPieces];  // a piece's bytes are there
+  typename ClusterSums<Op>::Total cells[ClusterSums<Op>::kCellSets][kChannelsLastClusterMaxChannels];  // CTA's sums
+  float centers[kChannelsLastClusterMaxChannels];  // what each channel's terms are taken around
+  typename Op::Coefficients coefficients[kChannelsLastClusterMaxChannels];
+};
+
+template <typename Op>
+__global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.threads,
+                                  kChannelsLastClusterShape<Op::kInputs == 2>.ctas_per_sm)
+    channels_last_cluster_kernel(const KernelArgs args) {
+  begin_dependent_kernel();
+  using T = typename Op::Elem;
+  using Acc = typename Op::Acc;
+  using Sums = ClusterSums<Op>;
+  constexpr ChannelsLastClusterShape kShape = kChannelsLastClusterShape<Op::kInputs == 2>;
+  static_assert(kStreamsReduction<Op>, "the cluster form runs the plain ops");
+  static_assert(sizeof(ClusterShared<Op>) <= kShape.static_bytes, "config.h counts its static cells");
+  static_assert(sizeof(typename Sums::Sum) == kShape.sum_terms * sizeof(float), "config.h counts its warps' sums");
+  constexpr int kInputs = Op::kInputs;
+  constexpr int kVec = kVecOf<T>;
+  constexpr int kThreads = kShape.threads;
+  constexpr int kWarps = kThreads / 32;
+  constexpr int kPieces = kChannelsLastClusterPieces;
+  constexpr int kBatch = kChannelsLastClusterDyBatch;
+  constexpr int kRegisterRuns = kShape.register_runs > 0 ? kShape.register_runs : 1;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ ClusterShared<Op> shared;
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int group = args.parts_per_slice;
+  const int channels = static_cast<int>(args.channels);
+  const int64_t row_bytes = static_cast<int64_t>(channels) * sizeof(T);
+  const int runs = channels / kVec;  // a power of two up to 32 (the planner's)
+  const int run = static_cast<int>(threadIdx.x) % runs;
+  const int first_row = static_cast<int>(threadIdx.x) / runs;
+  const int step = kThreads / runs;
+  const int64_t rows = args.channel_len;
+  const auto tile_rows = static_cast<int>(args.tile_rows);
+  const int my_rows = static_cast<int>(min(args.tile_rows, rows - static_cast<int64_t>(rank) * args.tile_rows));
+  const auto held_rows = static_cast<int>(args.tile_rows - args.register_len);  // in shared memory, a CTA
+  const int my_held = min(my_rows, held_rows);
+  const int piece_rows = (held_rows + kPieces - 1) / kPieces;
+  const int pieces = (my_held + piece_rows - 1) / piece_rows;
+  const int64_t samples = args.channels_last_divisors.samples;
+  const int64_t clusters = gridDim.x / group;
+  // The warps' sums a channel after the held rows (plan_internal.h channels_last_smem_bytes).
+  auto* const warp_sums = reinterpret_cast<typename Sums::Sum*>(smem + static_cast<int64_t>(held_rows) * row_bytes);
+  const auto rows_of = [&](int p) { return min(piece_rows, my_held - p * piece_rows); };
+  // This CTA's first row of `sample`, of the batch's rows.
+  const auto first_row_of = [&](int64_t sample) { return sample * rows + static_cast<int64_t>(rank) * tile_rows; };
+  // Thread 0: piece p of `sample`'s x into shared memory.
+  const auto issue = [&](int64_t sample, int p) {
+    const auto bytes = static_cast<uint32_t>(rows_of(p) * row_bytes);
+    const int64_t row = first_row_of(sample) + static_cast<int64_t>(p) * piece_rows;
+    arrive_expecting(&shared.landed[p], bytes);
+    bulk_copy_to_shared(smem + static_cast<int64_t>(p) * piece_rows * row_bytes,
+                        static_cast<const unsigned char*>(args.x) + row * row_bytes, bytes, &shared.landed[p], false);
+  };
+  // f(r, x, dy) for this thread's rows r of piece p: its run of x (held) and, the backward's, of dy
+  // (`dy`: the CTA's first row of the sample, at the thread's run), kBatch rows' dy loaded before
+  // the first f.
+  const auto for_rows = [&](int p, const T* dy, auto&& f) {
+    const int end = p * piece_rows + rows_of(p);
+    // One 16-byte shared load (read through a Pack reference, nvcc loaded float32 a word at a time
+    // and the 16-bit types a byte at a time: 2.07x a copy on cl-bf16's forward, H100).
+    const auto x_at = [&](int r) { return load_pack(reinterpret_cast<const T*>(smem + r * row_bytes + run * 16)); };
+    if constexpr (kInputs == 2) {
+      for (int first = p * piece_rows + first_row; first < end; first += kBatch * step) {
+        Pack<T> g[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int r = first + b * step;
+          if (r < end) g[b] = load_pack(dy + static_cast<int64_t>(r) * channels);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int r = first + b * step;
+          if (r < end) f(r, x_at(r), g[b]);
+        }
+      }
+    } else {
+#pragma unroll 4
+      for (int r = p * piece_rows + first_row; r < end; r += step) f(r, x_at(r), Pack<T>{});
+    }
+  };
+  // The register part (the forward's): this thread's rows my_held + first_row + k * step, past those
+  // in shared memory.
+  Pack<T> part[kRegisterRuns];
+  const auto part_row = [&](int k) {
+    const int r = my_held + first_row + k * step;
+    return kShape.register_runs > 0 && r < my_rows ? r : -1;
+  };
+  const auto load_part = [&](int64_t sample) {
+    if (sample >= samples) return;
+    const T* const x = static_cast<const T*>(args.x) + first_row_of(sample) * channels + run * kVec;
+#pragma unroll
+    for (int k = 0; k < kRegisterRuns; ++k) {
+      if (part_row(k) >= 0) part[k] = load_pack(x + static_cast<int64_t>(part_row(k)) * channels);
+    }
+  };
+  const auto context_of = [&](int64_t sample) {
+    return sample < samples ? Op::template context<true>(args, sample * channels + threadIdx.x) : typename Op::Context{};
+  };
+  const bool holds_channel = static_cast<int>(threadIdx.x) < channels;
+  const typename Op::Epilogue epilogue = Op::Epilogue::of(args);
+  if (threadIdx.x == 0) {
+    for (int p = 0; p < kPieces; ++p) cuda::ptx::mbarrier_init(&shared.landed[p], 1);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine sees the barriers
+  }
+  __syncthreads();
+  int64_t sample = blockIdx.x / group;
+  if (threadIdx.x == 0 && sample < samples) {
+    for (int p = 0; p < pieces; ++p) issue(sample, p);
+  }
+  load_part(sample);
+  typename Op::Context context{};
+  if (holds_channel) context = context_of(sample);
+  // The sample's terms around shared.centers, each channel's total over the cluster (in threads
+  // c < C) through cell set `set`.
+  const auto cluster_totals = [&](int64_t sample, uint32_t parity, int set) {
+    float center[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) center[e] = shared.centers[run * kVec + e];
+    const T* const dy = kInputs == 2 ? static_cast<const T*>(args.dy) + first_row_of(sample) * channels + run * kVec
+                                     : nullptr;
+    typename Sums::Sum terms[kVec] = {};
+    const auto add = [&](const Pack<T>& x, const Pack<T>& g) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) Sums::add(terms[e], pack_element<T>(x, e), center[e], pack_element<T>(g, e));
+    };
+    for (int p = 0; p < pieces; ++p) {
+      wait_phase(&shared.landed[p], parity);
+      for_rows(p, dy, [&](int, const Pack<T>& x, const Pack<T>& g) { add(x, g); });
+    }
+#pragma unroll
+    for (int k = 0; k < kRegisterRuns; ++k) {
+      if (part_row(k) >= 0) add(part[k], Pack<T>{});
+    }
+    leave_warp_sums(terms, warp_sums, runs, channels);
+    __syncthreads();
+    typename Sums::Total total{};
+    if (holds_channel) {
+      shared.cells[set][threadIdx.x] =
+          warp_sums_total<typename Sums::Total>(warp_sums, kWarps, channels, threadIdx.x);
+    }
+    cluster.sync();  // every CTA's cells are written (and the warps' cells free)
+    if (holds_channel) {
+      // The cluster's sums in rank order, four peers' loads in flight.
+      constexpr int kInFlight = 4;
+      for (int first = 0; first < group; first += kInFlight) {
+        typename Sums::Total cell[kInFlight];
+#pragma unroll
+        for (int q = 0; q < kInFlight; ++q) {
+          if (first + q < group) cell[q] = *cluster.map_shared_rank(&shared.cells[set][threadIdx.x], first + q);
+        }
+#pragma unroll
+        for (int q = 0; q < kInFlight; ++q) {
+          if (first + q < group) total = total + cell[q];
+        }
+      }
+    }
+    return total;
+  };
+  for (uint32_t parity = 0; sample < samples; parity ^= 1u, sample += clusters) {
+    if (holds_channel) shared.centers[threadIdx.x] = Sums::center(context);
+    __syncthreads();
+    const auto total = cluster_totals(sample, parity, static_cast<int>(parity));
+    const int64_t slice = sample * channels + threadIdx.x;
+    if constexpr (kInputs == 2) {
+      if (holds_channel) {
+        const typename Op::SplitPartial sums{total.first, total.second, total.third, 0.0};
+        shared.coefficients[threadIdx.x] = Op::finish(args, slice, context, Op::from_split(sums), rank == 0);
+      }
+    } else {
+      // The one pass's statistics, and where any channel's may have lost digits (the same in every
+      // CTA: the totals are), the deviations from their mean summed again.
+      typename Op::Partial partial{};
+      bool lost = false;
+      if (holds_channel) {
+        partial = Op::from_shifted_sums(rows, context.shift, total, &lost, kChannelsLastStreamMaxSquares);
+      }
+      if (__syncthreads_or(lost)) {
+        if (holds_channel) shared.centers[threadIdx.x] = partial.mean;
+        __syncthreads();
+        const auto deviations = cluster_totals(sample, parity, Sums::kCellSets - 1);
+        if (holds_channel) partial = Op::from_deviations(rows, partial.mean, deviations);
+      }
+      if (holds_channel) {
+        shared.coefficients[threadIdx.x] = Op::finish(args, slice, context, Op::combine(&partial, 1), rank == 0);
+      }
+    }
+    if (holds_channel) context = context_of(sample + clusters);  // lands under the elementwise pass
+    __syncthreads();
+    typename Op::Coefficients c[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) c[e] = shared.coefficients[run * kVec + e];
+    T* const out = static_cast<T*>(args.out) + first_row_of(sample) * channels + run * kVec;
+    const T* const dy = kInputs == 2 ? static_cast<const T*>(args.dy) + first_row_of(sample) * channels + run * kVec
+                                     : nullptr;
+    const auto output = [&](const auto& activation, int r, const Pack<T>& x, const Pack<T>& g) {
+      Pack<T> y;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        Acc element[kInputs];
+        element[0] = pack_element<T>(x, e);
+        if constexpr (kInputs == 2) element[1] = pack_element<T>(g, e);
+        y.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, element));
+      }
+      store_pack_l2(out + static_cast<int64_t>(r) * channels, y);
+    };
+    for (int p = 0; p < pieces; ++p) {
+      if (args.out != nullptr) {  // (the backward without dx: weight gradients only)
+        epilogue.visit([&](const auto& activation) {
+          for_rows(p, dy, [&](int r, const Pack<T>& x, const Pack<T>& g) { output(activation, r, x, g); });
+        });
+      }
+      __syncthreads();  // every thread is past piece p
+      if (threadIdx.x == 0 && sample + clusters < samples) issue(sample + clusters, p);
+    }
+    if (kShape.register_runs > 0 && args.out != nullptr) {
+      epilogue.visit([&](const auto& activation) {
+#pragma unroll
+        for (int k = 0; k < kRegisterRuns; ++k) {
+          if (part_row(k) >= 0) output(activation, part_row(k), part[k], Pack<T>{});
+        }
+      });
+    }
+    load_part(sample + clusters);
+  }
+  cluster.sync();  // no CTA leaves while a peer may read its cells
+}
+
 // The plan's TileLoad (the file's head says which is which).
 TileLoad tile_load_of(const Plan& plan) {
   if (channels_last_whole_rows(plan)) return TileLoad::kBulk;
   return plan.vector_io ? TileLoad::kVector : TileLoad::kScalar;
 }
 
+// The cluster form's kernel of the plan's op, for element type T (launchers.h
+// channels_last_cluster_kernel_of; channels_last.cu launches it).
+template <typename T>
+KernelFn channels_last_cluster_kernel_typed(const Plan& plan) {
+  KernelFn kernel = nullptr;
+  dispatch_op_of<T, /*kGroupNorm=*/true>(plan, [&](auto op) -> Status {
+    using Op = decltype(op);
+    if constexpr (kStreamsReduction<Op>) kernel = &channels_last_cluster_kernel<Op>;
+    return Status::Ok();
+  });
+  return kernel;
+}
+
 // The launch of a plan launch_channels_last has checked, for element type T (launchers.h
-// launch_channels_last_of).
+// launch_channels_last_of; the cluster form's: channels_last.cu).
 template <typename T>
 Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   return dispatch_op_of<T, /*kGroupNorm=*/true>(plan, [&](auto op) -> Status {

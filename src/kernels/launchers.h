@@ -54,10 +54,11 @@ inline Status cuda_status(cudaError_t error, const char* what) {
                                             cudaGetErrorString(error) + ")");
 }
 
-// Launches `kernel` on `stream` with `attribute`, or none where it is null.
-template <typename... Params, typename... Args>
-Status launch_with(const char* what, cudaLaunchAttribute* attribute, void (*kernel)(Params...), unsigned grid,
-                   unsigned threads, std::size_t smem_bytes, cudaStream_t stream, Args&&... args) {
+// A launch of `grid` CTAs of `threads` on `stream` with `attribute`, or none where it is null; the
+// plan's main kernel's (its grid, threads and dynamic shared memory); and the attribute of a launch
+// in clusters of `ctas` CTAs.
+inline cudaLaunchConfig_t launch_config_of(unsigned grid, unsigned threads, std::size_t smem_bytes,
+                                           cudaStream_t stream, cudaLaunchAttribute* attribute) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(threads);
@@ -65,6 +66,26 @@ Status launch_with(const char* what, cudaLaunchAttribute* attribute, void (*kern
   config.stream = stream;
   config.attrs = attribute;
   config.numAttrs = attribute != nullptr ? 1 : 0;
+  return config;
+}
+inline cudaLaunchConfig_t launch_config_of(const Plan& plan, cudaStream_t stream, cudaLaunchAttribute* attribute) {
+  return launch_config_of(static_cast<unsigned>(plan.grid), static_cast<unsigned>(plan.threads),
+                          static_cast<std::size_t>(plan.smem_bytes), stream, attribute);
+}
+inline cudaLaunchAttribute cluster_dimension(unsigned ctas) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = ctas;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  return attribute;
+}
+
+// Launches `kernel` on `stream` with `attribute`, or none where it is null.
+template <typename... Params, typename... Args>
+Status launch_with(const char* what, cudaLaunchAttribute* attribute, void (*kernel)(Params...), unsigned grid,
+                   unsigned threads, std::size_t smem_bytes, cudaStream_t stream, Args&&... args) {
+  const cudaLaunchConfig_t config = launch_config_of(grid, threads, smem_bytes, stream, attribute);
   return cuda_status(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
 }
 
@@ -158,6 +179,14 @@ Status launch_group_of(float, const Plan& plan, const KernelArgs& args, cudaStre
 Status launch_group_of(double, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_group_of(__half, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_group_of(__nv_bfloat16, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
+// channels_last's cluster-form kernel for the plan's op (kernels/channels_last.cuh
+// channels_last_cluster_kernel), or null where its op has none; and the clusters of the plan's size
+// it keeps resident on the current device at once (0 where none fits), asked of the runtime.
+KernelFn channels_last_cluster_kernel_of(float, const Plan& plan);
+KernelFn channels_last_cluster_kernel_of(double, const Plan& plan);
+KernelFn channels_last_cluster_kernel_of(__half, const Plan& plan);
+KernelFn channels_last_cluster_kernel_of(__nv_bfloat16, const Plan& plan);
+Status channels_last_cluster_occupancy(const Plan& plan, int* clusters);
 // channels_last's launch of a plan the launcher has checked (kernels/channels_last.cuh).
 Status launch_channels_last_of(float, const Plan& plan, const KernelArgs& args, cudaStream_t stream);
 Status launch_channels_last_of(double, const Plan& plan, const KernelArgs& args, cudaStream_t stream);

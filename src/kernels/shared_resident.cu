@@ -52,23 +52,13 @@ Status shared_kernel(const Plan& plan, KernelFn* kernel) {
 // the L2 exchange, whose CTAs wait for each other and so must all be resident (the launch refuses
 // with an error instead of hanging).
 cudaLaunchConfig_t launch_config(const Plan& plan, cudaLaunchAttribute* attribute, cudaStream_t stream) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem_bytes);
-  config.stream = stream;
   if (plan.exchange == Exchange::kCluster) {
-    attribute->id = cudaLaunchAttributeClusterDimension;
-    attribute->val.clusterDim.x = static_cast<unsigned>(shared_cluster_ctas(plan));
-    attribute->val.clusterDim.y = 1;
-    attribute->val.clusterDim.z = 1;
+    *attribute = cluster_dimension(static_cast<unsigned>(shared_cluster_ctas(plan)));
   } else {
     attribute->id = cudaLaunchAttributeCooperative;
     attribute->val.cooperative = 1;
   }
-  config.attrs = attribute;
-  config.numAttrs = plan.exchange == Exchange::kNone ? 0 : 1;
-  return config;
+  return launch_config_of(plan, stream, plan.exchange == Exchange::kNone ? nullptr : attribute);
 }
 
 }  // namespace

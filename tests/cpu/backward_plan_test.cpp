@@ -196,10 +196,130 @@ TEST(PlannerBackward, ChannelsLastTilesBothInputs) {
   plan = plan_of(p);
   EXPECT_EQ(plan.path, Path::kChannelsLast);
   EXPECT_EQ(plan.exchange, Exchange::kGlobal);
-  // cl-bf16's 64 samples would take rounds: the three kernels.
+  // cl-bf16's 64 samples would take rounds: the three kernels (the cluster form's rule takes 2 MiB
+  // samples in float32 only, PlanBackward.ChannelsLastClusters).
   BackwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
   bf16.layout = Layout::kChannelsLast;
   EXPECT_EQ(plan_of(bf16).exchange, Exchange::kNone);
+}
+
+// The cluster form (plan_internal.h channels_last_clusters): the fewest CTAs a sample whose share
+// of x fits 128 KiB, one an SM, a cluster a sample; the planner's where float32 samples of 1 to 2
+// MiB fill four rounds of the clusters resident at once (config.h channels_last_cluster_shape,
+// kChannelsLastClusterMinSampleBytes: the H200's limits do not know the clusters at one CTA an SM,
+// so 132 / 16 = 8 of 16, 16 of 8; a device that reports 7 of 16 needs 28 samples). Shared memory:
+// the CTA's rows of x, then 16 warps' three float32 sums a channel.
+TEST(PlanBackward, ChannelsLastClusters) {
+  const auto cl = [](DType dtype, std::initializer_list<int64_t> shape) {
+    BackwardParams p = problem(dtype, shape);
+    p.layout = Layout::kChannelsLast;
+    return p;
+  };
+  // 64 float32 samples of 2 MiB (32 channels of 128x128: rows of 128 bytes).
+  Plan plan = plan_of(cl(DType::kFloat32, {64, 32, 128, 128}));
+  ASSERT_EQ(plan.path, Path::kChannelsLast);
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
+  EXPECT_TRUE(detail::channels_last_clusters(plan));
+  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_EQ(plan.parts_per_slice, 16);
+  EXPECT_EQ(plan.tile_rows, 1024);
+  EXPECT_EQ(plan.threads, 512);
+  EXPECT_EQ(plan.ctas_per_sm, 1);
+  EXPECT_EQ(plan.grid, 8 * 16);
+  EXPECT_EQ(plan.smem_bytes, 1024 * 128 + 16 * 32 * 12);
+  EXPECT_EQ(plan.workspace_bytes, 0u);  // no partials, no coefficients: the CTAs exchange on chip
+  EXPECT_NE(plan.describe().find("clusters=8x16"), std::string::npos) << plan.describe();
+  BackwardParams weight_grads = cl(DType::kFloat32, {64, 32, 128, 128});
+  weight_grads.weight = fake_pointer(kAligned * 200);
+  weight_grads.dweight = fake_pointer(kAligned * 201);
+  plan = plan_of(weight_grads);
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
+  EXPECT_GT(plan.workspace_bytes, 0u);  // the channel reduction's terms a slice
+
+  struct Expect {
+    const char* why;
+    BackwardParams params;
+    int group;  // 0: not the cluster form
+  };
+  BackwardParams eval = cl(DType::kFloat32, {64, 32, 128, 128});
+  eval.use_input_stats = false;
+  eval.mean = eval.rstd = nullptr;
+  eval.running_mean = fake_pointer(kAligned * 300);
+  eval.running_var = fake_pointer(kAligned * 301);
+  BackwardParams activated = cl(DType::kFloat32, {64, 32, 128, 128});
+  activated.activation = Activation::kRelu;
+  BackwardParams group_norm = cl(DType::kFloat32, {64, 32, 128, 128});
+  group_norm.groups = 16;  // two channels a group (32 groups of one would be InstanceNorm's plain op)
+  BackwardParams misaligned = cl(DType::kFloat32, {64, 32, 128, 128});
+  misaligned.dy = fake_pointer(kAligned * 64 + 4);
+  const Expect cases[] = {
+      {"32 samples of 2 MiB: four rounds of 8 clusters", cl(DType::kFloat32, {32, 32, 128, 128}), 16},
+      {"31 samples: short of four rounds", cl(DType::kFloat32, {31, 32, 128, 128}), 0},
+      {"1 MiB samples in clusters of 8, 64 samples fill four rounds of 16", cl(DType::kFloat32, {64, 32, 64, 128}),
+       8},
+      {"63 samples of 1 MiB: short of four rounds", cl(DType::kFloat32, {63, 32, 64, 128}), 0},
+      {"a row short of 1 MiB", cl(DType::kFloat32, {128, 32, 64, 127}), 0},
+      // config.h min_element_bytes: the 16-bit instances spill and ran slower than the streamed kernel.
+      {"bfloat16, 2 MiB samples", cl(DType::kBFloat16, {64, 64, 128, 128}), 0},
+      {"float16, 128 channels of 64x128", cl(DType::kFloat16, {64, 128, 64, 128}), 0},
+      {"float32, 128 channels (32 runs a row)", cl(DType::kFloat32, {64, 128, 32, 128}), 16},
+      {"a row past 2 MiB: 17 CTAs", cl(DType::kFloat32, {64, 32, 128, 129}), 0},
+      {"256 channels: past its cells", cl(DType::kFloat32, {64, 256, 64, 32}), 0},
+      {"96 channels: not a power of two", cl(DType::kFloat32, {64, 96, 64, 64}), 0},
+      {"float64", cl(DType::kFloat64, {64, 64, 64, 64}), 0},
+      {"eval mode (the weight gradients' sums still)", eval, 16},
+      {"an activation", activated, 0},
+      {"GroupNorm", group_norm, 0},
+      {"dy off 16-byte alignment", misaligned, 0},
+  };
+  for (const Expect& e : cases) {
+    const Plan p = plan_of(e.params);
+    EXPECT_EQ(detail::channels_last_clusters(p), e.group != 0) << e.why << ": " << p.describe();
+    if (e.group != 0) EXPECT_EQ(p.ctas_per_slice, e.group) << e.why;
+  }
+
+  // Where the device reports its clusters (an H100 holds 7 of 16 at one CTA an SM), the grid and
+  // the rounds count them.
+  DeviceLimits h100 = hopper_h200_limits();
+  h100.resident_clusters[1][16] = 7;
+  Plan on_h100;
+  ASSERT_TRUE(plan_backward(cl(DType::kFloat32, {28, 32, 128, 128}), h100, &on_h100).ok());
+  EXPECT_EQ(on_h100.exchange, Exchange::kCluster);
+  EXPECT_EQ(on_h100.grid, 7 * 16);
+  ASSERT_TRUE(plan_backward(cl(DType::kFloat32, {27, 32, 128, 128}), h100, &on_h100).ok());
+  EXPECT_NE(on_h100.exchange, Exchange::kCluster);
+
+  // Forced (PlanOptions force_exchange kCluster): any sample whose CTAs' rows fit, in the CTAs asked
+  // for; a grid of at most a cluster a sample; nothing else forced beside it.
+  PlanOptions forced;
+  forced.force_exchange = Exchange::kCluster;
+  forced.force_ctas_per_slice = 3;
+  plan = plan_of(cl(DType::kFloat32, {2, 64, 40, 50}), forced);
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
+  EXPECT_EQ(plan.tile_rows, 667);  // the last CTA 666 rows
+  EXPECT_EQ(plan.grid, 2 * 3);
+  const auto forced_status = [&](const BackwardParams& p, const PlanOptions& options) {
+    Plan unused;
+    return plan_backward(p, hopper_h200_limits(), &unused, options);
+  };
+  forced.force_ctas_per_slice = 1;  // 2000 rows of 256 bytes in one CTA: 512 KB
+  EXPECT_EQ(forced_status(cl(DType::kFloat32, {2, 64, 40, 50}), forced).code(), StatusCode::kUnsupported);
+  forced.force_ctas_per_slice = 16;  // 16 CTAs of 7 rows over 99: the last would have none
+  EXPECT_EQ(forced_status(cl(DType::kFloat32, {2, 128, 9, 11}), forced).code(), StatusCode::kUnsupported);
+  forced.force_ctas_per_slice = 17;  // past the largest cluster
+  EXPECT_EQ(forced_status(cl(DType::kFloat32, {2, 64, 40, 50}), forced).code(), StatusCode::kInvalidArgument);
+  forced.force_ctas_per_slice = 0;  // the fewest: 2 MiB in 16
+  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {2, 64, 128, 128}), forced).ctas_per_slice, 16);
+  const Status wrong_op = forced_status(activated, forced);
+  EXPECT_EQ(wrong_op.code(), StatusCode::kUnsupported);
+  EXPECT_NE(wrong_op.message().find("cluster form"), std::string::npos) << wrong_op.message();
+  PlanOptions with_tiles = forced;
+  with_tiles.force_tile_rows = 64;
+  EXPECT_EQ(forced_status(cl(DType::kBFloat16, {2, 64, 128, 128}), with_tiles).code(), StatusCode::kInvalidArgument);
+  // Any other form forced keeps to it.
+  PlanOptions three_kernels;
+  three_kernels.force_exchange = Exchange::kNone;
+  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), three_kernels).exchange, Exchange::kNone);
 }
 
 // The backward keeps shared_resident's wide groups, which the forward gives up for split_pipelined

@@ -1831,9 +1831,12 @@ TEST(Planner, ChannelsLastResident) {
     }
   }
   // Samples that take rounds (cl-bf16: 64 samples of 11 CTAs), whose channels take too many rows
-  // for channel blocks (16384 rows of a 16-byte vector are 256 KiB), run the three kernels.
+  // for channel blocks (16384 rows of a 16-byte vector are 256 KiB), run the cluster form
+  // (Planner.ChannelsLastClusters), or the three kernels short of its two rounds.
   ForwardParams bf16 = problem(DType::kBFloat16, {64, 64, 128, 128});
   bf16.layout = Layout::kChannelsLast;
+  EXPECT_EQ(plan_of(bf16).exchange, Exchange::kCluster);
+  bf16.batch = 27;
   EXPECT_EQ(plan_of(bf16).exchange, Exchange::kNone);
   // The seed's 64 MiB sample fits at no CTAs an SM: an error where the resident form is forced.
   ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
@@ -1846,11 +1849,13 @@ TEST(Planner, ChannelsLastResident) {
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_NE(status.message().find("does not fit the resident form"), std::string::npos) << status.message();
   // Rows wider than 512 threads have no resident form of whole rows (channel blocks:
-  // Planner.ChannelsLastBlocks); nothing has a cluster exchange.
+  // Planner.ChannelsLastBlocks), nor a cluster form (C up to 128: Planner.ChannelsLastClusters).
   ForwardParams wide = problem(DType::kFloat32, {2, 600, 9, 11});
   wide.layout = Layout::kChannelsLast;
   options.force_exchange = Exchange::kCluster;
-  EXPECT_EQ(plan_forward(wide, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+  status = plan_forward(wide, hopper_h200_limits(), &plan, options);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("cluster form runs"), std::string::npos) << status.message();
   // CTAs an SM the resident form does not run, or asked of the three kernels: a clear refusal.
   ForwardParams small = problem(DType::kFloat32, {2, 64, 8, 8});
   small.layout = Layout::kChannelsLast;
@@ -1864,6 +1869,96 @@ TEST(Planner, ChannelsLastResident) {
   options.force_ctas_per_sm = 2;
   options.force_exchange = Exchange::kNone;
   EXPECT_EQ(plan_forward(small, hopper_h200_limits(), &plan, options).code(), StatusCode::kInvalidArgument);
+}
+
+// The forward's cluster form (plan_internal.h channels_last_clusters, config.h
+// channels_last_cluster_shape): 256 threads, two CTAs an SM, each holding the rows its half of the
+// SM's shared memory takes beside its 10 KiB of static cells and 8 warps' two float32 sums a
+// channel (cl-bf16: 228 KiB / 2 - 1 KiB - 10 KiB - 4 KiB = 792 rows of 128 bytes), and up to 8
+// 16-byte runs a thread past them in registers (256 rows of 64 bfloat16 channels); the fewest CTAs
+// that hold a sample; the planner's where samples of 1 MiB or more fill two rounds of the clusters
+// resident at once (the H200's limits: 14 clusters of 16, 30 of 8 at two CTAs an SM).
+TEST(Planner, ChannelsLastClusters) {
+  const auto cl = [](DType dtype, std::initializer_list<int64_t> shape) {
+    ForwardParams p = problem(dtype, shape);
+    p.layout = Layout::kChannelsLast;
+    return p;
+  };
+  Plan plan = plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}));
+  ASSERT_EQ(plan.path, Path::kChannelsLast);
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
+  EXPECT_EQ(plan.ctas_per_slice, 16);
+  EXPECT_EQ(plan.parts_per_slice, 16);
+  EXPECT_EQ(plan.tile_rows, 1024);
+  EXPECT_EQ(plan.register_len, 1024 - 792);  // of the 8 passes of 32 rows (256 threads) a thread may hold
+  EXPECT_EQ(plan.threads, 256);
+  EXPECT_EQ(plan.ctas_per_sm, 2);
+  EXPECT_EQ(plan.grid, 14 * 16);
+  EXPECT_EQ(plan.smem_bytes, 792 * 128 + 8 * 64 * 8);
+  EXPECT_EQ(plan.workspace_bytes, 0u);  // no partials, no coefficients: the CTAs exchange on chip
+  EXPECT_NE(plan.describe().find("clusters=14x16"), std::string::npos) << plan.describe();
+
+  ForwardParams activated = cl(DType::kBFloat16, {64, 64, 128, 128});
+  activated.activation = Activation::kRelu;
+  ForwardParams group_norm = cl(DType::kBFloat16, {64, 64, 128, 128});
+  group_norm.groups = 32;
+  ForwardParams misaligned = cl(DType::kBFloat16, {64, 64, 128, 128});
+  misaligned.y = reinterpret_cast<void*>(kAligned * 64 + 2);
+  struct Expect {
+    const char* why;
+    ForwardParams params;
+    int group;  // 0: not the cluster form
+  };
+  const Expect cases[] = {
+      {"28 samples of 2 MiB: two rounds of 14 clusters", cl(DType::kBFloat16, {28, 64, 128, 128}), 16},
+      {"27 samples: short of two rounds", cl(DType::kBFloat16, {27, 64, 128, 128}), 0},
+      {"1 MiB samples in clusters of 8, 60 of them fill two rounds of 30", cl(DType::kBFloat16, {60, 64, 64, 128}), 8},
+      {"59 samples of 1 MiB: short of two rounds", cl(DType::kBFloat16, {59, 64, 64, 128}), 0},
+      {"a row short of 1 MiB", cl(DType::kBFloat16, {128, 64, 64, 127}), 0},
+      {"float32 2 MiB: 32 channels of 128x128, 808 rows in shared memory", cl(DType::kFloat32, {64, 32, 128, 128}),
+       16},
+      {"float16 2 MiB of 128 channels: 16 CTAs of 380 + 128 rows hold 8128 of 8192",
+       cl(DType::kFloat16, {64, 128, 64, 128}), 0},
+      {"float16 1 MiB of 128 channels: 9 CTAs of 456 rows", cl(DType::kFloat16, {128, 128, 64, 64}), 9},
+      {"2 MiB and a row of 128x129: 16 CTAs of 1032 rows", cl(DType::kBFloat16, {64, 64, 128, 129}), 16},
+      {"16896 rows, past 16 CTAs of 792 + 256: 17 CTAs", cl(DType::kBFloat16, {64, 64, 128, 132}), 0},
+      {"256 channels: past its cells", cl(DType::kBFloat16, {64, 256, 64, 64}), 0},
+      {"96 channels: not a power of two", cl(DType::kBFloat16, {64, 96, 128, 96}), 0},
+      {"float64", cl(DType::kFloat64, {64, 64, 64, 64}), 0},
+      {"an activation", activated, 0},
+      {"GroupNorm", group_norm, 0},
+      {"y off 16-byte alignment", misaligned, 0},
+  };
+  for (const Expect& e : cases) {
+    const Plan p = plan_of(e.params);
+    EXPECT_EQ(detail::channels_last_clusters(p), e.group != 0) << e.why << ": " << p.describe();
+    if (e.group != 0) EXPECT_EQ(p.ctas_per_slice, e.group) << e.why;
+  }
+
+  // Forced: the fewest (2000 rows of 64 float32 channels: 396 rows in shared memory and 128 in
+  // registers a CTA, so four CTAs of 500, 104 in registers), or the CTAs asked for where their rows
+  // fit; at two CTAs an SM only.
+  PlanOptions forced;
+  forced.force_exchange = Exchange::kCluster;
+  plan = plan_of(cl(DType::kFloat32, {2, 64, 40, 50}), forced);
+  EXPECT_EQ(plan.exchange, Exchange::kCluster);
+  EXPECT_EQ(plan.ctas_per_slice, 4);
+  EXPECT_EQ(plan.tile_rows, 500);
+  EXPECT_EQ(plan.register_len, 104);
+  EXPECT_EQ(plan.grid, 2 * 4);
+  Plan unused;
+  forced.force_ctas_per_slice = 3;  // 667 rows a CTA: 271 past shared memory, 128 in registers at most
+  EXPECT_EQ(plan_forward(cl(DType::kFloat32, {2, 64, 40, 50}), hopper_h200_limits(), &unused, forced).code(),
+            StatusCode::kUnsupported);
+  forced.force_ctas_per_slice = 8;  // 250 rows a CTA: no register part
+  plan = plan_of(cl(DType::kFloat32, {2, 64, 40, 50}), forced);
+  EXPECT_EQ(plan.tile_rows, 250);
+  EXPECT_EQ(plan.register_len, 0);
+  EXPECT_EQ(plan.smem_bytes, 250 * 256 + 8 * 64 * 8);
+  forced.force_ctas_per_sm = 1;
+  const Status one_an_sm = plan_forward(cl(DType::kFloat32, {2, 64, 40, 50}), hopper_h200_limits(), &unused, forced);
+  EXPECT_EQ(one_an_sm.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(one_an_sm.message().find("(2 here)"), std::string::npos) << one_an_sm.message();
 }
 
 // channels_last's resident form over channel blocks, the planner's where whole rows' form does not
@@ -1931,12 +2026,13 @@ TEST(Planner, ChannelsLastBlocks) {
   // Where the stream applies (x of 32 MiB or more), blocks of less than 64 bytes of a wider row
   // (8 or 16 of 64 bfloat16 channels, 4 or 8 of 64 float32: 1.1-1.7x slower than the stream there,
   // dev/VARIANTS.md 100) are not the planner's, and wider ones do not fit: these 1 MiB samples take
-  // the stream. Forced, the blocks still run.
+  // the stream (59 of them: short of the cluster form's two rounds, Planner.ChannelsLastClusters).
+  // Forced, the blocks still run.
   struct Narrow {
     DType dtype;
     int64_t batch, spatial;
   };
-  for (const Narrow& n : {Narrow{DType::kBFloat16, 128, 128}, Narrow{DType::kFloat32, 64, 64}}) {
+  for (const Narrow& n : {Narrow{DType::kBFloat16, 59, 128}, Narrow{DType::kFloat32, 59, 64}}) {
     const DType dtype = n.dtype;
     ForwardParams narrow = problem(dtype, {n.batch, 64, 64, n.spatial});
     narrow.layout = Layout::kChannelsLast;

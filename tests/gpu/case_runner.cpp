@@ -75,8 +75,10 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
     plan->workspace_bytes = detail::workspace_layout(*plan).total;
   }
   if (c.max_groups > 0 && plan->path == Path::kChannelsLast) {
-    // The resident form's groups are an item's CTAs; the three kernels' CTAs each take tiles.
-    const int64_t group = detail::channels_last_resident(*plan) ? plan->ctas_per_slice : 1;
+    // The resident form's groups are an item's CTAs, the cluster form's a sample's cluster; the three
+    // kernels' CTAs each take tiles.
+    const int64_t group =
+        detail::channels_last_resident(*plan) || detail::channels_last_clusters(*plan) ? plan->ctas_per_slice : 1;
     plan->grid = std::min<int64_t>(plan->grid, c.max_groups * group);
     if (detail::channels_last_streams(*plan) && !plan->stream_applies) {
       plan->stream_grid = std::min<int64_t>(plan->stream_grid, c.max_groups);

@@ -220,6 +220,141 @@ TEST(GpuChannelsLast, FewCtasTakeEveryTile) {
   }
 }
 
+// A case of the cluster form on 1000 + randn and 1e4 + randn (d = x - mean keeps its digits), then
+// on U[0,1) with a NaN slice, one cluster taking every sample (its cells alternating, its pieces
+// refilled across samples), `more`'s cases of its pass (more(c, why)), in place and three runs with
+// the same bits.
+template <typename More>
+void expect_cluster_case_passes(Case c, const std::string& why, More&& more) {
+  for (const char* data : {"1000 + randn", "1e4 + randn"}) {
+    ASSERT_TRUE(parse_data_spec(data, &c.data).ok());
+    expect_passes(c, why + ", " + data);
+  }
+  c.data = DataSpec{};
+  c.nan_slice = 3;
+  expect_passes(c, why + ", NaN in slice 3");
+  c.nan_slice = -1;
+  c.max_groups = 1;
+  expect_passes(c, why + ", one cluster");
+  c.max_groups = 0;
+  more(c, why);
+  expect_passes_in_place_and_repeated(c, why);
+}
+
+// The backward's cluster form (Exchange::kCluster: a cluster of CTAs, one an SM, holds a sample's
+// x, its sums exchanged through distributed shared memory), forced in clusters of several sizes:
+// one CTA (no peer), 3 (a short last CTA), 16 (the largest, non-portable), and one CTA of few rows
+// (four pieces of one row, its last CTA's two); C from one 16-byte run a row (8 16-bit channels)
+// to 32 (128 float32 channels: no shuffles between lanes), channels_last_3d with odd extents. Each
+// in every dtype it runs, on 1000 + randn and 1e4 + randn (d = x - mean keeps its digits), with a
+// NaN slice, one cluster taking every sample (its cells alternating, its pieces refilled across
+// samples), in eval mode, for the weight gradients alone and for dx alone, in place and three runs
+// with the same bits. Then the planner's own choice of it on 2 MiB samples.
+TEST(GpuChannelsLast, ClusterBackward) {
+  INORM_REQUIRE_GPU();
+  struct Clustered {
+    const char* why;
+    std::vector<int64_t> shape;
+    int group;
+  };
+  const Clustered shapes[] = {
+      {"C=64, 20x20, a CTA a sample", {4, 64, 20, 20}, 1},
+      {"C=64, 40x50, clusters of 3, the last CTA 666 rows of 2000", {2, 64, 40, 50}, 3},
+      {"C=64, 40x50, clusters of 16 (125 rows a CTA)", {3, 64, 40, 50}, 16},
+      {"C=8, 10 rows in clusters of 3: pieces of a row, the last CTA's two", {5, 8, 10}, 3},
+      {"C=128, 9x11 in clusters of 10", {2, 128, 9, 11}, 10},
+      {"channels_last_3d 2x32x17x19x23 in clusters of 8", {2, 32, 17, 19, 23}, 8},
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const Clustered& s : shapes) {
+      Case c = channels_last_case(Pass::kBackward, s.shape, dtype, Exchange::kCluster);
+      c.options.force_ctas_per_slice = s.group;
+      c.expect_ctas_per_slice = s.group;
+      const std::string why = std::string(s.why) + ", " + dtype_name(dtype);
+      expect_cluster_case_passes(c, why, [](const Case& base, const std::string& what) {
+        Case eval = base;
+        eval.running = Running::kEval;
+        expect_passes(eval, what + ", eval");
+        Case no_dx = base;
+        no_dx.want_dx = false;
+        expect_passes(no_dx, what + ", dweight and dbias only");
+        Case dx_only = base;
+        dx_only.want_weight_grads = false;
+        expect_passes(dx_only, what + ", dx only");
+      });
+    }
+  }
+  // The planner's: 32 samples of 2 MiB (float32, 32 channels of 128x128) fill four rounds of the
+  // clusters of 16 an H100 or H200 holds.
+  Case planned = channels_last_case(Pass::kBackward, {32, 32, 128, 128}, DType::kFloat32, Exchange::kCluster);
+  planned.options.force_exchange = Exchange::kAuto;
+  planned.expect_ctas_per_slice = 16;
+  ASSERT_TRUE(parse_data_spec("1000 + randn", &planned.data).ok());
+  expect_passes(planned, "the planner's clusters of 16");
+}
+
+// The forward's cluster form (Exchange::kCluster at two CTAs an SM: the rows past a CTA's share of
+// shared memory in its threads' registers), forced: the fewest CTAs where each holds rows in
+// registers (C=64 on 2090 rows: two CTAs of 1045 rows in the 16-bit types, 253 of them in
+// registers, near their 256; four of 523 in float32, 127 of 128, the last 521), clusters of 16 of
+// 128-byte rows whose last CTA holds fewer rows than its peers' shared memory (float32's all there),
+// C=128 (the 16-bit types' two CTAs of 450 rows, 70 in registers; float32's four of 225, 35),
+// channels_last_3d with odd extents (rows of 64 and 128 bytes, 242 and 254 in registers); then
+// shapes without a register part: one CTA a sample, clusters of 3 whose pieces are one row, clusters
+// of 16 of 125 rows. Each in every dtype it runs, on 1000 + randn and 1e4 + randn, with slice 1
+// starting with 0 amid 1e4 + randn (its one pass loses digits around that shift: every CTA of the
+// cluster sums its deviations from the mean again), a NaN slice, one cluster taking every sample,
+// without running statistics or saved mean and rstd, in place and three runs with the same bits.
+// Then the planner's own choice on 2 MiB samples.
+TEST(GpuChannelsLast, ClusterForward) {
+  INORM_REQUIRE_GPU();
+  struct Clustered {
+    const char* why;
+    std::vector<int64_t> shape;  // C 0: rows of 128 bytes
+    int group;                   // 0: the fewest
+    bool registers;
+  };
+  const Clustered shapes[] = {
+      {"C=64, 2090 rows in the fewest CTAs, rows of each in registers", {2, 64, 38, 55}, 0, true},
+      {"rows of 128 bytes, 13090 of them in clusters of 16 (819 a CTA, the last 805)", {2, 0, 13090}, 16, true},
+      {"C=128, 900 rows in the fewest CTAs", {2, 128, 30, 30}, 0, true},
+      {"channels_last_3d 2x32x17x19x23 in the fewest CTAs", {2, 32, 17, 19, 23}, 0, true},
+      {"C=64, 16x20, a CTA a sample (float32's 80 KiB in shared memory)", {4, 64, 16, 20}, 1, false},
+      {"C=8, 10 rows in clusters of 3: pieces of a row, the last CTA's two", {5, 8, 10}, 3, false},
+      {"C=64, 40x50, clusters of 16 (125 rows a CTA)", {3, 64, 40, 50}, 16, false},
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const Clustered& s : shapes) {
+      std::vector<int64_t> shape = s.shape;
+      if (shape[1] == 0) shape[1] = 128 / static_cast<int64_t>(dtype_size(dtype));
+      Case c = channels_last_case(Pass::kForward, shape, dtype, Exchange::kCluster);
+      c.options.force_ctas_per_slice = s.group;
+      c.expect_ctas_per_slice = s.group;
+      c.expect_ctas_per_sm = 2;
+      c.expect_registers = s.registers;
+      const std::string why = std::string(s.why) + ", " + dtype_name(dtype);
+      expect_cluster_case_passes(c, why, [](const Case& base, const std::string& what) {
+        Case shifted = base;
+        ASSERT_TRUE(parse_data_spec("1e4 + randn", &shifted.data).ok());
+        shifted.zero_start_slice = 1;
+        expect_passes(shifted, what + ", slice 1 starts with 0 amid 1e4 + randn");
+        Case bare = base;
+        bare.running = Running::kNone;
+        bare.stats_outputs = false;
+        expect_passes(bare, what + ", no running statistics, no saved mean and rstd");
+      });
+    }
+  }
+  // The planner's: 64 samples of 2 MiB (bfloat16, 64 channels of 128x128) fill two rounds of the
+  // clusters of 16 an H100 or H200 holds at two CTAs an SM.
+  Case planned = channels_last_case(Pass::kForward, {64, 64, 128, 128}, DType::kBFloat16, Exchange::kCluster);
+  planned.options.force_exchange = Exchange::kAuto;
+  planned.expect_ctas_per_slice = 16;
+  planned.expect_registers = true;
+  ASSERT_TRUE(parse_data_spec("1000 + randn", &planned.data).ok());
+  expect_passes(planned, "the planner's clusters of 16");
+}
+
 // The resident form with one row a pass (C of half the CTA's threads or more): 480 and 261
 // channels alone on the SM (480 and 261 threads), 129 at three CTAs an SM (129 threads);
 // InstanceNorm and GroupNorm with SiLU (a group's channels combined in the CTA before the group's

@@ -165,6 +165,13 @@ TEST(GpuSanitize, ForwardPlans) {
   for (const Reach& r : plans_of_every_family(Pass::kForward)) expect_plan_passes(Pass::kForward, r);
   expect_full_group_lanes_pass(Pass::kForward);
   expect_every_cluster_size_passes(Pass::kForward);
+  // channels_last's cluster form: one cluster of two taking three samples, 440 rows of each CTA's
+  // 7000 in its threads' registers (a row of 16 bytes: 6560 in its shared memory), the running
+  // statistics updated.
+  expect_plan_passes(Pass::kForward, {"channels_last's cluster form, one cluster of two over three samples",
+                                      {3, 8, 14000}, DType::kBFloat16, Path::kChannelsLast, 2, 0, Exchange::kCluster,
+                                      1, Running::kUpdate, 0, Layout::kChannelsLast},
+                     /*registers=*/true);
 }
 
 TEST(GpuSanitize, BackwardPlans) {
@@ -172,6 +179,11 @@ TEST(GpuSanitize, BackwardPlans) {
   for (const Reach& r : plans_of_every_family(Pass::kBackward)) expect_plan_passes(Pass::kBackward, r);
   expect_full_group_lanes_pass(Pass::kBackward);
   expect_every_cluster_size_passes(Pass::kBackward);
+  // channels_last's cluster form: one cluster of three taking three samples (its cells alternating
+  // and its pieces refilled across samples), the last CTA's rows short.
+  expect_plan_passes(Pass::kBackward, {"channels_last's cluster form, one cluster of three over three samples",
+                                       {3, 8, 1001}, DType::kBFloat16, Path::kChannelsLast, 3, 0, Exchange::kCluster,
+                                       1, Running::kNone, 0, Layout::kChannelsLast});
 }
 
 // Every family of both passes with an activation fused (the ops' epilogue), the activations in turn.

@@ -6,5 +6,8 @@ namespace inorm::detail {
 Status launch_channels_last_of(float, const Plan& plan, const KernelArgs& args, cudaStream_t stream) {
   return launch_channels_last_typed<float>(plan, args, stream);
 }
+KernelFn channels_last_cluster_kernel_of(float, const Plan& plan) {
+  return channels_last_cluster_kernel_typed<float>(plan);
+}
 
 }  // namespace inorm::detail
