@@ -385,8 +385,8 @@ inline constexpr int channels_last_static_reserve(int threads) { return threads 
 // kChannelsLastClusterMaxChannels (its static cells: static_bytes at most). The planner takes it
 // where a sample holds kChannelsLastClusterMinSampleBytes of x or more (up to the largest cluster's
 // share), the batch fills min_rounds rounds of the clusters resident at once and the elements are
-// min_element_bytes wide or wider. Measured in the library (H100, session 90, 64 samples of 2 MiB
-// and 128 or 64 of 1 MiB, C 32-64; bench/results/2026-12-07-cl-cluster):
+// min_element_bytes wide or wider. Measured in the library (H100, session 90, 32-128 samples of
+// 1-2 MiB, C 32-64; bench/results/2026-12-07-cl-cluster):
 //   backward  one CTA an SM, at most tile_bytes of x in shared memory, dy read twice
 //             (kChannelsLastClusterDyBatch runs in flight a thread): float32 1.64x of 1.5 copies
 //             against the streamed kernel's 1.73 (2 MiB), 1.77 against 1.78 (1 MiB); the 16-bit
