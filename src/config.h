@@ -414,7 +414,10 @@ inline constexpr ChannelsLastClusterShape channels_last_cluster_shape(bool backw
 template <bool kBackward>  // (the kernel's, as a constant)
 inline constexpr ChannelsLastClusterShape kChannelsLastClusterShape = channels_last_cluster_shape(kBackward);
 inline constexpr int kChannelsLastClusterPieces = 4;
-inline constexpr int kChannelsLastClusterDyBatch = 8;
+// dy's runs in flight a thread in the backward: 8 of float32; 4 of the 16-bit types, whose 8 took
+// 128 registers and spilled 248 bytes (session 90).
+template <int kElementBytes>
+inline constexpr int kChannelsLastClusterDyBatch = kElementBytes == 2 ? 4 : 8;
 inline constexpr int kChannelsLastClusterMaxChannels = 128;
 inline constexpr int kChannelsLastClusterMaxCtas = 16;
 inline constexpr int64_t kChannelsLastClusterMinSampleBytes = int64_t{1} << 20;

@@ -1482,7 +1482,7 @@ __global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.th
   constexpr int kThreads = kShape.threads;
   constexpr int kWarps = kThreads / 32;
   constexpr int kPieces = kChannelsLastClusterPieces;
-  constexpr int kBatch = kChannelsLastClusterDyBatch;
+  constexpr int kBatch = kChannelsLastClusterDyBatch<sizeof(T)>;
   constexpr int kRegisterRuns = kShape.register_runs > 0 ? kShape.register_runs : 1;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ ClusterShared<Op> shared;
