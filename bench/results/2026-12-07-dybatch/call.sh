@@ -5,7 +5,7 @@
 #     128 registers and spilled);
 #  2. shapes.json of 2026-12-07-cl-cluster, backward: the planner's plan, the streamed kernel
 #     (cl-kernels) and the cluster form forced (cl-cluster0) in one process; then the forward;
-#  3. where $FOLD_CARRY holds it, branch s91-fold's inorm-bench (the forward's apply with the mean's
+#  3. where the archive holds it (fold-bench), branch s91-fold's inorm-bench (the forward's apply with the mean's
 #     low part folded into the shift: one subtraction an element fewer) against this build, one
 #     round, forward, on shapes.json and layouts.json (scripts/ab-bench.sh);
 #  4. layouts.json both passes at this build's plans, which are main's (the planner leaves the
@@ -13,7 +13,7 @@
 #  5. compute-sanitizer's memcheck and racecheck on the cluster backward's tests;
 #  6. ncu on cl-bf16's forward cluster kernel (session 90's ncu step asked inorm-bench for 3 repeats,
 #     which it refuses under 20).
-# Binaries carried ($CARRY/all.tar.xz: new-bench, new-gpu-tests; $FOLD_CARRY/all.tar.xz: fold-bench);
+# Binaries carried ($CARRY/all.tar.xz: new-bench, new-gpu-tests and fold-bench, in one xz stream);
 # INORM_COMMIT names this build (the device's copy of the tree is no checkout). Packed into
 # $OUT/w.tgz after every step.
 cd "$(dirname "$0")/../../.." || exit 2
@@ -38,9 +38,8 @@ step $? "variants backward"
 timeout 90 $bins/inorm-bench --suite $SHAPES --variants cl-kernels \
   --markdown $W/variants-forward.md --json $W/variants-forward.json > $W/variants-forward.log 2>&1
 step $? "variants forward"
-if [ -f "${FOLD_CARRY:-/none}/all.tar.xz" ]; then
-  mkdir -p /tmp/fold && xz -dc $FOLD_CARRY/all.tar.xz | tar xf - -C /tmp/fold && chmod +x /tmp/fold/fold-bench
-  AB_OLD_BENCH=$bins/inorm-bench AB_OLD_COMMIT=${INORM_COMMIT:-?} AB_NEW_BENCH=/tmp/fold/fold-bench AB_ROUNDS=1 \
+if [ -f $bins/fold-bench ]; then
+  AB_OLD_BENCH=$bins/inorm-bench AB_OLD_COMMIT=${INORM_COMMIT:-?} AB_NEW_BENCH=$bins/fold-bench AB_ROUNDS=1 \
     INORM_COMMIT=${FOLD_COMMIT:-fold} OUT=$W/ab timeout 150 scripts/ab-bench.sh $SHAPES:forward \
     bench/suites/layouts.json:forward > $W/ab.log 2>&1
   step $? "fold a/b"
