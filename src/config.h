@@ -385,14 +385,15 @@ inline constexpr int channels_last_static_reserve(int threads) { return threads 
 // kChannelsLastClusterMaxChannels (its static cells: static_bytes at most). The planner takes it
 // where a sample holds kChannelsLastClusterMinSampleBytes of x or more (up to the largest cluster's
 // share), the batch fills min_rounds rounds of the clusters resident at once and the elements are
-// min_element_bytes wide or wider. Measured in the library (H100, session 90, 32-128 samples of
-// 1-2 MiB, C 32-64; bench/results/2026-12-07-cl-cluster):
+// min_element_bytes wide or wider. Measured in the library (H100, sessions 90-91, 32-128 samples
+// of 1-2 MiB, C 32-64; bench/results/2026-12-07-cl-cluster, 2026-12-07-dybatch):
 //   backward  one CTA an SM, at most tile_bytes of x in shared memory, dy read twice
 //             (kChannelsLastClusterDyBatch runs in flight a thread): float32 1.64x of 1.5 copies
-//             against the streamed kernel's 1.73 (2 MiB), 1.77 against 1.78 (1 MiB); the 16-bit
-//             instances spill (128 registers) and ran 2.31-2.59 against 1.74-1.85, so the rule
-//             leaves them to the streamed kernel (session 87's probe, two sums a channel and
-//             no spills, ran bfloat16 at 1.44-1.56);
+//             against the streamed kernel's 1.73 (2 MiB), 1.77 against 1.78 (1 MiB); bfloat16 at
+//             four runs in flight (no spills) 1.67-1.69 against 1.71-1.72 where C = 32 or samples
+//             of 1 MiB, but 1.96-1.98 against 1.74-1.81 on 2 MiB samples of 64 channels (session
+//             91), so the rule leaves the 16-bit types to the streamed kernel (session 87's probe,
+//             two sums a channel, ran bfloat16 at 1.44-1.56);
 //   forward   two CTAs an SM, each holding what its share of the SM's shared memory takes and the
 //             rest in registers, one pass of sums around a shift and one cluster barrier: 1.20-1.57x
 //             a copy against the streamed kernel's 1.58-1.65 (float32 1.20 and 1.32, bfloat16
@@ -415,7 +416,7 @@ template <bool kBackward>  // (the kernel's, as a constant)
 inline constexpr ChannelsLastClusterShape kChannelsLastClusterShape = channels_last_cluster_shape(kBackward);
 inline constexpr int kChannelsLastClusterPieces = 4;
 // dy's runs in flight a thread in the backward: 8 of float32; 4 of the 16-bit types, whose 8 took
-// 128 registers and spilled 248 bytes (session 90).
+// 128 registers and spilled 248 bytes (2.31-2.59x of 1.5 copies on an H100; 1.67-1.98 at 4).
 template <int kElementBytes>
 inline constexpr int kChannelsLastClusterDyBatch = kElementBytes == 2 ? 4 : 8;
 inline constexpr int kChannelsLastClusterMaxChannels = 128;
