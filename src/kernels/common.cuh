@@ -339,17 +339,19 @@ __device__ __forceinline__ ChannelAffine<Acc> channel_affine(const KernelArgs& a
 __device__ __forceinline__ float reciprocal_sqrt(float v) { return rsqrtf(v); }
 __device__ __forceinline__ double reciprocal_sqrt(double v) { return rsqrt(v); }
 
-// y = ((x - center_hi) - center_lo) * scale + shift. The centre is the mean split in two parts so
-// that data far from zero (1e4 + randn) loses no digits to the subtraction.
+// y = ((x - center_hi) - center_lo) * scale + bias, as (x - center_hi) * scale + shift with shift =
+// bias - center_lo * scale (of_parts): one subtraction and one fma an element. The centre is the mean
+// split in two parts so that data far from zero (1e4 + randn) loses no digits to the subtraction.
 template <typename Acc>
 struct SliceAffine {
   Acc center_hi;
   Acc center_lo;
   Acc scale;
   Acc shift;
-  __device__ __forceinline__ Acc apply(Acc x) const {
-    return fma((x - center_hi) - center_lo, scale, shift);
+  static __device__ __forceinline__ SliceAffine of_parts(Acc center_hi, Acc center_lo, Acc scale, Acc bias) {
+    return SliceAffine{center_hi, center_lo, scale, fma(-center_lo, scale, bias)};
   }
+  __device__ __forceinline__ Acc apply(Acc x) const { return fma(x - center_hi, scale, shift); }
 };
 
 __device__ __forceinline__ void store_param(void* ptr, DType dtype, int64_t index, double value) {
