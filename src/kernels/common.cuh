@@ -348,8 +348,10 @@ struct SliceAffine {
   Acc center_lo;
   Acc scale;
   Acc shift;
+  // The bias itself where center_lo is 0 (eval mode's): an infinite scale (a running variance of 0,
+  // eps 0) then gives +-inf as torch does, where -0 * inf would make every output NaN.
   static __device__ __forceinline__ SliceAffine of_parts(Acc center_hi, Acc center_lo, Acc scale, Acc bias) {
-    return SliceAffine{center_hi, center_lo, scale, fma(-center_lo, scale, bias)};
+    return SliceAffine{center_hi, center_lo, scale, center_lo == Acc(0) ? bias : fma(-center_lo, scale, bias)};
   }
   __device__ __forceinline__ Acc apply(Acc x) const { return fma(x - center_hi, scale, shift); }
 };
