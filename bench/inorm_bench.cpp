@@ -16,7 +16,7 @@
 //            --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
 //            cl-resident2,cl-blocks40,cl-blocks40g2c2,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,
-//            cl-cluster12,alone8,regv8
+//            cl-cluster12,stagger600,alone8,regv8
 //            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
@@ -27,7 +27,7 @@
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
 //            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
-//            and
+//            the planner's plan with its groups' first round started K SM cycles apart (staggerK), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -74,6 +74,8 @@ struct Variant {
   int alone_ctas_per_sm = 0;        // > 0: a shared_resident plan of one CTA a slice edited to this many an SM
                                     // and its grid with it (past the planner's cap; CTAs beyond what fits run
                                     // in waves)
+  int stagger_cycles = -1;          // >= 0: Plan::stagger_cycles edited to this where groups of several CTAs
+                                    // (shared_resident's, channels_last's clusters) take the slices
 };
 
 // The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead or L2
@@ -93,6 +95,9 @@ void edit_plan(const Variant& variant, Plan* plan) {
     plan->grid = std::min(plan->num_slices, plan->grid / plan->ctas_per_sm * variant.alone_ctas_per_sm);
     plan->ctas_per_sm = variant.alone_ctas_per_sm;
   }
+  const bool staggers = (plan->path == Path::kSharedResident && plan->ctas_per_slice > 1) ||
+                        (plan->path == Path::kChannelsLast && plan->exchange == Exchange::kCluster);
+  if (variant.stagger_cycles >= 0 && staggers) plan->stagger_cycles = variant.stagger_cycles;
   if (plan->path != Path::kSplitPipelined) return;
   if (variant.split_slack_per_cta >= 0) {
     plan->pipeline_lead =
@@ -706,6 +711,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       v.options.force_exchange = Exchange::kNone;
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
+    } else if (std::sscanf(item.c_str(), "stagger%d", &v.stagger_cycles) == 1 && v.stagger_cycles >= 0) {
+      // the planner's plan, its groups' first round started this many SM cycles apart, e.g. stagger0
     } else if (std::sscanf(item.c_str(), "alone%d", &v.alone_ctas_per_sm) == 1 && v.alone_ctas_per_sm > 0) {
       // shared_resident's one CTA a slice at this many CTAs an SM, e.g. alone8
     } else if (std::sscanf(item.c_str(), "regv%d", &v.options.force_register_vecs) == 1) {

@@ -422,6 +422,13 @@ inline constexpr int kChannelsLastClusterDyBatch = kElementBytes == 2 ? 4 : 8;
 inline constexpr int kChannelsLastClusterMaxChannels = 128;
 inline constexpr int kChannelsLastClusterMaxCtas = 16;
 inline constexpr int64_t kChannelsLastClusterMinSampleBytes = int64_t{1} << 20;
+// Where the batch takes more than one round of the clusters, cluster k waits k x this many SM
+// cycles before its first load (Plan::stagger_cycles), as kSharedStaggerCycles spreads
+// shared_resident's groups: started together, the clusters sum, exchange and write in step and the
+// memory idles through their sums and barriers (ncu on cl-bf16's forward: DRAM 60% of its peak).
+// The late clusters are the ones with a sample fewer where the rounds are not whole. Session 87's
+// probe spread 14 clusters over 4 us: 1.29-1.61 -> 1.25-1.51x a copy forward.
+inline constexpr int kChannelsLastClusterStaggerCycles = 600;
 // The three kernels' streamed reduction (Plan::stream_parts): consumer warps (a producer warp
 // beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,
 // the planner's cost of a part beyond its bytes (its CTA sums, check and partials: about 3.5 us a

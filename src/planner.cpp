@@ -122,7 +122,7 @@ std::string Plan::describe() const {
       out << " grid=" << grid
           << (detail::shared_slices_in_order(*this) ? " in-order" : "")
           << (detail::shared_takes_slices_early(*this) ? " early" : "");
-      if (const int stagger = detail::shared_stagger_cycles(*this); stagger > 0) out << " stagger=" << stagger;
+      if (stagger_cycles > 0) out << " stagger=" << stagger_cycles;
       out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
@@ -143,6 +143,7 @@ std::string Plan::describe() const {
       }
       if (exchange == Exchange::kCluster) {
         out << " clusters=" << grid / std::max(ctas_per_slice, 1) << "x" << ctas_per_slice;
+        if (stagger_cycles > 0) out << " stagger=" << stagger_cycles;
       }
       break;
     default:
@@ -213,7 +214,10 @@ bool shared_takes_slices_early(const Plan& plan) {
          plan.num_slices >= kSharedEarlyDispatchMinRounds * (plan.grid / plan.ctas_per_slice);
 }
 
-int shared_stagger_cycles(const Plan& plan) {
+int stagger_cycles_of(const Plan& plan) {
+  if (channels_last_clusters(plan)) {
+    return batch_of(plan) > plan.grid / plan.parts_per_slice ? kChannelsLastClusterStaggerCycles : 0;
+  }
   if (plan.path != Path::kSharedResident || plan.ctas_per_slice < 2) return 0;
   const int64_t groups = plan.grid / shared_cluster_ctas(plan);
   if (groups < 1 || plan.num_slices * plan.slice_clusters <= groups) return 0;
@@ -1580,6 +1584,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
     }
     const Status status = plan_channels_last_path(base, limits, options, plan);
     if (!status.ok()) return status;
+    plan->stagger_cycles = stagger_cycles_of(*plan);
     plan->workspace_bytes = workspace_layout(*plan).total;
     return Status::Ok();
   }
@@ -1625,6 +1630,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   }
   if (!status.ok()) return status;
   if (path != Path::kGroupRegisters) plan_spanning_pairs(base, limits, options, plan);
+  plan->stagger_cycles = stagger_cycles_of(*plan);
   plan->workspace_bytes = workspace_layout(*plan).total;
   return Status::Ok();
 }

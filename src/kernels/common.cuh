@@ -94,7 +94,7 @@ struct KernelArgs {
   // after each group's first, zeroed before the launch; null: the groups stride over the slices.
   unsigned long long* slice_counter;
   bool take_slices_early;  // the counter is read before normalizing (planner.cpp shared_takes_slices_early)
-  int64_t stagger_cycles;  // between the first round's groups' starts (planner.cpp shared_stagger_cycles)
+  int64_t stagger_cycles;  // between the first round's groups' starts (Plan::stagger_cycles)
   ChannelsLastDivisors channels_last_divisors;  // kChannelsLast
 };
 
@@ -106,6 +106,15 @@ struct KernelArgs {
 __device__ __forceinline__ void begin_dependent_kernel() {
   cudaGridDependencySynchronize();
   cudaTriggerProgrammaticLaunchCompletion();
+}
+
+// The first round's group (or cluster) `group` waits group x Plan::stagger_cycles SM cycles before
+// its first load (config.h kSharedStaggerCycles, kChannelsLastClusterStaggerCycles).
+__device__ __forceinline__ void stagger_start(const KernelArgs& args, int64_t group) {
+  if (args.stagger_cycles <= 0) return;
+  const long long start = clock64();
+  const long long delay = args.stagger_cycles * group;
+  while (clock64() - start < delay) __nanosleep(64);
 }
 
 template <typename T>
