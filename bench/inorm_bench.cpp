@@ -27,7 +27,8 @@
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
 //            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
-//            the planner's plan with its groups' first round started K SM cycles apart (staggerK), and
+//            the plan with its groups' first round started K SM cycles apart (staggerK alone for the
+//            planner's, -staggerK after another variant), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -617,6 +618,21 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
   while (std::getline(stream, item, ',')) {
     Variant v;
     v.name = item;
+    // Any variant's plan with its groups' first round started K SM cycles apart: -staggerK after
+    // it, e.g. cl-cluster0-stagger1200 (staggerK alone: the planner's plan).
+    const std::size_t stagger = item.rfind("stagger");
+    if (stagger != std::string::npos && (stagger == 0 || item[stagger - 1] == '-')) {
+      int end = 0;
+      if (std::sscanf(item.c_str() + stagger, "stagger%d%n", &v.stagger_cycles, &end) != 1 || v.stagger_cycles < 0 ||
+          stagger + end != item.size()) {
+        return false;
+      }
+      if (stagger == 0) {
+        variants->push_back(v);
+        continue;
+      }
+      item.resize(stagger - 1);
+    }
     int ctas = 0;
     int per_sm = 0;
     int clusters = 0;
@@ -711,8 +727,6 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       v.options.force_exchange = Exchange::kNone;
     } else if (std::sscanf(item.c_str(), "cl-grid%" SCNd64, &v.channels_last_grid) == 1 && v.channels_last_grid > 0) {
       // the channels_last kernels' CTAs (each strides over the tiles), e.g. cl-grid396
-    } else if (std::sscanf(item.c_str(), "stagger%d", &v.stagger_cycles) == 1 && v.stagger_cycles >= 0) {
-      // the planner's plan, its groups' first round started this many SM cycles apart, e.g. stagger0
     } else if (std::sscanf(item.c_str(), "alone%d", &v.alone_ctas_per_sm) == 1 && v.alone_ctas_per_sm > 0) {
       // shared_resident's one CTA a slice at this many CTAs an SM, e.g. alone8
     } else if (std::sscanf(item.c_str(), "regv%d", &v.options.force_register_vecs) == 1) {
