@@ -71,7 +71,7 @@ bool shared_takes_slices_early(const Plan& plan);
 // The SM cycles between the starts of the groups of a plan's first round (Plan::stagger_cycles, the
 // planner's): kSharedResident's groups of several CTAs (or clusters) over more than one round
 // (config.h kSharedStaggerCycles), channels_last's clusters over more than one round
-// (kChannelsLastClusterStaggerCycles); else 0.
+// (kChannelsLastClusterStaggerSpreadCycles over them); else 0.
 int stagger_cycles_of(const Plan& plan);
 
 template <typename Params>

@@ -216,7 +216,8 @@ bool shared_takes_slices_early(const Plan& plan) {
 
 int stagger_cycles_of(const Plan& plan) {
   if (channels_last_clusters(plan)) {
-    return batch_of(plan) > plan.grid / plan.parts_per_slice ? kChannelsLastClusterStaggerCycles : 0;
+    const int64_t clusters = std::max<int64_t>(plan.grid / std::max(plan.parts_per_slice, 1), 1);
+    return batch_of(plan) > clusters ? static_cast<int>(kChannelsLastClusterStaggerSpreadCycles / clusters) : 0;
   }
   if (plan.path != Path::kSharedResident || plan.ctas_per_slice < 2) return 0;
   const int64_t groups = plan.grid / shared_cluster_ctas(plan);

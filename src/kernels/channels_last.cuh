@@ -1572,7 +1572,8 @@ __global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.th
   }
   __syncthreads();
   int64_t sample = blockIdx.x / group;
-  // Clusters started together would sum, exchange and write in step (config.h kChannelsLastClusterStaggerCycles).
+  // Clusters started together would sum, exchange and write in step (config.h
+  // kChannelsLastClusterStaggerSpreadCycles).
   stagger_start(args, sample);
   if (threadIdx.x == 0 && sample < samples) {
     for (int p = 0; p < pieces; ++p) issue(sample, p);

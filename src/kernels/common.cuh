@@ -109,7 +109,7 @@ __device__ __forceinline__ void begin_dependent_kernel() {
 }
 
 // The first round's group (or cluster) `group` waits group x Plan::stagger_cycles SM cycles before
-// its first load (config.h kSharedStaggerCycles, kChannelsLastClusterStaggerCycles).
+// its first load (config.h kSharedStaggerCycles, kChannelsLastClusterStaggerSpreadCycles).
 __device__ __forceinline__ void stagger_start(const KernelArgs& args, int64_t group) {
   if (args.stagger_cycles <= 0) return;
   const long long start = clock64();

@@ -1897,9 +1897,11 @@ TEST(Planner, ChannelsLastClusters) {
   EXPECT_EQ(plan.smem_bytes, 792 * 128 + 8 * 64 * 8);
   EXPECT_EQ(plan.workspace_bytes, 0u);  // no partials, no coefficients: the CTAs exchange on chip
   EXPECT_NE(plan.describe().find("clusters=14x16"), std::string::npos) << plan.describe();
-  // 64 samples over 14 clusters: cluster k starts k x kChannelsLastClusterStaggerCycles late.
-  EXPECT_EQ(plan.stagger_cycles, detail::kChannelsLastClusterStaggerCycles);
-  EXPECT_NE(plan.describe().find(" stagger="), std::string::npos) << plan.describe();
+  // 64 samples over 14 clusters: cluster k starts k x 30,000 / 14 cycles late
+  // (kChannelsLastClusterStaggerSpreadCycles).
+  EXPECT_EQ(plan.stagger_cycles, 2142);
+  EXPECT_NE(plan.describe().find(" stagger=2142"), std::string::npos) << plan.describe();
+  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {128, 64, 64, 128})).stagger_cycles, 1000);  // 30 clusters of 8
 
   ForwardParams activated = cl(DType::kBFloat16, {64, 64, 128, 128});
   activated.activation = Activation::kRelu;
