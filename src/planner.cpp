@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -104,8 +103,28 @@ DeviceLimits hopper_h200_limits() {
   return limits;
 }
 
+namespace {
+
+// describe()'s line, built without iostreams: the PyTorch extension (setup.py) compiles this file too,
+// and there an ostringstream's insertion of a number died of a segmentation fault inside the
+// extension's own copy of ostream's insert (session 92, a channels_last GroupNorm plan's describe()).
+struct Line {
+  std::string text;
+  Line& operator<<(const char* part) {
+    text += part;
+    return *this;
+  }
+  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
+  Line& operator<<(Int value) {
+    text += std::to_string(value);
+    return *this;
+  }
+};
+
+}  // namespace
+
 std::string Plan::describe() const {
-  std::ostringstream out;
+  Line out;
   if (pass == Pass::kBackward) out << "backward ";
   out << path_name(path);
   switch (path) {
@@ -158,7 +177,7 @@ std::string Plan::describe() const {
   if (update_running_stats) out << " +running_stats";
   if (weight_grads) out << " +weight_grads";
   if (!writes_output) out << " no-dx";
-  return out.str();
+  return out.text;
 }
 
 namespace detail {
