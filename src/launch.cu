@@ -222,6 +222,12 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
                   "inorm: the plan's workspace_bytes (" + std::to_string(plan.workspace_bytes) +
                       ") is less than the " + std::to_string(layout.total) + " bytes it needs; plan again");
   }
+  // A hand-edited stagger: each group waits at most the longest spread the planner makes.
+  if (plan.stagger_cycles < 0 || plan.stagger_cycles > detail::kChannelsLastClusterStaggerSpreadCycles) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan's stagger_cycles (" + std::to_string(plan.stagger_cycles) + ") is not 0 to " +
+                      std::to_string(detail::kChannelsLastClusterStaggerSpreadCycles));
+  }
   auto* ws = static_cast<unsigned char*>(workspace);
   args.num_slices = plan.num_slices;
   args.channels = plan.channels;
