@@ -16,7 +16,7 @@
 //            --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
 //            cl-resident2,cl-blocks40,cl-blocks40g2c2,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,
-//            cl-cluster12,alone8,regv8
+//            cl-cluster12,stagger600,alone8,regv8
 //            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
@@ -27,7 +27,8 @@
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
 //            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
-//            and
+//            the plan with its groups' first round started K SM cycles apart (staggerK alone for the
+//            planner's, -staggerK after another variant), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
 //            thread; see dev/VARIANTS.md)
 #include <cuda_runtime_api.h>
@@ -74,6 +75,8 @@ struct Variant {
   int alone_ctas_per_sm = 0;        // > 0: a shared_resident plan of one CTA a slice edited to this many an SM
                                     // and its grid with it (past the planner's cap; CTAs beyond what fits run
                                     // in waves)
+  int stagger_cycles = -1;          // >= 0: Plan::stagger_cycles edited to this where groups of several CTAs
+                                    // (shared_resident's, channels_last's clusters) take the slices
 };
 
 // The plan a variant times: the planner's, with the variant's edit of split_pipelined's lead or L2
@@ -93,6 +96,9 @@ void edit_plan(const Variant& variant, Plan* plan) {
     plan->grid = std::min(plan->num_slices, plan->grid / plan->ctas_per_sm * variant.alone_ctas_per_sm);
     plan->ctas_per_sm = variant.alone_ctas_per_sm;
   }
+  const bool staggers = (plan->path == Path::kSharedResident && plan->ctas_per_slice > 1) ||
+                        (plan->path == Path::kChannelsLast && plan->exchange == Exchange::kCluster);
+  if (variant.stagger_cycles >= 0 && staggers) plan->stagger_cycles = variant.stagger_cycles;
   if (plan->path != Path::kSplitPipelined) return;
   if (variant.split_slack_per_cta >= 0) {
     plan->pipeline_lead =
@@ -612,6 +618,21 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
   while (std::getline(stream, item, ',')) {
     Variant v;
     v.name = item;
+    // Any variant's plan with its groups' first round started K SM cycles apart: -staggerK after
+    // it, e.g. cl-cluster0-stagger1200 (staggerK alone: the planner's plan).
+    const std::size_t stagger = item.rfind("stagger");
+    if (stagger != std::string::npos && (stagger == 0 || item[stagger - 1] == '-')) {
+      int end = 0;
+      if (std::sscanf(item.c_str() + stagger, "stagger%d%n", &v.stagger_cycles, &end) != 1 || v.stagger_cycles < 0 ||
+          stagger + end != item.size()) {
+        return false;
+      }
+      if (stagger == 0) {
+        variants->push_back(v);
+        continue;
+      }
+      item.resize(stagger - 1);
+    }
     int ctas = 0;
     int per_sm = 0;
     int clusters = 0;

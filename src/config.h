@@ -422,6 +422,22 @@ inline constexpr int kChannelsLastClusterDyBatch = kElementBytes == 2 ? 4 : 8;
 inline constexpr int kChannelsLastClusterMaxChannels = 128;
 inline constexpr int kChannelsLastClusterMaxCtas = 16;
 inline constexpr int64_t kChannelsLastClusterMinSampleBytes = int64_t{1} << 20;
+// Where the batch takes more than one round of the clusters, cluster k of K waits k x this spread / K
+// SM cycles before its first load (Plan::stagger_cycles), as kSharedStaggerCycles spreads
+// shared_resident's groups: started together, the clusters sum, exchange and write in step, and the
+// memory idles through their sums and barriers. The late clusters are those with a sample fewer
+// where the rounds are not whole. Measured on an H100 (dev/VARIANTS.md 119, inorm-bench's staggerK,
+// one process; forward x copy, backward x 1.5 copies), at 0 / 300 / 600 / 1200 / 2400 / 3600 cycles
+// apart: 14 clusters of 16 forward: cl-bf16 1.46 / 1.37 / 1.35 / 1.27 / 1.26 / 1.24, 32x64x128x128
+// bfloat16 1.54 / 1.49 / 1.47 / 1.32 / 1.26 / 1.29, 64x32x128x128 float32 1.18 / 1.12 / 1.11 /
+// 1.13 / 1.10 / 1.11; 30 clusters of 8 forward: 1 MiB bfloat16 samples 1.35 / 1.30 / 1.16 / 1.12 /
+// 1.22 / 1.32, float32 1.29 / 1.11 / 1.16 / 1.08 / 1.25 / 1.56; backward, float32: 7 clusters of 16
+// 1.64 / 1.63 / 1.62 / 1.61 / 1.62 / 1.55, 15 clusters of 8 1.76 / 1.75 / 1.74 / 1.71 / 1.65 /
+// 1.71. The best spread is 30,000-40,000 cycles whatever the count (about a round of the samples);
+// the H200's faster memory shortens a round, so the spread is the lower end. At this spread (session
+// 92's second call): forward 1.07-1.25 where none gave 1.30-1.55 (cl-bf16 1.47 -> 1.21),
+// float32's backward 1.55-1.66 where none gave 1.63-1.74.
+inline constexpr int64_t kChannelsLastClusterStaggerSpreadCycles = 30000;
 // The three kernels' streamed reduction (Plan::stream_parts): consumer warps (a producer warp
 // beside them issues the bulk copies), the ring's stages and their bytes; a sample's parts at most,
 // the planner's cost of a part beyond its bytes (its CTA sums, check and partials: about 3.5 us a

@@ -115,6 +115,7 @@ Status fit_channels_last_clusters(Plan* plan) {
                                                 " channels_last CTAs fits on this device");
   }
   plan->grid = std::min<int64_t>(plan->grid, static_cast<int64_t>(clusters) * plan->parts_per_slice);
+  plan->stagger_cycles = detail::stagger_cycles_of(*plan);  // (fewer clusters: more rounds)
   return Status::Ok();
 }
 
@@ -156,6 +157,7 @@ Status plan_with_occupancy(const Plan& signature, const PlanOptions& options, co
     }
     plan->grid = std::min<int64_t>(plan->grid,
                                    static_cast<int64_t>(occupancy.clusters) * detail::shared_cluster_ctas(*plan));
+    plan->stagger_cycles = detail::stagger_cycles_of(*plan);  // (fewer groups: more rounds, a wider spread each)
     plan->workspace_bytes = detail::workspace_layout(*plan).total;  // a smaller grid may need the slice counter
     return Status::Ok();
   }
@@ -220,6 +222,12 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
                   "inorm: the plan's workspace_bytes (" + std::to_string(plan.workspace_bytes) +
                       ") is less than the " + std::to_string(layout.total) + " bytes it needs; plan again");
   }
+  // A hand-edited stagger: each group waits at most the longest spread the planner makes.
+  if (plan.stagger_cycles < 0 || plan.stagger_cycles > detail::kChannelsLastClusterStaggerSpreadCycles) {
+    return Status(StatusCode::kInvalidArgument,
+                  "inorm: the plan's stagger_cycles (" + std::to_string(plan.stagger_cycles) + ") is not 0 to " +
+                      std::to_string(detail::kChannelsLastClusterStaggerSpreadCycles));
+  }
   auto* ws = static_cast<unsigned char*>(workspace);
   args.num_slices = plan.num_slices;
   args.channels = plan.channels;
@@ -249,6 +257,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.resident_parts = plan.resident_parts;
     args.evict_first = plan.evict_first;
   }
+  args.stagger_cycles = plan.stagger_cycles;
   if (plan.path == Path::kChannelsLast) {
     args.evict_first = plan.evict_first;
     args.stream_parts = plan.stream_parts;
@@ -267,7 +276,6 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
   if (plan.path == Path::kSharedResident) {
     args.ctas_per_slice = plan.ctas_per_slice;
     args.slice_clusters = plan.slice_clusters;
-    args.stagger_cycles = detail::shared_stagger_cycles(plan);
     if (detail::shared_exchanges_through_l2(plan)) {
       args.chunk_partials = ws + layout.chunk_partials;
       args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);

@@ -68,9 +68,11 @@ bool shared_slices_in_order(const Plan& plan);
 // Whether such a plan takes each next slice before normalizing the current one (config.h
 // kSharedEarlyDispatchMinRounds): in order, with register parts, over that many rounds.
 bool shared_takes_slices_early(const Plan& plan);
-// The SM cycles between the starts of a kSharedResident plan's groups in their first round (config.h
-// kSharedStaggerCycles): groups of several CTAs (or clusters) over more than one round; else 0.
-int shared_stagger_cycles(const Plan& plan);
+// The SM cycles between the starts of the groups of a plan's first round (Plan::stagger_cycles, the
+// planner's): kSharedResident's groups of several CTAs (or clusters) over more than one round
+// (config.h kSharedStaggerCycles), channels_last's clusters over more than one round
+// (kChannelsLastClusterStaggerSpreadCycles over them); else 0.
+int stagger_cycles_of(const Plan& plan);
 
 template <typename Params>
 int64_t slice_len_of(const Params& params) {

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -104,8 +103,28 @@ DeviceLimits hopper_h200_limits() {
   return limits;
 }
 
+namespace {
+
+// describe()'s line, built without iostreams: the PyTorch extension (setup.py) compiles this file too,
+// and there an ostringstream's insertion of a number died of a segmentation fault inside the
+// extension's own copy of ostream's insert (session 92, a channels_last GroupNorm plan's describe()).
+struct Line {
+  std::string text;
+  Line& operator<<(const char* part) {
+    text += part;
+    return *this;
+  }
+  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
+  Line& operator<<(Int value) {
+    text += std::to_string(value);
+    return *this;
+  }
+};
+
+}  // namespace
+
 std::string Plan::describe() const {
-  std::ostringstream out;
+  Line out;
   if (pass == Pass::kBackward) out << "backward ";
   out << path_name(path);
   switch (path) {
@@ -122,7 +141,7 @@ std::string Plan::describe() const {
       out << " grid=" << grid
           << (detail::shared_slices_in_order(*this) ? " in-order" : "")
           << (detail::shared_takes_slices_early(*this) ? " early" : "");
-      if (const int stagger = detail::shared_stagger_cycles(*this); stagger > 0) out << " stagger=" << stagger;
+      if (stagger_cycles > 0) out << " stagger=" << stagger_cycles;
       out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kSplitPipelined:
@@ -143,6 +162,7 @@ std::string Plan::describe() const {
       }
       if (exchange == Exchange::kCluster) {
         out << " clusters=" << grid / std::max(ctas_per_slice, 1) << "x" << ctas_per_slice;
+        if (stagger_cycles > 0) out << " stagger=" << stagger_cycles;
       }
       break;
     default:
@@ -157,7 +177,7 @@ std::string Plan::describe() const {
   if (update_running_stats) out << " +running_stats";
   if (weight_grads) out << " +weight_grads";
   if (!writes_output) out << " no-dx";
-  return out.str();
+  return out.text;
 }
 
 namespace detail {
@@ -213,7 +233,11 @@ bool shared_takes_slices_early(const Plan& plan) {
          plan.num_slices >= kSharedEarlyDispatchMinRounds * (plan.grid / plan.ctas_per_slice);
 }
 
-int shared_stagger_cycles(const Plan& plan) {
+int stagger_cycles_of(const Plan& plan) {
+  if (channels_last_clusters(plan)) {
+    const int64_t clusters = std::max<int64_t>(plan.grid / std::max(plan.parts_per_slice, 1), 1);
+    return batch_of(plan) > clusters ? static_cast<int>(kChannelsLastClusterStaggerSpreadCycles / clusters) : 0;
+  }
   if (plan.path != Path::kSharedResident || plan.ctas_per_slice < 2) return 0;
   const int64_t groups = plan.grid / shared_cluster_ctas(plan);
   if (groups < 1 || plan.num_slices * plan.slice_clusters <= groups) return 0;
@@ -1580,6 +1604,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
     }
     const Status status = plan_channels_last_path(base, limits, options, plan);
     if (!status.ok()) return status;
+    plan->stagger_cycles = stagger_cycles_of(*plan);
     plan->workspace_bytes = workspace_layout(*plan).total;
     return Status::Ok();
   }
@@ -1625,6 +1650,7 @@ Status plan_slices(const Plan& base, const DeviceLimits& limits, const PlanOptio
   }
   if (!status.ok()) return status;
   if (path != Path::kGroupRegisters) plan_spanning_pairs(base, limits, options, plan);
+  plan->stagger_cycles = stagger_cycles_of(*plan);
   plan->workspace_bytes = workspace_layout(*plan).total;
   return Status::Ok();
 }

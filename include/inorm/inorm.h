@@ -305,6 +305,9 @@ struct Plan {
                               // there; where the streamed kernel applies (not the planner's; a caller may set it):
                               // each part's first rows, beyond what its ring and a share of L2 keep for the second
                               // read, that second read and the output
+  // kSharedResident and kChannelsLast's cluster form: SM cycles between the starts of the groups (or
+  // clusters) of the first round, group k waiting k times this long (0: all at once)
+  int stagger_cycles = 0;
   int smem_bytes = 0;        // dynamic shared memory per CTA (a region per input)
 
   std::size_t workspace_bytes = 0;

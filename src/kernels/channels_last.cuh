@@ -1426,7 +1426,8 @@ __global__ void __launch_bounds__(kThreads, kThreads > kChannelsLastThreads     
 //             loaded again with the next sample's rows.
 // x is read once from HBM; dy twice, the second read from L2 where the sample's few MiB still are.
 // The next sample's context loads under this one's elementwise pass. Every CTA of a cluster takes
-// the same samples, and none leaves while a peer may read its cells.
+// the same samples, and none leaves while a peer may read its cells; cluster k starts its first
+// sample k x Plan::stagger_cycles SM cycles late.
 template <typename Op>
 struct ClusterSums;
 // The backward's plain op: dy, dy * d and d around the mean x was normalized with.
@@ -1571,6 +1572,9 @@ __global__ void __launch_bounds__(kChannelsLastClusterShape<Op::kInputs == 2>.th
   }
   __syncthreads();
   int64_t sample = blockIdx.x / group;
+  // Clusters started together would sum, exchange and write in step (config.h
+  // kChannelsLastClusterStaggerSpreadCycles).
+  stagger_start(args, sample);
   if (threadIdx.x == 0 && sample < samples) {
     for (int p = 0; p < pieces; ++p) issue(sample, p);
   }

@@ -94,7 +94,7 @@ struct KernelArgs {
   // after each group's first, zeroed before the launch; null: the groups stride over the slices.
   unsigned long long* slice_counter;
   bool take_slices_early;  // the counter is read before normalizing (planner.cpp shared_takes_slices_early)
-  int64_t stagger_cycles;  // between the first round's groups' starts (planner.cpp shared_stagger_cycles)
+  int64_t stagger_cycles;  // between the first round's groups' starts (Plan::stagger_cycles)
   ChannelsLastDivisors channels_last_divisors;  // kChannelsLast
 };
 
@@ -106,6 +106,15 @@ struct KernelArgs {
 __device__ __forceinline__ void begin_dependent_kernel() {
   cudaGridDependencySynchronize();
   cudaTriggerProgrammaticLaunchCompletion();
+}
+
+// The first round's group (or cluster) `group` waits group x Plan::stagger_cycles SM cycles before
+// its first load (config.h kSharedStaggerCycles, kChannelsLastClusterStaggerSpreadCycles).
+__device__ __forceinline__ void stagger_start(const KernelArgs& args, int64_t group) {
+  if (args.stagger_cycles <= 0) return;
+  const long long start = clock64();
+  const long long delay = args.stagger_cycles * group;
+  while (clock64() - start < delay) __nanosleep(64);
 }
 
 template <typename T>
@@ -339,17 +348,21 @@ __device__ __forceinline__ ChannelAffine<Acc> channel_affine(const KernelArgs& a
 __device__ __forceinline__ float reciprocal_sqrt(float v) { return rsqrtf(v); }
 __device__ __forceinline__ double reciprocal_sqrt(double v) { return rsqrt(v); }
 
-// y = ((x - center_hi) - center_lo) * scale + shift. The centre is the mean split in two parts so
-// that data far from zero (1e4 + randn) loses no digits to the subtraction.
+// y = ((x - center_hi) - center_lo) * scale + bias, as (x - center_hi) * scale + shift with shift =
+// bias - center_lo * scale (of_parts): one subtraction and one fma an element. The centre is the mean
+// split in two parts so that data far from zero (1e4 + randn) loses no digits to the subtraction.
 template <typename Acc>
 struct SliceAffine {
   Acc center_hi;
   Acc center_lo;
   Acc scale;
   Acc shift;
-  __device__ __forceinline__ Acc apply(Acc x) const {
-    return fma((x - center_hi) - center_lo, scale, shift);
+  // The bias itself where center_lo is 0 (eval mode's): an infinite scale (a running variance of 0,
+  // eps 0) then gives +-inf as torch does, where -0 * inf would make every output NaN.
+  static __device__ __forceinline__ SliceAffine of_parts(Acc center_hi, Acc center_lo, Acc scale, Acc bias) {
+    return SliceAffine{center_hi, center_lo, scale, center_lo == Acc(0) ? bias : fma(-center_lo, scale, bias)};
   }
+  __device__ __forceinline__ Acc apply(Acc x) const { return fma(x - center_hi, scale, shift); }
 };
 
 __device__ __forceinline__ void store_param(void* ptr, DType dtype, int64_t index, double value) {

@@ -30,9 +30,8 @@ __global__ void __launch_bounds__(kEvalThreads) eval_forward_kernel(const Kernel
       const Acc mean = load_param<Acc>(args.running_mean, args.param_dtype, channel);
       const Acc var = load_param<Acc>(args.running_var, args.param_dtype, channel);
       const ChannelAffine<Acc> channel_params = channel_affine<Acc>(args, channel);
-      const SliceAffine<Acc> affine{mean, Acc(0),
-                                    reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * channel_params.weight,
-                                    channel_params.bias};
+      const SliceAffine<Acc> affine = SliceAffine<Acc>::of_parts(
+          mean, Acc(0), reciprocal_sqrt(var + static_cast<Acc>(args.eps)) * channel_params.weight, channel_params.bias);
       y[i] = Traits<T>::from_acc(activation.activate(affine.apply(Traits<T>::to_acc(x[i]))));
       offset += step_offset;
       channel += step_channel;

@@ -114,7 +114,7 @@ __device__ __forceinline__ SliceAffine<Acc> finish_slice(const KernelArgs& args,
       static_cast<Acc*>(args.slice_term1)[slice] = m2 / (count - Acc(1));
     }
   }
-  return SliceAffine<Acc>{mean_hi, mean_lo, rstd * weight, bias};
+  return SliceAffine<Acc>::of_parts(mean_hi, mean_lo, rstd * weight, bias);
 }
 
 template <typename T, bool kGeneral>
@@ -298,8 +298,7 @@ struct ForwardOp {
   }
 
   static __device__ __forceinline__ void for_channel(Acc weight, Acc bias, Coefficients& c) {
-    c.affine.scale = c.rstd * weight;
-    c.affine.shift = bias;
+    c.affine = SliceAffine<Acc>::of_parts(c.affine.center_hi, c.affine.center_lo, c.rstd * weight, bias);
   }
 
   // `activation`: c's, fixed by c.visit around the caller's loop, or c itself (the branch per element).

@@ -220,11 +220,7 @@ __global__ void __launch_bounds__(kThreads, kRegisterVecs > 0 ? kSharedRegisterC
 
   int64_t unit = blockIdx.x / group_size;
   // Groups started together would load, exchange and store in step (config.h kSharedStaggerCycles).
-  if (args.stagger_cycles > 0) {
-    const long long start = clock64();
-    const long long delay = args.stagger_cycles * unit;
-    while (clock64() - start < delay) __nanosleep(64);
-  }
+  stagger_start(args, unit);
   for (int round = 0; unit < units; ++round) {
     const int64_t slice = kSpansClusters ? unit / slice_clusters : unit;
     const int part = kSpansClusters ? static_cast<int>(unit - slice * slice_clusters) : 0;

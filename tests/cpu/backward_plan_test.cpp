@@ -229,6 +229,7 @@ TEST(PlanBackward, ChannelsLastClusters) {
   EXPECT_EQ(plan.smem_bytes, 1024 * 128 + 16 * 32 * 12);
   EXPECT_EQ(plan.workspace_bytes, 0u);  // no partials, no coefficients: the CTAs exchange on chip
   EXPECT_NE(plan.describe().find("clusters=8x16"), std::string::npos) << plan.describe();
+  EXPECT_EQ(plan.stagger_cycles, 30000 / 8);  // 64 samples over 8 clusters (kChannelsLastClusterStaggerSpreadCycles)
   BackwardParams weight_grads = cl(DType::kFloat32, {64, 32, 128, 128});
   weight_grads.weight = fake_pointer(kAligned * 200);
   weight_grads.dweight = fake_pointer(kAligned * 201);

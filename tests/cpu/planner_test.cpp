@@ -285,7 +285,7 @@ TEST(Planner, FirstRoundStaggeredByGroup) {
   for (const Stagger& s : staggers) {
     const Plan plan = shared_plan_of(problem(s.dtype, s.shape));
     SCOPED_TRACE(std::string(s.why) + ": " + plan.describe());
-    EXPECT_EQ(detail::shared_stagger_cycles(plan), s.cycles);
+    EXPECT_EQ(plan.stagger_cycles, s.cycles);
     EXPECT_EQ(plan.describe().find(" stagger=" + std::to_string(s.cycles)) != std::string::npos, s.cycles > 0);
   }
   // The groups of a slice spanning clusters are its clusters: 16 of two CTAs a 4 MiB slice, 132 in
@@ -297,9 +297,9 @@ TEST(Planner, FirstRoundStaggeredByGroup) {
   const Plan spanning = plan_of(problem(DType::kFloat32, {1, 32, 1024, 1024}), spans);
   ASSERT_EQ(spanning.slice_clusters, 16) << spanning.describe();
   EXPECT_EQ(spanning.grid, 264);
-  EXPECT_EQ(detail::shared_stagger_cycles(spanning), 181);
+  EXPECT_EQ(spanning.stagger_cycles, 181);
   // Other paths never wait.
-  EXPECT_EQ(detail::shared_stagger_cycles(plan_of(problem(DType::kFloat32, {256, 256, 16, 16}))), 0);
+  EXPECT_EQ(plan_of(problem(DType::kFloat32, {256, 256, 16, 16})).stagger_cycles, 0);
 }
 
 // Slices in order from the counter from three rounds on, 16 KiB or more of a slice per CTA, with the
@@ -481,7 +481,7 @@ TEST(Planner, SlicesNoClusterHoldsSpanPairs) {
     EXPECT_EQ(plan.exchange, Exchange::kCluster);
     EXPECT_EQ(plan.register_len, detail::shared_register_len(s.dtype, 1));  // the narrow part
     EXPECT_EQ(plan.grid, 264);  // every one of the 132 pairs
-    EXPECT_EQ(detail::shared_stagger_cycles(plan), 181);  // 24,000 cycles over 132 pairs
+    EXPECT_EQ(plan.stagger_cycles, 181);  // 24,000 cycles over 132 pairs
   }
   // The general op spans them too (mid-3mib-fp16 + LeakyReLU, ten pairs); views without 16-byte
   // access and forced options keep split_pipelined.
@@ -1897,6 +1897,11 @@ TEST(Planner, ChannelsLastClusters) {
   EXPECT_EQ(plan.smem_bytes, 792 * 128 + 8 * 64 * 8);
   EXPECT_EQ(plan.workspace_bytes, 0u);  // no partials, no coefficients: the CTAs exchange on chip
   EXPECT_NE(plan.describe().find("clusters=14x16"), std::string::npos) << plan.describe();
+  // 64 samples over 14 clusters: cluster k starts k x 30,000 / 14 cycles late
+  // (kChannelsLastClusterStaggerSpreadCycles).
+  EXPECT_EQ(plan.stagger_cycles, 2142);
+  EXPECT_NE(plan.describe().find(" stagger=2142"), std::string::npos) << plan.describe();
+  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {128, 64, 64, 128})).stagger_cycles, 1000);  // 30 clusters of 8
 
   ForwardParams activated = cl(DType::kBFloat16, {64, 64, 128, 128});
   activated.activation = Activation::kRelu;
@@ -1946,6 +1951,7 @@ TEST(Planner, ChannelsLastClusters) {
   EXPECT_EQ(plan.tile_rows, 500);
   EXPECT_EQ(plan.register_len, 104);
   EXPECT_EQ(plan.grid, 2 * 4);
+  EXPECT_EQ(plan.stagger_cycles, 0);  // one round: no cluster waits for another
   Plan unused;
   forced.force_ctas_per_slice = 3;  // 667 rows a CTA: 271 past shared memory, 128 in registers at most
   EXPECT_EQ(plan_forward(cl(DType::kFloat32, {2, 64, 40, 50}), hopper_h200_limits(), &unused, forced).code(),

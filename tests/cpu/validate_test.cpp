@@ -290,6 +290,23 @@ TEST(Validate, LaunchRefusesHandEditedSharedPlans) {
   }
 }
 
+// launch_forward refuses a stagger edited past what the planner makes (each group waits 0 to
+// kChannelsLastClusterStaggerSpreadCycles cycles more than the one before it): a negative one, and
+// one a cycle too long, before it touches the device.
+TEST(Validate, LaunchRefusesHandEditedStagger) {
+  ForwardParams p = valid_params();
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan).ok());
+  for (const int cycles : {-1, static_cast<int>(detail::kChannelsLastClusterStaggerSpreadCycles) + 1}) {
+    Plan edited = plan;
+    edited.stagger_cycles = cycles;
+    const Status status = launch_forward(edited, p, nullptr, nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << cycles;
+    EXPECT_NE(status.message().find("stagger_cycles (" + std::to_string(cycles) + ")"), std::string::npos)
+        << status.message();
+  }
+}
+
 // The same for plans with register parts (1 MiB fp32 slices): a register part without 16-byte
 // access, a shared part off 16 bytes, or a register part of another size than the kernel's.
 TEST(Validate, LaunchRefusesHandEditedRegisterParts) {

@@ -285,7 +285,7 @@ TEST(GpuChannelsLast, ClusterBackward) {
     }
   }
   // The planner's: 32 samples of 2 MiB (float32, 32 channels of 128x128) fill four rounds of the
-  // clusters of 16 an H100 or H200 holds.
+  // clusters of 16 an H100 or H200 holds, their first round staggered (Plan::stagger_cycles).
   Case planned = channels_last_case(Pass::kBackward, {32, 32, 128, 128}, DType::kFloat32, Exchange::kCluster);
   planned.options.force_exchange = Exchange::kAuto;
   planned.expect_ctas_per_slice = 16;
@@ -346,7 +346,7 @@ TEST(GpuChannelsLast, ClusterForward) {
     }
   }
   // The planner's: 64 samples of 2 MiB (bfloat16, 64 channels of 128x128) fill two rounds of the
-  // clusters of 16 an H100 or H200 holds at two CTAs an SM.
+  // clusters of 16 an H100 or H200 holds at two CTAs an SM, their first round staggered.
   Case planned = channels_last_case(Pass::kForward, {64, 64, 128, 128}, DType::kBFloat16, Exchange::kCluster);
   planned.options.force_exchange = Exchange::kAuto;
   planned.expect_ctas_per_slice = 16;

@@ -281,6 +281,82 @@ TEST(GpuForward, ConstantSlicesWithZeroEpsAreNan) {
   }
 }
 
+// Eval mode with a running variance of 0 and eps = 0: rstd is +inf, so y = (x - running_mean) * inf
+// * weight + bias is +-inf where x differs from the mean and NaN where it equals it, as PyTorch
+// gives. The apply folds the mean's low part into the shift (common.cuh SliceAffine::of_parts),
+// which must leave the bias alone here (-0 * inf would make every y NaN). NCHW and channels_last,
+// each dtype; x is -2, -1, ..., 2 around a mean of 0 (and 0.5 for a negative weight), every value
+// exact in every dtype.
+TEST(GpuForward, EvalWithZeroVarianceAndEpsIsInfinite) {
+  INORM_REQUIRE_GPU();
+  for (Layout layout : {Layout::kContiguous, Layout::kChannelsLast}) {
+    for (DType dtype : kAllDtypes) {
+      const int64_t batch = 2, channels = 2, len = 5;
+      ForwardParams p;
+      p.dtype = dtype;
+      p.layout = layout;
+      p.batch = batch;
+      p.channels = channels;
+      p.spatial_rank = 1;
+      p.spatial[0] = len;
+      p.eps = 0.0;
+      p.use_input_stats = false;
+      const std::vector<double> mean = {0.0, 0.5}, var = {0.0, 0.0}, weight = {1.0, -2.0}, bias = {0.25, 0.0};
+      std::vector<double> host(static_cast<std::size_t>(batch * channels * len));
+      // Element (n, c, s) at its layout's place: NCHW n c s; channels_last n s c.
+      const auto at = [&](int64_t n, int64_t c, int64_t s) {
+        return static_cast<std::size_t>(layout == Layout::kChannelsLast ? (n * len + s) * channels + c
+                                                                        : (n * channels + c) * len + s);
+      };
+      for (int64_t n = 0; n < batch; ++n) {
+        for (int64_t c = 0; c < channels; ++c) {
+          for (int64_t s = 0; s < len; ++s) host[at(n, c, s)] = mean[c] + static_cast<double>(s - 2);
+        }
+      }
+      DeviceBuffer x, y, running_mean, running_var, w, b;
+      ASSERT_TRUE(x.allocate(host.size() * dtype_size(dtype)).ok());
+      ASSERT_TRUE(y.allocate(host.size() * dtype_size(dtype)).ok());
+      for (DeviceBuffer* param : {&running_mean, &running_var, &w, &b}) {
+        ASSERT_TRUE(param->allocate(channels * sizeof(float)).ok());
+      }
+      ASSERT_TRUE(copy_from_host(host, dtype, x.get()).ok());
+      ASSERT_TRUE(copy_from_host(mean, DType::kFloat32, running_mean.get()).ok());
+      ASSERT_TRUE(copy_from_host(var, DType::kFloat32, running_var.get()).ok());
+      ASSERT_TRUE(copy_from_host(weight, DType::kFloat32, w.get()).ok());
+      ASSERT_TRUE(copy_from_host(bias, DType::kFloat32, b.get()).ok());
+      ASSERT_TRUE(poison(y.get(), y.bytes()).ok());
+      p.x = x.get();
+      p.y = y.get();
+      p.running_mean = running_mean.get();
+      p.running_var = running_var.get();
+      p.weight = w.get();
+      p.bias = b.get();
+      Plan plan;
+      ASSERT_TRUE(plan_forward(p, &plan).ok());
+      ASSERT_TRUE(launch_forward(plan, p, nullptr, nullptr).ok());
+      ASSERT_TRUE(synchronize("forward").ok());
+      std::vector<double> host_y;
+      ASSERT_TRUE(copy_to_host(y.get(), dtype, 0, static_cast<int64_t>(host.size()), &host_y).ok());
+      for (int64_t n = 0; n < batch; ++n) {
+        for (int64_t c = 0; c < channels; ++c) {
+          for (int64_t s = 0; s < len; ++s) {
+            const double v = host_y[at(n, c, s)];
+            const std::string where = std::string(dtype_name(dtype)) +
+                                      (layout == Layout::kChannelsLast ? " channels_last (" : " (") +
+                                      std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(s) +
+                                      "): " + std::to_string(v) + " [" + plan.describe() + "]";
+            if (s == 2) {
+              EXPECT_TRUE(std::isnan(v)) << where;  // 0 * inf
+            } else {
+              EXPECT_TRUE(std::isinf(v) && (v > 0) == ((s > 2) == (weight[c] > 0))) << where;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The planner's steady plans (chunks of at most 64 KiB, about 192 KiB of them per SM, two or more
 // rounds of slices per CTA), which the seed-sized cases take: whole 64 KiB chunks, ragged chunks
 // of a misaligned view, and 32 KiB slices six CTAs to an SM. From three rounds on, the groups take
