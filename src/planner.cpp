@@ -1355,12 +1355,14 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
       forced > 0 ? forced
                  : std::min({apply_capacity / batch, rows / detail::channels_last_stream_apply_min_rows(*plan),
                              detail::kChannelsLastStreamMaxParts, combined_parts});
-  // Forced parts past one round take the parts in rounds of the grid (Plan::stream_grid below them).
-  const bool can_apply = apply_parts >= 1 && (forced > 0 || batch * apply_parts <= apply_capacity) &&
+  // Forced parts past one round take the parts in rounds of the grid (Plan::stream_grid below them),
+  // a sample's parts in as many CTAs (each waits for its sample's others before its next part).
+  const bool can_apply = apply_parts >= 1 && apply_parts <= apply_capacity &&
+                         (forced > 0 || batch * apply_parts <= apply_capacity) &&
                          rows / apply_parts >= detail::channels_last_stream_apply_min_rows(*plan);
   if (forced_applies == 1 && !can_apply) {
     return invalid("forced channels_last stream applies need every part of a sample in one round of " +
-                   std::to_string(apply_capacity) + " CTAs (or forced parts), each part at least " +
+                   std::to_string(apply_capacity) + " CTAs (forced parts: at most that many), each part at least " +
                    std::to_string(detail::channels_last_stream_apply_min_rows(*plan)) + " rows: " + plan->describe() +
                    (forced > 0 ? " in " + std::to_string(forced) + " parts" : std::string()));
   }
