@@ -26,6 +26,10 @@ for parts in 264 66; do
     --variants cl-apply1-p$parts --repeats 20 --warmup 1 --json /tmp/ncu.json > $N/ncu-p$parts.txt 2>&1
   step $? "ncu p$parts"
 done
+# The seeds' forward sweep of call-1 again on this machine (it may be another GPU than call-1's).
+timeout 60 $bins/inorm-bench --suite /tmp/seed.json --variants cl-apply1,cl-apply1-p264,cl-apply1-p132,cl-apply1-p66,cl-apply1-p33 \
+  --markdown $N/rounds-forward.md --json $N/rounds-forward.json > $N/rounds-forward.log 2>&1
+step $? "rounds forward, cl-seed-bf16"
 for run in 1 2; do
   INORM_CASE_SEED=2186139186 timeout 100 $bins/inorm_gpu_tests --gtest_filter='GpuChannelsLast.StreamedReduction' \
     --gtest_brief=1 > $N/seed-$run.log 2>&1
