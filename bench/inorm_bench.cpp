@@ -26,8 +26,7 @@
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
-//            cl-apply1-pK, in rounds of the grid where the batch's parts outnumber its CTAs), the
-//            cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
+//            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
 //            the plan with its groups' first round started K SM cycles apart (staggerK alone for the
 //            planner's, -staggerK after another variant), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a

@@ -481,10 +481,6 @@ inline constexpr int64_t kChannelsLastStreamApplyMaxBytes = int64_t{1} << 30;
 inline constexpr int64_t kChannelsLastStreamApplyMaxBackwardBytes = int64_t{8} << 30;
 inline constexpr int64_t kChannelsLastStreamApplyMaxPartials = 2048;
 inline constexpr int64_t kChannelsLastStreamApplyMinCtas = 64;
-// The applying streamed kernel in rounds (plan_internal.h channels_last_stream_rounds): bytes of each
-// input of a CTA's next part it prefetches into L2 while its sample's CTAs wait for each other, so
-// that device memory keeps reading through the wait.
-inline constexpr int64_t kChannelsLastStreamPrefetchBytes = 32 * 1024;
 // The three kernels' backward marks its elementwise pass's loads and stores evict-first in L2
 // (Plan::evict_first) where x and dy together hold at most this many bytes, so the tiles that pass
 // has yet to reach stay there: 6-8% faster on 48 and 64 MiB (cl-c3, cl-3d-fp16), level on 128 MiB,

@@ -265,7 +265,6 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
       args.split_partials = ws + layout.split_partials;
       if (detail::channels_last_resident(plan) || detail::channels_last_stream_applies(plan)) {
         args.slice_arrivals = reinterpret_cast<unsigned*>(ws + layout.slice_arrivals);
-        if (detail::channels_last_stream_rounds(plan)) args.slice_coefficients = ws + layout.slice_coefficients;
       } else {
         args.slice_coefficients = ws + layout.slice_coefficients;
       }

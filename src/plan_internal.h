@@ -222,15 +222,6 @@ inline int64_t channels_last_reduce_parts(const Plan& plan) {
 inline bool channels_last_stream_applies(const Plan& plan) {
   return channels_last_streams(plan) && plan.stream_applies;
 }
-// Where the applying streamed kernel takes its parts in rounds (more than the CTAs resident at once:
-// a few samples at a time over the whole grid, each part read again from L2): a sample's
-// coefficients go through the workspace, and it has a second counter, of the CTAs that combined them.
-inline bool channels_last_stream_rounds(const Plan& plan) {
-  return channels_last_stream_applies(plan) && plan.stream_grid < batch_of(plan) * plan.stream_parts;
-}
-inline int64_t channels_last_stream_arrivals(const Plan& plan) {
-  return (channels_last_stream_rounds(plan) ? 2 : 1) * batch_of(plan);
-}
 inline int64_t channels_last_stream_smem_bytes(const Plan& plan, bool applies) {
   return kChannelsLastStreamStages * kChannelsLastStreamStageBytes +
          kChannelsLastStreamWarps * plan.channels * channels_last_stream_sum_bytes(plan.inputs) +

@@ -275,8 +275,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   if (channels_last_exchanges(plan)) {
     layout.slice_arrivals = reserve(static_cast<std::size_t>(channels_last_resident_items(plan)) * sizeof(unsigned));
   } else if (channels_last_stream_applies(plan)) {
-    layout.slice_arrivals = reserve(static_cast<std::size_t>(channels_last_stream_arrivals(plan)) * sizeof(unsigned));
-    if (channels_last_stream_rounds(plan)) layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
+    layout.slice_arrivals = reserve(static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned));
   } else if (channels_last_tiles && !channels_last_resident(plan)) {
     layout.slice_coefficients = reserve(channels * kSliceCoefficientBytes);
   }
@@ -1355,14 +1354,11 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
       forced > 0 ? forced
                  : std::min({apply_capacity / batch, rows / detail::channels_last_stream_apply_min_rows(*plan),
                              detail::kChannelsLastStreamMaxParts, combined_parts});
-  // Forced parts past one round take the parts in rounds of the grid (Plan::stream_grid below them),
-  // a sample's parts in as many CTAs (each waits for its sample's others before its next part).
-  const bool can_apply = apply_parts >= 1 && apply_parts <= apply_capacity &&
-                         (forced > 0 || batch * apply_parts <= apply_capacity) &&
+  const bool can_apply = apply_parts >= 1 && batch * apply_parts <= apply_capacity &&
                          rows / apply_parts >= detail::channels_last_stream_apply_min_rows(*plan);
   if (forced_applies == 1 && !can_apply) {
     return invalid("forced channels_last stream applies need every part of a sample in one round of " +
-                   std::to_string(apply_capacity) + " CTAs (forced parts: at most that many), each part at least " +
+                   std::to_string(apply_capacity) + " CTAs, each part at least " +
                    std::to_string(detail::channels_last_stream_apply_min_rows(*plan)) + " rows: " + plan->describe() +
                    (forced > 0 ? " in " + std::to_string(forced) + " parts" : std::string()));
   }
@@ -1375,7 +1371,7 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
                               batch * apply_parts >= detail::kChannelsLastStreamApplyMinCtas;
   if (can_apply && (forced_applies == 1 || (forced_applies < 0 && applies_by_rule))) {
     plan->stream_parts = apply_parts;
-    plan->stream_grid = std::min(batch * apply_parts, apply_capacity);
+    plan->stream_grid = batch * apply_parts;
     plan->stream_applies = true;
     return Status::Ok();
   }

@@ -95,11 +95,9 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       (plan.stream_parts > 0 && (!channels_last_can_stream(plan) || plan.stream_parts > spatial ||
                                  plan.slice_channels * plan.stream_parts > std::numeric_limits<int>::max() ||
                                  plan.stream_grid < 1)) ||
-      // Applying: a CTA a part at a time (all at once, or in rounds of the grid: a sample's parts in
-      // as many CTAs, each waiting for the others), each part's ring full of it.
+      // Applying: a CTA a part, all at once, each part's ring full of it.
       (plan.stream_applies &&
-       (plan.stream_parts < 1 || plan.stream_grid > batch_of(plan) * plan.stream_parts ||
-        plan.stream_parts > plan.stream_grid ||
+       (plan.stream_parts < 1 || plan.stream_grid != batch_of(plan) * plan.stream_parts ||
         spatial / plan.stream_parts < channels_last_stream_apply_min_rows(plan)))) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's streamed channels_last reduction (" + plan.describe() +

@@ -729,19 +729,18 @@ struct RingPosition {
   }
 };
 
-// The elementwise pass of the streamed kernel's part of `item` (kApplies), by its consumer threads,
-// the ring `at` where the reduction left it (and left where this pass leaves it): its j-th stage
+// The elementwise pass of the streamed kernel's part (kApplies: a CTA's one part, blockIdx.x), by
+// its consumer threads, the ring `at` where the reduction left it: its j-th stage
 // is the part's last kStages stages in order (still there), then the rest from the last back.
 // A stage holds each input's rows in turn (kChannelsLastStreamStageBytes / kInputs each); a full
 // one is an array of 16-byte packs an input whose i-th holds channels (i * its elements) mod C on:
 // a thread takes packs t, t + 256, ... of the same channels (256 packs hold whole rows); a stage
 // of fewer rows is taken by runs as the reduction takes it. `cells`: the sample's coefficients, a
-// cell a channel; `stage_rows`: the kernel's rows a stage; `evict`: the output's lines marked
-// evict-first in L2.
+// cell a channel; `stage_rows`: the kernel's rows a stage.
 template <typename Op>
-__device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, int64_t item, const unsigned char* smem,
+__device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, const unsigned char* smem,
                                                     const unsigned char* cells, uint64_t* full, uint64_t* empty,
-                                                    RingPosition& at, int stage_rows, bool evict) {
+                                                    RingPosition at, int stage_rows) {
   using T = typename Op::Elem;
   using Acc = typename Op::Acc;
   using Coefficients = typename Op::Coefficients;
@@ -756,8 +755,8 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, int6
   const int64_t channels = args.channels;
   const int64_t parts = args.stream_parts;
   int64_t begin = 0;
-  const int64_t len = stream_part_rows(args, item % parts, &begin);
-  T* const part_out = static_cast<T*>(args.out) + (item / parts * args.channel_len + begin) * channels;
+  const int64_t len = stream_part_rows(args, blockIdx.x % parts, &begin);
+  T* const part_out = static_cast<T*>(args.out) + (blockIdx.x / parts * args.channel_len + begin) * channels;
   const auto coefficients_of = [&](int64_t channel) {
     return *reinterpret_cast<const Coefficients*>(cells + channel * kSliceCoefficientBytes);
   };
@@ -796,7 +795,7 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, int6
             for (int i = 0; i < kInputs; ++i) element[i] = Traits<T>::to_acc(v[i][m].v[e]);
             y.v[e] = Traits<T>::from_acc(Op::apply(c[e], activation, element));
           }
-          store_output_pack(dst + (threadIdx.x + m * kConsumers) * kVec, y, evict);
+          store_output_pack(dst + (threadIdx.x + m * kConsumers) * kVec, y, args.evict_first);
         }
       } else {
         for (int row = first_row; row < n; row += rows_a_pass) {
@@ -823,72 +822,6 @@ __device__ __forceinline__ void apply_streamed_part(const KernelArgs& args, int6
   });
 }
 
-// The first `bytes` (a multiple of 16) at `src` on their way into L2, with no one waiting for them:
-// the bulk prefetch by hand (cuda::ptx wraps none).
-__device__ __forceinline__ void prefetch_to_l2(const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-}
-
-// The applying streamed kernel's coefficients of `sample` in rounds, into `cells` (a cell a channel)
-// of every CTA that takes one of its parts (`part`; partial_of(s, i): slice s's i-th partial). The
-// CTA arrives on the sample's counter; the first CTAs of its parts (`combiners`) each combine slices
-// by a warp each once every part has arrived, leave the slices' coefficients in the workspace, a
-// cell a channel, and arrive on the sample's second counter, which every CTA then waits for and
-// copies the cells. A combine a slice: each CTA's own combine of C x parts partials (one round's)
-// would load thousands a CTA at a part a CTA of the grid.
-template <typename Op, typename PartialOf>
-__device__ __forceinline__ void stream_round_coefficients(const KernelArgs& args, int64_t sample, int64_t part,
-                                                          const PartialOf& partial_of, unsigned char* cells) {
-  using Coefficients = typename Op::Coefficients;
-  static_assert(!Op::kChannelCoefficients, "the streamed ops' coefficients are their slice's");
-  constexpr int kWarps = kChannelsLastStreamWarps;
-  const int64_t parts = args.stream_parts;
-  const int64_t slices = args.groups;
-  const int64_t combiners = min(parts, (slices + kWarps - 1) / kWarps);
-  const int count = static_cast<int>(args.slice_channels * parts);
-  unsigned char* const coefficients =
-      static_cast<unsigned char*>(args.slice_coefficients) + sample * args.channels * kSliceCoefficientBytes;
-  unsigned* const combined = args.slice_arrivals + args.channels_last_divisors.samples + sample;
-  const auto wait_for = [](unsigned* counter, int64_t target) {
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(*counter);
-    while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(target)) {
-    }
-  };
-  if (threadIdx.x == 0) {
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(args.slice_arrivals[sample])
-        .fetch_add(1u, cuda::memory_order_release);
-  }
-  if (part < combiners) {
-    if (threadIdx.x == 0) wait_for(&args.slice_arrivals[sample], parts);
-    consumers_sync();
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    for (int64_t s = part * kWarps + warp; s < slices; s += combiners * kWarps) {
-      GroupAllSum<32, kWarps * 32> lane_sum;
-      const auto stats = Op::template combine_split<kCombineInFlight>([&](int i) { return partial_of(s, i); }, count,
-                                                                      lane, 32, lane_sum);
-      if (lane != 0) continue;
-      const int64_t slice = sample * slices + s;
-      const Coefficients c =
-          Op::finish(args, slice, Op::template context<true>(args, slice), Op::from_split(stats), /*writer=*/true);
-      for (int64_t local = 0; local < args.slice_channels; ++local) {
-        *reinterpret_cast<Coefficients*>(coefficients + (s * args.slice_channels + local) * kSliceCoefficientBytes) = c;
-      }
-    }
-    __threadfence();  // the coefficients, before the sample's CTAs read them
-    consumers_sync();
-    if (threadIdx.x == 0) {
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*combined).fetch_add(1u, cuda::memory_order_release);
-    }
-  }
-  if (threadIdx.x == 0) wait_for(combined, combiners);
-  consumers_sync();
-  for (int64_t channel = threadIdx.x; channel < args.channels; channel += kWarps * 32) {
-    *reinterpret_cast<Coefficients*>(cells + channel * kSliceCoefficientBytes) =
-        load_l2<Coefficients>(coefficients + channel * kSliceCoefficientBytes);
-  }
-}
-
 // The three kernels' reduction streamed (Plan::stream_parts, in place of
 // channels_last_reduce_kernel), for the plain ops (kStreamsReduction): a CTA takes a part of a
 // sample's rows at a time, the grid striding over the (sample, part) items. Its producer warp's
@@ -904,26 +837,17 @@ __device__ __forceinline__ void stream_round_coefficients(const KernelArgs& args
 // tile's serial steps (staged, waited for, column trees and barriers) stand between the loads: they
 // cost the tiles' reduction a third of its time (dev/VARIANTS.md 80).
 //
-// kApplies (Plan::stream_applies): the kernel then runs the elementwise pass too, all its CTAs
-// resident at once (a cooperative launch). Once a CTA's partials of a part are written it arrives
-// on its sample's counter; once every part of the sample has, the sample's partials are combined
-// into its channels' coefficients, and the CTA writes its part: first the rows its ring's stages
-// still hold (the part's last: the planner gives each part at least a ring of them), then the rest
-// from the last back, moved through the ring again. A thread stores only elements it read: y may be
-// x, dx may be dy. The backward without dx (args.out null: weight gradients only) stops after the
-// combine. Two forms:
-// - one round (a part a CTA, Plan::stream_grid = N x parts): every CTA combines its sample's C x
-//   parts partials itself (combine_slices). The rows read again come back from device memory but
-//   for those read last, likeliest still in L2. Where Plan::evict_first, the part's rows past those
-//   the ring and a share of L2 keep are read evict-first, and so are the rows read again and the
-//   output, so that L2 keeps what the second read is to find there.
-// - rounds (more parts than CTAs, Plan::stream_grid below N x parts: a few samples at a time over
-//   the whole grid): a part's rows past its ring's are few enough that L2 holds them for the second
-//   read, so the ring's rows, the second read and the output are marked evict-first and the rest
-//   not; the sample's slices are combined by a warp each, in the first CTAs of its parts, which
-//   leave the coefficients in the workspace and arrive on the sample's second counter, for which
-//   every CTA of the sample waits (stream_round_coefficients). While a sample waits, the first
-//   kChannelsLastStreamPrefetchBytes of each input of the CTA's next part are on their way to L2.
+// kApplies (Plan::stream_applies): the kernel then runs the elementwise pass too. Its CTAs take a
+// part each, all resident at once (a cooperative launch): once a CTA's partials are written it
+// arrives on its sample's counter, and once every part of the sample has, it combines the sample's
+// partials into its channels' coefficients (as the finish kernel does) and writes its part: first
+// the rows its ring's stages still hold (the part's last: the planner gives each part at least a
+// ring of them), then the rest from the last back, moved through the ring again (those read last
+// are the likeliest still in L2). Where Plan::evict_first, the part's rows past those the ring and a
+// share of L2 keep are read evict-first, and so are the rows read again and the output, so that L2
+// keeps what the second read is to find there. A thread stores only elements it read: y may be x,
+// dx may be dy. The backward without dx (args.out null: weight gradients only) stops after the
+// combine.
 template <typename Op, bool kApplies>
 __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStreamCtasPerSm)
     channels_last_stream_kernel(const KernelArgs args) {
@@ -954,7 +878,6 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   const T* inputs[kInputs] = {static_cast<const T*>(args.x)};
   if constexpr (kInputs == 2) inputs[1] = static_cast<const T*>(args.dy);
   const bool applies = kApplies && args.out != nullptr;  // the same in every thread
-  const bool rounds = kApplies && items > static_cast<int64_t>(gridDim.x);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
@@ -965,12 +888,6 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
   }
   __syncthreads();
   const auto part_rows = [&](int64_t part, int64_t* begin) { return stream_part_rows(args, part, begin); };
-  // The first element of an item's part, of each input.
-  const auto part_start = [&](int64_t item, int64_t* len) {
-    int64_t begin = 0;
-    *len = part_rows(item % parts, &begin);
-    return (item / parts * rows + begin) * channels;
-  };
   RingPosition at;
   if (threadIdx.x >= kConsumers) {  // the producer warp
     if (threadIdx.x == kConsumers) {
@@ -986,33 +903,27 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           bulk_copy_to_shared(dst, src, bytes, &full[at.stage], evict);
         }
       };
-      // In one round with L2 hints (Plan::evict_first), the rows its second read is to find in L2
-      // (a share of config.h kChannelsLastStreamL2KeepBytes beyond the ring's) stay unmarked; the
-      // rest of the part, read again from device memory anyway, is marked evict-first. In rounds,
-      // the ring's rows are marked and the rest not.
-      const bool hinted = applies && (args.evict_first || rounds);
+      // Where the kernel applies with L2 hints (Plan::evict_first), the rows its second read is to
+      // find in L2 (a share of config.h kChannelsLastStreamL2KeepBytes beyond the ring's) stay
+      // unmarked; the rest of the part, read again from device memory anyway, is marked evict-first.
+      const bool hinted = applies && args.evict_first;
       const int64_t keep_rows =
           kStages * static_cast<int64_t>(stage_rows) + kChannelsLastStreamL2KeepBytes / gridDim.x / (row_bytes * kInputs);
       for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        int64_t len = 0;
-        const int64_t from = part_start(item, &len);
-        const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
-        for (int64_t j = 0; j < stages_of_part; ++j) {
-          const int64_t r = j * stage_rows;
-          const bool evict = hinted && (rounds ? j >= stages_of_part - kStages : r + stage_rows <= len - keep_rows);
+        int64_t begin = 0;
+        const int64_t len = part_rows(item % parts, &begin);
+        const int64_t from = (item / parts * rows + begin) * channels;
+        for (int64_t r = 0; r < len; r += stage_rows) {
           wait_phase(&empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase counts as complete
-          copy_stage(from, r, len, evict);
+          copy_stage(from, r, len, hinted && r + stage_rows <= len - keep_rows);
           at.advance();
         }
-        if (!applies) continue;
-        if (rounds && item + gridDim.x < items) {  // the next part's first rows on their way to L2
-          int64_t next_len = 0;
-          const int64_t next = part_start(item + gridDim.x, &next_len);
-          const auto bytes = static_cast<uint32_t>(min(kChannelsLastStreamPrefetchBytes, next_len * row_bytes));
-#pragma unroll
-          for (int i = 0; i < kInputs; ++i) prefetch_to_l2(inputs[i] + next, bytes);
-        }
-        // The part again: the stages its ring holds, then back from the last.
+      }
+      if (applies) {  // the CTA's one part again: the stages its ring holds, then back from the last
+        int64_t begin = 0;
+        const int64_t len = part_rows(blockIdx.x % parts, &begin);
+        const int64_t from = (blockIdx.x / parts * rows + begin) * channels;
+        const int64_t stages_of_part = (len + stage_rows - 1) / stage_rows;
         for (int64_t j = 0; j < stages_of_part; ++j) {
           wait_phase(&empty[at.stage], at.phase ^ 1);
           if (j < kStages) {
@@ -1027,8 +938,6 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
     return;
   }
   auto* const warp_sums = reinterpret_cast<Sum*>(smem + kStages * kChannelsLastStreamStageBytes);
-  unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
-                               kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(Sum));
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int run = static_cast<int>(threadIdx.x) % runs;
   const int first_row = static_cast<int>(threadIdx.x) / runs;
@@ -1112,7 +1021,9 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
           partials[(first_channel + e) * parts + part] = reduction.partial(len, e, sums[e], &lost);
         }
       }
-    } else if constexpr (Sums::kMayLoseDigits) {
+      continue;
+    }
+    if constexpr (Sums::kMayLoseDigits) {
       // The rows again from global memory: their deviations from each channel's rounded mean.
       float mean[kVec];
 #pragma unroll
@@ -1138,31 +1049,31 @@ __global__ void __launch_bounds__(kChannelsLastStreamThreads, kChannelsLastStrea
         }
       }
     }
-    if constexpr (kApplies) {
-      __threadfence();   // this thread's partials, before its sample's CTAs read them
-      consumers_sync();  // (and every thread is past its reads of the cells)
-      const int64_t slices = args.groups;
-      const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
-      const auto partial_of = [&](int64_t s, int i) {
-        return load_l2<typename Op::SplitPartial>(partials + (sample * slices + s) * count + i);
-      };
-      if (rounds) {
-        stream_round_coefficients<Op>(args, sample, part, partial_of, cells);
-      } else {
-        if (threadIdx.x == 0) {
-          cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
-          arrivals.fetch_add(1u, cuda::memory_order_release);
-          while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(parts)) {
-          }
-        }
-        consumers_sync();
-        combine_slices<Op, kConsumers>(args, sample * slices, slices, count, partial_of, part == 0, cells,
-                                       [] { consumers_sync(); }, kConsumers);
+  }
+  if constexpr (kApplies) {
+    const int64_t sample = blockIdx.x / parts;
+    __threadfence();   // this thread's partials, before its sample's CTAs read them
+    consumers_sync();
+    if (threadIdx.x == 0) {
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(args.slice_arrivals[sample]);
+      arrivals.fetch_add(1u, cuda::memory_order_release);
+      while (arrivals.load(cuda::memory_order_acquire) < static_cast<unsigned>(parts)) {
       }
-      if (!applies) continue;
-      consumers_sync();
-      apply_streamed_part<Op>(args, item, smem, cells, full, empty, at, stage_rows, args.evict_first || rounds);
     }
+    consumers_sync();
+    unsigned char* const cells = smem + kStages * kChannelsLastStreamStageBytes +
+                                 kChannelsLastStreamWarps * channels * static_cast<int64_t>(sizeof(Sum));
+    const int64_t slices = args.groups;
+    const int count = static_cast<int>(args.slice_channels * parts);  // a slice's partials (the planner's int)
+    combine_slices<Op, kConsumers>(
+        args, sample * slices, slices, count,
+        [&](int64_t s, int i) {
+          return load_l2<typename Op::SplitPartial>(partials + (sample * slices + s) * count + i);
+        },
+        blockIdx.x % parts == 0, cells, [] { consumers_sync(); }, kConsumers);
+    if (!applies) return;
+    consumers_sync();
+    apply_streamed_part<Op>(args, smem, cells, full, empty, at, stage_rows);
   }
 }
 
@@ -1854,10 +1765,9 @@ Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cuda
           const auto stream_grid = static_cast<unsigned>(plan.stream_grid);
           const auto stream_smem = static_cast<std::size_t>(channels_last_stream_smem_bytes(plan));
           if (status.ok() && applies) {  // the one kernel; a part's CTA waits for its sample's others
-            status = cuda_status(
-                cudaMemsetAsync(args.slice_arrivals, 0,
-                                static_cast<std::size_t>(channels_last_stream_arrivals(plan)) * sizeof(unsigned), stream),
-                "cudaMemsetAsync(arrivals)");
+            status = cuda_status(cudaMemsetAsync(args.slice_arrivals, 0,
+                                                 static_cast<std::size_t>(batch_of(plan)) * sizeof(unsigned), stream),
+                                 "cudaMemsetAsync(arrivals)");
             if (!status.ok()) return status;
             return launch_co_resident("channels_last stream launch", reduce, stream_grid, kChannelsLastStreamThreads,
                                       stream_smem, stream, args);

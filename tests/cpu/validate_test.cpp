@@ -307,31 +307,6 @@ TEST(Validate, LaunchRefusesHandEditedStagger) {
   }
 }
 
-// launch_forward refuses channels_last's applying streamed kernel in rounds with fewer CTAs than a
-// sample's parts: a CTA would wait at its first part of a sample for its own later ones. cl-bf16
-// (64x64x128x128 bfloat16 channels_last) forced into 5 parts a sample, 320 parts on 264 CTAs.
-TEST(Validate, LaunchRefusesStreamRoundsShortOfParts) {
-  ForwardParams p = valid_params();
-  p.dtype = DType::kBFloat16;
-  p.layout = Layout::kChannelsLast;
-  p.batch = 64;
-  p.channels = 64;
-  p.spatial[0] = p.spatial[1] = 128;
-  PlanOptions options;
-  options.force_exchange = Exchange::kNone;
-  options.force_stream_parts = 5;
-  options.force_stream_applies = 1;
-  Plan plan;
-  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan, options).ok());
-  ASSERT_TRUE(detail::channels_last_stream_rounds(plan)) << plan.describe();
-  std::vector<unsigned char> workspace(plan.workspace_bytes + 1);  // never reached: a host address
-  Plan edited = plan;
-  edited.stream_grid = 4;
-  const Status status = launch_forward(edited, p, workspace.data(), nullptr);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
-  EXPECT_NE(status.message().find("streamed channels_last reduction"), std::string::npos) << status.message();
-}
-
 // The same for plans with register parts (1 MiB fp32 slices): a register part without 16-byte
 // access, a shared part off 16 bytes, or a register part of another size than the kernel's.
 TEST(Validate, LaunchRefusesHandEditedRegisterParts) {

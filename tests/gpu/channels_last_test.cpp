@@ -626,54 +626,6 @@ TEST(GpuChannelsLast, StreamedApply) {
   }
 }
 
-// The applying streamed kernel in rounds (forced parts past its CTAs: a few samples at a time over
-// the grid, each sample's slices combined by a warp each in its parts' first CTAs, the coefficients
-// through the workspace, the next part's first rows prefetched into L2), both passes, three types:
-// on the whole grid (264 CTAs on an H100 or H200, a sample and most of the next a round), parts
-// of a ring each (the fewest rows); and on grids cut to a few CTAs (Case::max_groups, at least a
-// sample's parts), parts not dividing the grid (a sample's parts in CTAs of two rounds), 128
-// channels in 3 parts (16 warps' slices over 3 combining CTAs), 8 channels (one combining CTA),
-// GroupNorm(8) without an affine; each on expect_streamed_passes' data; the backward without dx.
-TEST(GpuChannelsLast, StreamedApplyRounds) {
-  INORM_REQUIRE_GPU();
-  struct Rounds {
-    Streamed shape;  // its rows in rings of the pass's stages
-    int64_t parts;
-    int64_t ctas;  // the grid cut to this many (0: the planner's)
-  };
-  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-    const int inputs = pass == Pass::kForward ? 1 : 2;
-    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-      const auto rings = [&](int64_t channels, int64_t count) {  // rows of `count` rings of C channels
-        return count * detail::kChannelsLastStreamStages * detail::channels_last_stream_input_bytes(inputs) /
-               (channels * static_cast<int64_t>(dtype_size(dtype)));
-      };
-      const Rounds cases[] = {
-          {{"C=64, 2 samples of 150 parts on 264 CTAs", {2, 64, rings(64, 150)}, 0}, 150, 0},
-          {{"C=64, 6 samples of 3 parts and 5 rows on 4 CTAs", {6, 64, rings(64, 3) + 5}, 0}, 3, 4},
-          {{"C=128, 5 samples of 3 parts on 3 CTAs", {5, 128, rings(128, 3)}, 0}, 3, 3},
-          {{"C=8, 4 samples of 2 parts on 3 CTAs", {4, 8, rings(8, 2) + 17}, 0}, 2, 3},
-          {{"GroupNorm(8) of 64 channels, 5 samples of 2 parts on 3 CTAs", {5, 64, rings(64, 2)}, 8}, 2, 3},
-      };
-      for (const Rounds& r : cases) {
-        int64_t rows = 0;
-        Case c = streamed_case(pass, r.shape, dtype, r.parts, &rows);
-        c.options.force_stream_applies = 1;
-        c.expect_stream_applies = true;
-        c.expect_stream_rounds = true;
-        c.max_groups = r.ctas;
-        const std::string why =
-            std::string(pass == Pass::kForward ? "forward, " : "backward, ") + r.shape.why + ", in rounds";
-        expect_streamed_passes(c, why, /*two_ctas=*/false);
-        if (pass == Pass::kBackward && r.shape.groups == 0 && r.ctas > 0) {
-          c.want_dx = false;
-          expect_passes(c, why + ", weight gradients only");
-        }
-      }
-    }
-  }
-}
-
 // The applying streamed kernel's L2 hints (Plan::evict_first, set on the planner's plan as a
 // caller may: not the planner's) where they mark some of each part's rows, those past the rings and
 // the share of 32 MiB of L2 (config.h kChannelsLastStreamL2KeepBytes): 64 MiB of bfloat16 x forward

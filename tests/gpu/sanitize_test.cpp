@@ -129,12 +129,6 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
                      DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 0,
                      pass == Pass::kForward ? Running::kUpdate : Running::kNone, 0, Layout::kChannelsLast, 0, 0, 3,
                      1});
-  // The same in rounds: three CTAs taking the two samples' six parts (a sample's parts in CTAs of
-  // two rounds; its coefficients combined in its first part's CTA, through the workspace).
-  reaches.push_back({"channels_last's streamed kernel applying in rounds, three parts a sample on three CTAs",
-                     {2, 8, 16000}, DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 3,
-                     pass == Pass::kForward ? Running::kUpdate : Running::kNone, 0, Layout::kChannelsLast, 0, 0, 3,
-                     1});
   return reaches;
 }
 
