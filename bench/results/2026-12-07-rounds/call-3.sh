@@ -4,27 +4,27 @@
 #     against 1.53): ncu's DRAM bytes, L2 hit rate and duration of the applying streamed kernel on
 #     cl-seed-bf16's forward in 264 parts a sample (a sample a round: each part's rows past its ring
 #     meant to come back from L2) and in 66 (four samples a round, no reuse meant); the seed's
-#     forward sweep of call-1 again on this GPU (the rounds' build, 4640509, $CARRY/bins.tar.xz);
-#  2. main's code (this tree; $MAIN_CARRY/bench.xz built without a GPU): inorm-bench on every suite,
+#     forward sweep of call-1 again on this GPU (the rounds' build, 4640509);
+#  2. main's code (this tree, built without a GPU): inorm-bench on every suite,
 #     both passes where the README shows them, and the stagger sweep of 2026-12-07-cl-cluster
 #     (config.h's spread of 30,000 cycles measured on an H100 only);
 #  3. the package built on the device (scripts/build-python.sh), then python -m inorm.bench forward
 #     and --train on layouts.json, public.json (train.json) and fused.json, while time is left;
 #  4. call-1's one failed test case again at its seed, where time is left.
+# Binaries carried in one xz stream ($CARRY/all.tar.xz: main-bench, rounds-bench, rounds-gpu-tests).
 # Packed into $OUT/h.tgz after every step.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
-CARRY=${CARRY:-.carry/s93}
-MAIN_CARRY=${MAIN_CARRY:-.carry/s93main}
+CARRY=${CARRY:-.carry/s93x}
 H=$OUT/h; mkdir -p $H/suites
 pack() { tar czf $OUT/h.tgz -C $OUT h; }
 step() { echo "rc=$1 $2 $SECONDS s" >> $H/run.log; pack; }
 { echo "rounds build 4640509, main tree ${INORM_COMMIT:-?}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } > $H/run.log
 SECONDS=0
-bins=/tmp/s93; main=/tmp/s93main/inorm-bench
-mkdir -p $bins /tmp/s93main && xz -T0 -dc $CARRY/bins.tar.xz | tar xf - -C $bins && chmod +x $bins/* &&
-  xz -T0 -dc $MAIN_CARRY/bench.xz > $main && chmod +x $main
+bins=/tmp/s93; main=$bins/main-bench
+mkdir -p $bins && xz -T0 -dc $CARRY/all.tar.xz | tar xf - -C $bins && chmod +x $bins/* &&
+  mv $bins/rounds-bench $bins/inorm-bench && mv $bins/rounds-gpu-tests $bins/inorm_gpu_tests
 step $? unpack
 python3 -c "import json, sys; d = json.load(open('bench/results/2026-12-07-rounds/shapes.json'))
 json.dump(dict(d, cases=[c for c in d['cases'] if c['id'] == 'cl-seed-bf16']), sys.stdout)" > /tmp/seed.json
