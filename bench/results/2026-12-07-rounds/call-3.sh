@@ -11,6 +11,7 @@
 #  3. the package built on the device (scripts/build-python.sh), then python -m inorm.bench forward
 #     and --train on layouts.json, public.json (train.json) and fused.json, while time is left;
 #  4. call-1's one failed test case again at its seed, where time is left.
+# Steps 2 and 3 only on an H200.
 # Binaries carried in one xz stream ($CARRY/all.tar.xz: main-bench, rounds-bench, rounds-gpu-tests).
 # Packed into $OUT/h.tgz after every step.
 cd "$(dirname "$0")/../../.." || exit 2
@@ -38,6 +39,9 @@ done
 timeout 60 $bins/inorm-bench --suite /tmp/seed.json --variants cl-apply1,cl-apply1-p264,cl-apply1-p132,cl-apply1-p66,cl-apply1-p33 \
   --markdown $H/rounds-forward.md --json $H/rounds-forward.json > $H/rounds-forward.log 2>&1
 step $? "rounds forward, cl-seed-bf16"
+# The refresh is the H200's (the README's tables; session 92 ran it on an H100): elsewhere only
+# steps 1 and 4.
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
 for run in "layouts layouts" "layouts layouts-backward --backward" "public public" "train train-backward --backward" \
   "fused fused" "fused fused-backward --backward"; do
   set -- $run
@@ -65,6 +69,7 @@ for item in layouts:layouts layouts-train:layouts:--train public:public train:tr
     > $H/$name/bench.log 2>&1
   step $? "package $name"
 done
+fi
 left=$((585 - SECONDS))
 if [ $left -gt 60 ]; then
   INORM_CASE_SEED=2186139186 timeout $left $bins/inorm_gpu_tests --gtest_filter='GpuChannelsLast.StreamedReduction' \
