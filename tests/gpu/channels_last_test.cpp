@@ -540,7 +540,8 @@ void expect_streamed_passes(Case c, const std::string& why, bool two_ctas) {
 // (cl-bf16's plan, smaller), channels_last_3d with odd extents (C = 32), C = 128 (32 runs a row: no
 // shuffles between lanes), C = 8 (two runs: five shuffles), and GroupNorm(8) without an affine
 // (the plain op; a slice's eight channels' partials combined by the finish kernel); each on
-// expect_streamed_passes' data, two CTAs taking every part. float64 reduces by tiles.
+// expect_streamed_passes' data, two CTAs taking every part. float64 reduces by tiles. A slice
+// whose first part lies far from its mean (below).
 TEST(GpuChannelsLast, StreamedReduction) {
   INORM_REQUIRE_GPU();
   const Streamed shapes[] = {
@@ -573,6 +574,15 @@ TEST(GpuChannelsLast, StreamedReduction) {
     float64.expect_stream_parts = 0;
     expect_passes(float64, "float64 by tiles");
   }
+  // A slice whose first part is far from its mean: 40,000 parts of one row, slice 1's first 0 amid
+  // 1e4 + randn. The combined mean's high part must be the whole mean's, not the first part's (0,
+  // which left 1e4 to the float32 low part: y off by about 2e-5, sqrt(40,000) float32 roundings).
+  Case far_first = channels_last_case(Pass::kForward, {1, 8, 40000}, DType::kFloat32, Exchange::kNone);
+  far_first.options.force_stream_parts = 40000;
+  far_first.expect_stream_parts = 40000;
+  far_first.zero_start_slice = 1;
+  ASSERT_TRUE(parse_data_spec("1e4 + randn", &far_first.data).ok());
+  expect_passes(far_first, "forward, a first part of one row of 0 amid 1e4 + randn");
 }
 
 // The streamed kernel applying too (Plan::stream_applies, forced: PlanOptions force_stream_applies),
