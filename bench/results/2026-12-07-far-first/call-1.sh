@@ -6,9 +6,8 @@
 #     rows) should fail the old code (y about 1e-4 off) and pass this tree, as call-1's case should;
 #  2. this tree's GPU tests, sharded (scripts/gpu-check.sh tests);
 #  3. on an H200 only (the README's tables; sessions 91-93 ran on H100s): inorm-bench on every suite,
-#     both passes where the README shows them, and the stagger sweep of 2026-12-07-cl-cluster; the
-#     package built on the device (scripts/build-python.sh), then python -m inorm.bench forward and
-#     --train on layouts.json, public.json (train.json) and fused.json, while time is left.
+#     both passes where the README shows them, and the stagger sweep of 2026-12-07-cl-cluster (the
+#     package's runs are call-2's).
 # Binaries built without a GPU, carried in one xz stream ($CARRY/all.tar.xz: new-bench and
 # new-gpu-tests of this tree, old-gpu-tests); INORM_COMMIT names this tree. Packed into $OUT/f.tgz
 # after every step.
@@ -27,7 +26,7 @@ mkdir -p $bins/new && xz -T0 -dc $CARRY/all.tar.xz | tar xf - -C $bins && chmod 
 step $? unpack
 for build in new old; do
   tests=$bins/new/inorm_gpu_tests; [ $build = old ] && tests=$bins/old-gpu-tests
-  INORM_CASE_SEED=2186139186 timeout 150 $tests --gtest_filter='GpuChannelsLast.StreamedReduction' \
+  INORM_CASE_SEED=2186139186 timeout 120 $tests --gtest_filter='GpuChannelsLast.StreamedReduction' \
     > $F/reduction-$build.log 2>&1
   step $? "StreamedReduction at seed 2186139186, $build from_split"
 done
@@ -48,19 +47,6 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     timeout 60 $new --suite bench/results/2026-12-07-cl-cluster/shapes.json $flag --variants $sweep \
       --markdown $F/stagger-$pass.md --json $F/stagger-$pass.json > $F/stagger-$pass.log 2>&1
     step $? "stagger $pass"
-  done
-  INORM_BUILD_DIR=build-gpu timeout 240 scripts/build-python.sh > $F/build.log 2>&1
-  step $? build-python
-  export PYTHONPATH=$PWD/build-gpu/python
-  for item in layouts:layouts layouts-train:layouts:--train public:public train:train:--train fused:fused \
-    fused-train:fused:--train; do
-    IFS=: read -r name suite flag <<< "$item"
-    left=$((585 - SECONDS))
-    [ $left -gt 20 ] || { echo "skipped $name: no time left" >> $F/run.log; continue; }
-    mkdir -p $F/$name
-    timeout $((left < 120 ? left : 120)) python3 -m inorm.bench --suite bench/suites/$suite.json ${flag:-} \
-      --out $F/$name > $F/$name/bench.log 2>&1
-    step $? "package $name"
   done
 fi
 cat $F/run.log
