@@ -344,8 +344,11 @@ struct ForwardOp {
     return SplitPartial{total.first, base, offset, total.third - total.second * offset};
   }
 
+  // The mean's high part is the whole mean's, not combine_split's `mean` (its first partial's,
+  // which may lie far from the slice's: a first part of one row of 0 amid 8196 left the whole mean
+  // to the float32 low part, and y 1.1e-4 off; GpuChannelsLast.StreamedReduction).
   static __device__ __forceinline__ Totals from_split(const SplitPartial& stats) {
-    const Acc mean_hi = static_cast<Acc>(stats.mean);
+    const Acc mean_hi = static_cast<Acc>(stats.mean + stats.resid);
     return Totals{mean_hi, static_cast<Acc>((stats.mean - static_cast<double>(mean_hi)) + stats.resid),
                   static_cast<Acc>(stats.m2)};
   }

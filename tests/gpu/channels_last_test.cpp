@@ -540,7 +540,8 @@ void expect_streamed_passes(Case c, const std::string& why, bool two_ctas) {
 // (cl-bf16's plan, smaller), channels_last_3d with odd extents (C = 32), C = 128 (32 runs a row: no
 // shuffles between lanes), C = 8 (two runs: five shuffles), and GroupNorm(8) without an affine
 // (the plain op; a slice's eight channels' partials combined by the finish kernel); each on
-// expect_streamed_passes' data, two CTAs taking every part. float64 reduces by tiles.
+// expect_streamed_passes' data, two CTAs taking every part. float64 reduces by tiles. A slice
+// whose first part lies far from its mean (below).
 TEST(GpuChannelsLast, StreamedReduction) {
   INORM_REQUIRE_GPU();
   const Streamed shapes[] = {
@@ -573,6 +574,19 @@ TEST(GpuChannelsLast, StreamedReduction) {
     float64.expect_stream_parts = 0;
     expect_passes(float64, "float64 by tiles");
   }
+  // A slice whose first part lies far from its mean: slice 1 of x = 8196 but a first 0, in parts of
+  // one row. The combined mean's high part must be the whole mean's (8195.9976), not the first
+  // part's (0): that left the mean to the float32 low part, rounded 0.46 of its ulp, and y off by
+  // 1.1e-4 at mean / sigma = 1832 (0.5 ulp of the shift at most against it: 4.8e-5 or more, tolerance
+  // 1e-5). Constant data and no affine fix those roundings; 3,357,000 rows put the shift just below
+  // 2048, where its ulp is the smallest against the mean's error.
+  Case far_first = channels_last_case(Pass::kForward, {1, 4, 3357000}, DType::kFloat32, Exchange::kNone);
+  far_first.affine = false;
+  far_first.options.force_stream_parts = 3357000;
+  far_first.expect_stream_parts = 3357000;
+  far_first.zero_start_slice = 1;
+  far_first.data = DataSpec{Distribution::kUniform, 8196.0, 0.0};
+  expect_passes(far_first, "forward, a first part of one row of 0 amid 8196");
 }
 
 // The streamed kernel applying too (Plan::stream_applies, forced: PlanOptions force_stream_applies),
