@@ -3,8 +3,9 @@
 # new-bench) on every suite, both passes where the README shows them, and the stagger sweep of
 # 2026-12-07-cl-cluster (config.h's spread of 30,000 cycles, measured on an H100 only); then the
 # package built on the device (scripts/build-python.sh) and python -m inorm.bench forward and
-# --train on layouts.json, public.json (train.json) and fused.json while time is left. Stops at
-# once on another GPU. Packed into $OUT/h.tgz after every step.
+# --train on layouts.json, public.json (train.json) and fused.json while time is left. On another
+# GPU, the package built the same way and pytest on the merged tree instead. Packed into
+# $OUT/h.tgz after every step.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
 CARRY=${CARRY:-.carry/s94}
@@ -14,7 +15,15 @@ step() { echo "rc=$1 $2 $SECONDS s" >> $H/run.log; pack; }
 { echo "tree ${INORM_COMMIT:-?}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } > $H/run.log
 SECONDS=0
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200" >> $H/run.log; pack; exit 3; }
+if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  INORM_BUILD_DIR=build-gpu timeout 240 scripts/build-python.sh > $H/build.log 2>&1
+  step $? build-python
+  PYTHONPATH=$PWD/build-gpu/python timeout $((585 - SECONDS)) python3 -m pytest tests/python -q -rs \
+    -p no:cacheprovider > $H/pytest.log 2>&1
+  step $? pytest
+  cat $H/run.log
+  exit 0
+fi
 new=/tmp/s94/new/inorm-bench
 [ -x $new ] || { mkdir -p /tmp/s94/new && xz -T0 -dc $CARRY/all.tar.xz | tar xf - -C /tmp/s94 new-bench &&
   mv /tmp/s94/new-bench $new && chmod +x $new; }
