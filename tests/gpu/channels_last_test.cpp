@@ -576,10 +576,10 @@ TEST(GpuChannelsLast, StreamedReduction) {
   }
   // A slice whose first part lies far from its mean: slice 1 of x = 8196 but a first 0, in parts of
   // one row. The combined mean's high part must be the whole mean's (8195.9976), not the first
-  // part's (0): that left the mean to the float32 low part, rounded 0.46 of its ulp, and y off by
-  // 1.1e-4 at mean / sigma = 1832 (0.5 ulp of the shift at most against it: 4.8e-5 or more, tolerance
-  // 1e-5). Constant data and no affine fix those roundings; 3,357,000 rows put the shift just below
-  // 2048, where its ulp is the smallest against the mean's error.
+  // part's (0): that left the mean to the float32 low part, rounded by half its ulp (4.9e-4), and y
+  // off by 1.1e-4 at mean / sigma = 1832 (0.5 ulp of the shift at most against it: 4.8e-5 or more,
+  // tolerance 1e-5). Constant data and no affine fix those roundings; 3,357,000 rows put the shift
+  // just below 2048, where its ulp is the smallest against the mean's error.
   Case far_first = channels_last_case(Pass::kForward, {1, 4, 3357000}, DType::kFloat32, Exchange::kNone);
   far_first.affine = false;
   far_first.options.force_stream_parts = 3357000;
