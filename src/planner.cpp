@@ -148,6 +148,7 @@ std::string Plan::describe() const {
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead;
       if (resident_parts > 0) out << " resident=" << resident_parts;
       if (evict_first) out << " evict-first";
+      if (walk_back) out << " walk-back";
       out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kChannelsLast:
@@ -993,6 +994,11 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
   }
   const int64_t sms_per_resident_part =
       detail::runs_general_op(*plan) ? detail::kSplitSmsPerResidentPartGeneral : detail::kSplitSmsPerResidentPart;
+  if (options.force_walk_back < -1 || options.force_walk_back > 1) {
+    return invalid("forced walk back must be -1 (the planner's), 0 or 1, got " +
+                   std::to_string(options.force_walk_back));
+  }
+  plan->walk_back = options.force_walk_back == 1;
   plan->resident_parts = static_cast<int>(
       options.force_resident_parts >= 0 ? options.force_resident_parts
       : base.writes_output ? std::min({parts / detail::kSplitResidentShareDivisor,
@@ -1526,7 +1532,7 @@ bool plan_general_registers(const Plan& base, const DeviceLimits& limits, const 
 void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const bool forced = options.force_path != Path::kAuto || shared_shape_forced(options) ||
                       options.force_resident_parts >= 0 || options.force_part_bytes != 0 ||
-                      options.force_register_vecs != 0;
+                      options.force_walk_back >= 0 || options.force_register_vecs != 0;
   const bool one_cluster = plan->path == Path::kSharedResident && plan->exchange != Exchange::kGlobal;
   if (forced || one_cluster) return;
   constexpr int kPair = detail::kSharedPairClusterCtas;

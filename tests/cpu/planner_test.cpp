@@ -1018,9 +1018,33 @@ TEST(Planner, PartBytesForcedWithinTheirBounds) {
   }
 }
 
+// The elementwise walk can be forced back or forward (the planner's walks forward); anything else is
+// refused.
+TEST(Planner, WalkBackForcedOrRefused) {
+  const ForwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});  // 16 MiB slices: split_pipelined
+  const Plan planners = plan_of(p);
+  ASSERT_EQ(planners.path, Path::kSplitPipelined);
+  EXPECT_FALSE(planners.walk_back);
+  PlanOptions options;
+  options.force_walk_back = 1;
+  const Plan back = plan_of(p, options);
+  EXPECT_TRUE(back.walk_back);
+  EXPECT_NE(back.describe().find("walk-back"), std::string::npos) << back.describe();
+  options.force_walk_back = 0;
+  EXPECT_FALSE(plan_of(p, options).walk_back);
+  for (int walk_back : {-2, 2}) {
+    options.force_walk_back = walk_back;
+    Plan plan;
+    const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << walk_back;
+    EXPECT_NE(status.message().find("forced walk back"), std::string::npos) << status.message();
+  }
+}
+
 // pipelined_item hands out every reduction item and every elementwise item of a non-resident part
 // exactly once, each slice's reductions all before its first elementwise item (or the grid could
-// wait forever), each stream in order, and nothing for resident parts' elementwise passes.
+// wait forever), each stream in order (walking back, each slice's elementwise items from its last
+// streamed part), and nothing for resident parts' elementwise passes.
 TEST(Planner, PipelinedItemsComeInAnOrderThatCannotDeadlock) {
   struct Order {
     int64_t slices, parts, resident, lead;
@@ -1030,38 +1054,42 @@ TEST(Planner, PipelinedItemsComeInAnOrderThatCannotDeadlock) {
       {3, 7, 3, 7},     {3, 7, 3, 10},   {3, 7, 7, 21},    {12, 256, 128, 1048}, {12, 512, 132, 1304},
       {64, 128, 64, 920}, {2, 1025, 132, 1025}, {1000, 1, 0, 792}, {600, 3, 1, 795}, {7, 5, 4, 35},
   };
-  for (const Order& o : orders) {
-    SCOPED_TRACE(std::to_string(o.slices) + " slices, " + std::to_string(o.parts) + " parts, " +
-                 std::to_string(o.resident) + " resident, lead " + std::to_string(o.lead));
-    const int64_t streamed = o.parts - o.resident;
-    const int64_t items = detail::pipelined_items(o.slices, o.parts, o.resident);
-    std::vector<int> reduced(o.slices * o.parts, 0), written(o.slices * o.parts, 0);
-    std::vector<int64_t> reductions_out(o.slices, 0);
-    int64_t next_reduction = 0, next_elementwise = 0;
-    bool ok = true;
-    for (int64_t item = 0; item < items && ok; ++item) {
-      const detail::PipelinedItem work = detail::pipelined_item(item, o.slices, o.parts, o.resident, o.lead);
-      const int64_t index = work.slice * o.parts + work.part;
-      ok = work.slice >= 0 && work.slice < o.slices && work.part >= 0 && work.part < o.parts;
-      if (!ok) break;
-      if (work.elementwise) {
-        ok = work.part < streamed && work.slice * streamed + work.part == next_elementwise++ &&
-             reductions_out[work.slice] == o.parts;
-        ++written[index];
-      } else {
-        ok = index == next_reduction++;
-        ++reduced[index];
-        ++reductions_out[work.slice];
-        if (work.part >= streamed) ++written[index];  // a resident part: written by its reduction item
+  for (const bool walk_back : {false, true}) {
+    for (const Order& o : orders) {
+      SCOPED_TRACE(std::to_string(o.slices) + " slices, " + std::to_string(o.parts) + " parts, " +
+                   std::to_string(o.resident) + " resident, lead " + std::to_string(o.lead) +
+                   (walk_back ? ", walking back" : ""));
+      const int64_t streamed = o.parts - o.resident;
+      const int64_t items = detail::pipelined_items(o.slices, o.parts, o.resident);
+      std::vector<int> reduced(o.slices * o.parts, 0), written(o.slices * o.parts, 0);
+      std::vector<int64_t> reductions_out(o.slices, 0);
+      int64_t next_reduction = 0, next_elementwise = 0;
+      bool ok = true;
+      for (int64_t item = 0; item < items && ok; ++item) {
+        const detail::PipelinedItem work =
+            detail::pipelined_item(item, o.slices, o.parts, o.resident, o.lead, walk_back);
+        const int64_t index = work.slice * o.parts + work.part;
+        ok = work.slice >= 0 && work.slice < o.slices && work.part >= 0 && work.part < o.parts;
+        if (!ok) break;
+        if (work.elementwise) {
+          const int64_t nth = work.slice * streamed + (walk_back ? streamed - 1 - work.part : work.part);
+          ok = work.part < streamed && nth == next_elementwise++ && reductions_out[work.slice] == o.parts;
+          ++written[index];
+        } else {
+          ok = index == next_reduction++;
+          ++reduced[index];
+          ++reductions_out[work.slice];
+          if (work.part >= streamed) ++written[index];  // a resident part: written by its reduction item
+        }
+        EXPECT_TRUE(ok) << "item " << item << ": slice " << work.slice << " part " << work.part
+                        << (work.elementwise ? " elementwise" : " reduction");
       }
-      EXPECT_TRUE(ok) << "item " << item << ": slice " << work.slice << " part " << work.part
-                      << (work.elementwise ? " elementwise" : " reduction");
-    }
-    EXPECT_EQ(next_reduction, o.slices * o.parts);
-    EXPECT_EQ(next_elementwise, o.slices * streamed);
-    for (int64_t i = 0; i < o.slices * o.parts && ok; ++i) {
-      EXPECT_EQ(reduced[i], 1) << "part " << i;
-      EXPECT_EQ(written[i], 1) << "part " << i;
+      EXPECT_EQ(next_reduction, o.slices * o.parts);
+      EXPECT_EQ(next_elementwise, o.slices * streamed);
+      for (int64_t i = 0; i < o.slices * o.parts && ok; ++i) {
+        EXPECT_EQ(reduced[i], 1) << "part " << i;
+        EXPECT_EQ(written[i], 1) << "part " << i;
+      }
     }
   }
 }
