@@ -323,6 +323,16 @@ inline constexpr int kSplitPipelinedSlackPerCta = 2;
 // through the package on another machine, where the long lead had run 1.37): dev/VARIANTS.md 92.
 inline constexpr int64_t kSplitShortLeadMaxInputBytes = int64_t{8} << 20;
 inline constexpr double kSplitShortLeadSlackPerCta = 0.5;
+// Slices of more than kSplitShortLeadMaxInputBytes and up to this many bytes of each input take the
+// short lead and the hints too, each slice's elementwise items walking its parts back
+// (Plan::walk_back), so that the parts its reductions read last are read again first. Measured on
+// an H100 (bench/results/2026-12-07-walk-back/, one process, x copy forward / x 1.5 copies
+// backward, against the long lead without hints): few-huge 1.28 -> 1.24 / 1.48 -> 1.41,
+// split-16mib 1.27 -> 1.26 / 1.46 -> 1.41. The short lead and hints walking forward ran 1.28 / 1.48
+// and 1.28 / 1.49. Past 16 MiB the rule was level or lost (split-64mib 1.44 -> 1.45 / 1.61 -> 1.61,
+// 32 MiB bfloat16 slices 1.39 forward). Up to 8 MiB, walking back was level forward (vol3d 1.14,
+// SD VAE's GroupNorm + SiLU 1.27); the backward was not measured there: dev/VARIANTS.md 121.
+inline constexpr int64_t kSplitWalkBackMaxInputBytes = int64_t{16} << 20;
 // Resident parts a slice (Plan::resident_parts, read once): at most half the slice's parts, and at
 // most one per SM, so that the other CTAs stream while the resident ones wait for their slice.
 // Measured on the H200 (bench/results/2026-12-01-h200-resident/, forward x copy / backward x 1.5

@@ -978,8 +978,17 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
   const int64_t ctas_per_sm =
       std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
-  // Short slices: a short lead, whose parts read again L2 keeps between their reads (config.h).
-  plan->evict_first = base.slice_len * elem_size <= detail::kSplitShortLeadMaxInputBytes;
+  // Short slices: a short lead, whose parts read again L2 keeps between their reads; past 8 MiB
+  // of each input, each slice's second reads walking back (config.h).
+  if (options.force_walk_back < -1 || options.force_walk_back > 1) {
+    return invalid("forced walk back must be -1 (the planner's), 0 or 1, got " +
+                   std::to_string(options.force_walk_back));
+  }
+  const int64_t input_bytes = base.slice_len * elem_size;
+  plan->evict_first = input_bytes <= detail::kSplitWalkBackMaxInputBytes;
+  plan->walk_back = options.force_walk_back >= 0
+                        ? options.force_walk_back == 1
+                        : plan->evict_first && input_bytes > detail::kSplitShortLeadMaxInputBytes;
   const auto slack = static_cast<int64_t>(plan->grid * (plan->evict_first ? detail::kSplitShortLeadSlackPerCta
                                                                            : detail::kSplitPipelinedSlackPerCta));
   plan->pipeline_lead = std::min(base.num_slices * parts, parts + slack);
@@ -994,11 +1003,6 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
   }
   const int64_t sms_per_resident_part =
       detail::runs_general_op(*plan) ? detail::kSplitSmsPerResidentPartGeneral : detail::kSplitSmsPerResidentPart;
-  if (options.force_walk_back < -1 || options.force_walk_back > 1) {
-    return invalid("forced walk back must be -1 (the planner's), 0 or 1, got " +
-                   std::to_string(options.force_walk_back));
-  }
-  plan->walk_back = options.force_walk_back == 1;
   plan->resident_parts = static_cast<int>(
       options.force_resident_parts >= 0 ? options.force_resident_parts
       : base.writes_output ? std::min({parts / detail::kSplitResidentShareDivisor,

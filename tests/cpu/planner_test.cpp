@@ -910,8 +910,8 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 
 // Slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs per SM
 // (what the stage buffer allows), statistics half an item per CTA ahead of one slice with L2 hints
-// up to 8 MiB a slice (two items per CTA without them beyond), and resident parts (read once) one
-// per SM, at most half of a slice's.
+// up to 16 MiB a slice, past 8 MiB walking each slice's second reads back (two items per CTA
+// without hints beyond), and resident parts (read once) one per SM, at most half of a slice's.
 TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitPipelined);
@@ -919,24 +919,34 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(few.chunk_len, 16384);
   EXPECT_EQ(few.smem_bytes, 65536 + 128);  // + 16 to mirror x's alignment, rounded to 128 (a region)
   EXPECT_EQ(few.grid, 396);
-  EXPECT_EQ(few.pipeline_lead, 256 + 2 * 396);  // 16 MiB slices: the long lead
-  EXPECT_FALSE(few.evict_first);
+  EXPECT_EQ(few.pipeline_lead, 256 + 396 / 2);  // 16 MiB slices: the short lead, walking back
+  EXPECT_TRUE(few.evict_first);
+  EXPECT_TRUE(few.walk_back);
   // Partials (12 x 256 of 32 bytes: 98,304), the slices' statistics (384, rounded to 512),
   // counters (52, to 256).
   EXPECT_EQ(few.workspace_bytes, 98304u + 512 + 256);
   EXPECT_EQ(few.resident_parts, 128);
-  EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=1048 resident=128");
+  EXPECT_EQ(few.describe(),
+            "split_pipelined parts=256 part_len=16384 grid=396 lead=454 resident=128 evict-first walk-back");
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitPipelined);
   EXPECT_EQ(vol.parts_per_slice, 128);
   EXPECT_EQ(vol.pipeline_lead, 128 + 396 / 2);  // 8 MiB slices: the short lead
   EXPECT_TRUE(vol.evict_first);
+  EXPECT_FALSE(vol.walk_back);
   EXPECT_EQ(vol.describe(), "split_pipelined parts=128 part_len=16384 grid=396 lead=326 resident=64 evict-first");
-  // The boundary: one element past 8 MiB a slice (129 parts, the last of 4 bytes).
+  // The boundaries: one element past 8 MiB a slice (129 parts, the last of 4 bytes) walks back;
+  // one past 16 MiB (257 parts) takes the long lead without hints.
   const Plan past = plan_of(problem(DType::kFloat32, {2, 32, 2 * 1024 * 1024 + 1}));
   EXPECT_EQ(past.parts_per_slice, 129);
-  EXPECT_FALSE(past.evict_first);
-  EXPECT_EQ(past.pipeline_lead, 129 + 2 * 396);
+  EXPECT_TRUE(past.evict_first);
+  EXPECT_TRUE(past.walk_back);
+  EXPECT_EQ(past.pipeline_lead, 129 + 396 / 2);
+  const Plan long_lead = plan_of(problem(DType::kFloat32, {2, 32, 4 * 1024 * 1024 + 1}));
+  EXPECT_EQ(long_lead.parts_per_slice, 257);
+  EXPECT_FALSE(long_lead.evict_first);
+  EXPECT_FALSE(long_lead.walk_back);
+  EXPECT_EQ(long_lead.pipeline_lead, 257 + 2 * 396);
   EXPECT_EQ(vol.resident_parts, 64);
   // A stage is 64 KiB in every dtype: 32768 bfloat16 values.
   const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}));
@@ -958,7 +968,8 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}));
   EXPECT_EQ(one.path, Path::kSplitPipelined);
   EXPECT_EQ(one.grid, 396);
-  EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256 resident=128");
+  EXPECT_EQ(one.describe(),
+            "split_pipelined parts=256 part_len=16384 grid=396 lead=256 resident=128 evict-first walk-back");
   // One per SM at most: 132 of the 512 parts of a slice of 32 MiB.
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, 4096, 2048})).resident_parts, 132);
   // With an activation, one per four SMs (its elementwise pass is bound by instructions).
@@ -1018,20 +1029,21 @@ TEST(Planner, PartBytesForcedWithinTheirBounds) {
   }
 }
 
-// The elementwise walk can be forced back or forward (the planner's walks forward); anything else is
-// refused.
+// The elementwise walk can be forced back or forward whatever the slice's bytes (the planner walks
+// back from 8 to 16 MiB of each input); anything else is refused.
 TEST(Planner, WalkBackForcedOrRefused) {
-  const ForwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});  // 16 MiB slices: split_pipelined
-  const Plan planners = plan_of(p);
-  ASSERT_EQ(planners.path, Path::kSplitPipelined);
-  EXPECT_FALSE(planners.walk_back);
+  const ForwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});  // 16 MiB slices
+  ASSERT_EQ(plan_of(p).path, Path::kSplitPipelined);
+  EXPECT_TRUE(plan_of(p).walk_back);
   PlanOptions options;
-  options.force_walk_back = 1;
-  const Plan back = plan_of(p, options);
-  EXPECT_TRUE(back.walk_back);
-  EXPECT_NE(back.describe().find("walk-back"), std::string::npos) << back.describe();
   options.force_walk_back = 0;
-  EXPECT_FALSE(plan_of(p, options).walk_back);
+  const Plan forward = plan_of(p, options);
+  EXPECT_FALSE(forward.walk_back);
+  EXPECT_EQ(forward.describe().find("walk-back"), std::string::npos) << forward.describe();
+  const ForwardParams wide = problem(DType::kFloat32, {1, 2, 4096, 2048});  // 32 MiB slices
+  EXPECT_FALSE(plan_of(wide).walk_back);
+  options.force_walk_back = 1;
+  EXPECT_TRUE(plan_of(wide, options).walk_back);
   for (int walk_back : {-2, 2}) {
     options.force_walk_back = walk_back;
     Plan plan;
