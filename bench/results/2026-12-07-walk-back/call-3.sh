@@ -3,7 +3,8 @@
 # README's tables, last measured on an H200 in session 90's tree: the cluster form's stagger sweep
 # (2026-12-07-cl-cluster's shapes), scripts/gpu-check.sh's bench part (every suite both passes, the
 # variant sweeps), then its pybench part (the package built on the device, python -m inorm.bench on
-# the suites) while time is left. The GPU tests passed on an H100 in call 2.
+# the suites) while time is left (CALL_S seconds in all, default 570). The GPU tests passed on an
+# H100 in call 2.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; exit 0; }
@@ -27,7 +28,7 @@ for pass in forward backward; do
 done
 for part in bench pybench; do
   INORM_PACK=$OUT/$part.tgz OUT=$W/$part INORM_PREBUILT=$bin INORM_BUILD_DIR=build-gpu INORM_ONLY=$part \
-    timeout $((570 - SECONDS)) scripts/gpu-check.sh > $H/$part.log 2>&1
+    timeout $((${CALL_S:-570} - SECONDS)) scripts/gpu-check.sh > $H/$part.log 2>&1
   step $? "gpu-check.sh $part"
 done
 cat $H/run.log
