@@ -978,17 +978,15 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
   const int64_t ctas_per_sm =
       std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
-  // Short slices: a short lead, whose parts read again L2 keeps between their reads; past 8 MiB
-  // of each input, each slice's second reads walking back (config.h).
+  // Short slices: a short lead, whose parts read again L2 keeps between their reads, each slice's
+  // second reads walking back (config.h).
   if (options.force_walk_back < -1 || options.force_walk_back > 1) {
     return invalid("forced walk back must be -1 (the planner's), 0 or 1, got " +
                    std::to_string(options.force_walk_back));
   }
   const int64_t input_bytes = base.slice_len * elem_size;
-  plan->evict_first = input_bytes <= detail::kSplitWalkBackMaxInputBytes;
-  plan->walk_back = options.force_walk_back >= 0
-                        ? options.force_walk_back == 1
-                        : plan->evict_first && input_bytes > detail::kSplitShortLeadMaxInputBytes;
+  plan->evict_first = input_bytes <= detail::kSplitShortLeadMaxInputBytes;
+  plan->walk_back = options.force_walk_back >= 0 ? options.force_walk_back == 1 : plan->evict_first;
   const auto slack = static_cast<int64_t>(plan->grid * (plan->evict_first ? detail::kSplitShortLeadSlackPerCta
                                                                            : detail::kSplitPipelinedSlackPerCta));
   plan->pipeline_lead = std::min(base.num_slices * parts, parts + slack);

@@ -910,8 +910,8 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 
 // Slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs per SM
 // (what the stage buffer allows), statistics half an item per CTA ahead of one slice with L2 hints
-// up to 16 MiB a slice, past 8 MiB walking each slice's second reads back (two items per CTA
-// without hints beyond), and resident parts (read once) one per SM, at most half of a slice's.
+// and each slice's second reads walking back up to 16 MiB a slice (two items per CTA without hints
+// beyond), and resident parts (read once) one per SM, at most half of a slice's.
 TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitPipelined);
@@ -933,10 +933,11 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(vol.parts_per_slice, 128);
   EXPECT_EQ(vol.pipeline_lead, 128 + 396 / 2);  // 8 MiB slices: the short lead
   EXPECT_TRUE(vol.evict_first);
-  EXPECT_FALSE(vol.walk_back);
-  EXPECT_EQ(vol.describe(), "split_pipelined parts=128 part_len=16384 grid=396 lead=326 resident=64 evict-first");
-  // The boundaries: one element past 8 MiB a slice (129 parts, the last of 4 bytes) walks back;
-  // one past 16 MiB (257 parts) takes the long lead without hints.
+  EXPECT_TRUE(vol.walk_back);
+  EXPECT_EQ(vol.describe(),
+            "split_pipelined parts=128 part_len=16384 grid=396 lead=326 resident=64 evict-first walk-back");
+  // The boundaries: one element past 8 MiB a slice (129 parts, the last of 4 bytes) still takes the
+  // short lead, walking back; one past 16 MiB (257 parts) the long lead without hints, walking forward.
   const Plan past = plan_of(problem(DType::kFloat32, {2, 32, 2 * 1024 * 1024 + 1}));
   EXPECT_EQ(past.parts_per_slice, 129);
   EXPECT_TRUE(past.evict_first);
@@ -1030,7 +1031,7 @@ TEST(Planner, PartBytesForcedWithinTheirBounds) {
 }
 
 // The elementwise walk can be forced back or forward whatever the slice's bytes (the planner walks
-// back from 8 to 16 MiB of each input); anything else is refused.
+// back up to 16 MiB of each input); anything else is refused.
 TEST(Planner, WalkBackForcedOrRefused) {
   const ForwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});  // 16 MiB slices
   ASSERT_EQ(plan_of(p).path, Path::kSplitPipelined);
