@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every slice of the short lead walking back (up to 16 MiB of each input), with this tree's binaries
-# (carried, built without a GPU): scripts/gpu-check.sh's tests part (the GPU tests in 8 shards) and
-# bench part (every suite both passes, the variant sweeps), then fused.json's split_pipelined rows
-# walking forward and back (forced, both passes). Each part packed into its own .tgz under $OUT.
+# (carried, built without a GPU): scripts/gpu-check.sh's tests part (the GPU tests in 8 shards),
+# fused.json's rows on split_pipelined forced walking forward and back (both passes), then
+# gpu-check.sh's bench part (every suite both passes, the variant sweeps) while the session's device
+# time lasts. Each part packed into its own .tgz under $OUT.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
 CARRY=${CARRY:-.carry/s95c}
@@ -20,12 +21,12 @@ check() {  # check PART SECONDS: gpu-check.sh's part, packed into $OUT/PART.tgz
   INORM_PACK=$OUT/$1.tgz OUT=$W/$1 INORM_PREBUILT=$bin INORM_ONLY=$1 timeout $2 scripts/gpu-check.sh > $H/$1.log 2>&1
   step $? "gpu-check.sh $1"
 }
-check tests 240
-check bench 120
-for pass in forward backward; do
+check tests 200
+for pass in backward forward; do
   flag=; [ $pass = backward ] && flag=--backward
-  timeout 90 $bin/inorm-bench --suite bench/suites/fused.json $flag --variants pipelined-back0,pipelined-back1 \
+  timeout 60 $bin/inorm-bench --suite bench/suites/fused.json $flag --variants pipelined-back0,pipelined-back1 \
     --markdown $H/fused-walk-$pass.md --json $H/fused-walk-$pass.json > $H/fused-walk-$pass.log 2>&1
   step $? "fused walk $pass"
 done
+check bench 90
 cat $H/run.log
