@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# On an H200 only (any other GPU: nothing run): call-2's binaries (this tree's, carried) for the
+# On an H200 only (any other GPU: nothing run): call-5's binaries (this tree's, carried) for the
 # README's tables, last measured on an H200 in session 90's tree: the cluster form's stagger sweep
 # (2026-12-07-cl-cluster's shapes), scripts/gpu-check.sh's bench part (every suite both passes, the
 # variant sweeps), then its pybench part (the package built on the device, python -m inorm.bench on
 # the suites) while time is left (CALL_S seconds in all, default 570). The GPU tests passed on an
-# H100 in call 2.
+# H100 in calls 2 and 5.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; exit 0; }
-CARRY=${CARRY:-.carry/s95b}
+CARRY=${CARRY:-.carry/s95c}
 W=/tmp/s95-out; H=$W/h; rm -rf $W; mkdir -p $H
 pack() { tar czf $OUT/h.tgz -C $W h; }
 step() { echo "rc=$1 $2 $SECONDS s" >> $H/run.log; pack; }
 { echo "tree ${INORM_COMMIT:-?}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } > $H/run.log
 SECONDS=0
-bin=/tmp/s95b/new
+bin=/tmp/s95c/new
 [ -x $bin/inorm-bench ] || { mkdir -p $bin && xz -T0 -dc $CARRY/all.tar.xz | tar xf - -C $bin &&
   chmod +x $bin/inorm-bench $bin/inorm_gpu_tests; }
 step $? unpack
