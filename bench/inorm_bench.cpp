@@ -19,8 +19,8 @@
 //            cl-cluster12,stagger600,alone8,regv8
 //            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
-//            slack per CTA, its resident parts a slice, its part's stage in KiB and its L2 hints (edits joined by
-//            '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
+//            slack per CTA, its resident parts a slice, its part's stage in KiB, its L2 hints and its walk back
+//            (edits joined by '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
 //            its resident form (at K CTAs an SM; over channel blocks of K channels, their rows
 //            over G CTAs, at C an SM), the three
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
@@ -654,7 +654,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (item == "pipelined" || item.rfind("pipelined-", 0) == 0) {
       // split_pipelined, with edits joined by '-': the lead's slack per CTA (lead0.5), resident parts
       // a slice (resident132), a part's stage in KiB (part32), its L2 hints off or on (evict0,
-      // evict1); e.g. pipelined-part32-lead1, pipelined-lead2-evict0
+      // evict1), its elementwise walk forward or back (back0, back1); e.g. pipelined-part32-lead1,
+      // pipelined-lead2-evict0, pipelined-back1-lead1-evict1
       v.options.force_path = Path::kSplitPipelined;
       std::stringstream edits(item.substr(std::strlen("pipelined")));
       std::string edit;
@@ -668,6 +669,8 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
           v.options.force_part_bytes = part_kib * 1024;
         } else if (edit == "evict0" || edit == "evict1") {
           v.split_evict_first = edit == "evict1" ? 1 : 0;
+        } else if (edit == "back0" || edit == "back1") {
+          v.options.force_walk_back = edit == "back1" ? 1 : 0;
         } else {
           return false;
         }

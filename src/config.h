@@ -312,16 +312,21 @@ inline constexpr int kSplitPipelinedSlackPerCta = 2;
 // Slices of up to this many bytes of each input take a lead of half an item per CTA beyond one
 // slice, and what they read or write once goes to L2 evict-first (Plan::evict_first: a resident
 // part's load, the second read, the output's 16-byte stores), so that the parts read again stay in
-// L2 between their two reads rather than being pushed out by the stream. Measured on the H200
-// (bench/results/2026-12-04-h200-split-policy/, one process, x copy forward / x 1.5 copies
-// backward, against the long lead without hints): vol3d 1.32 -> 1.28 / 1.46 -> 1.36, SD VAE's
-// GroupNorm + SiLU 1.57 -> 1.52 / 1.97 -> 1.94, nnU-Net's LeakyReLU backward 1.57 -> 1.43,
-// mid-6mib-bf16's backward 1.57 -> 1.44. The short lead alone lost (vol3d backward 1.51), the
-// hints alone too (vol3d forward 1.38); past 8 MiB the rule was level or lost (split-16mib's
-// backward 1.53 -> 1.59, split-64mib 1.52 -> 1.54-1.57) or split the runs (16 MiB float32 slices
-// forward: few-huge 1.40 -> 1.37 and split-16mib 1.38 -> 1.39 in inorm-bench, 1.42 and 1.45
-// through the package on another machine, where the long lead had run 1.37): dev/VARIANTS.md 92.
-inline constexpr int64_t kSplitShortLeadMaxInputBytes = int64_t{8} << 20;
+// L2 between their two reads rather than being pushed out by the stream; each slice's elementwise
+// items walk its parts back (Plan::walk_back), so that the parts its reductions read last are read
+// again first. Measured on the H200 up to 8 MiB, walking forward (bench/results/
+// 2026-12-04-h200-split-policy/, one process, x copy forward / x 1.5 copies backward, against the
+// long lead without hints): vol3d 1.32 -> 1.28 / 1.46 -> 1.36, SD VAE's GroupNorm + SiLU 1.57 ->
+// 1.52 / 1.97 -> 1.94, nnU-Net's LeakyReLU backward 1.57 -> 1.43, mid-6mib-bf16's backward 1.57 ->
+// 1.44; the short lead alone lost (vol3d backward 1.51), the hints alone too (vol3d forward 1.38):
+// dev/VARIANTS.md 92. Past 8 MiB that rule was level or lost, and walking back it won, measured on
+// an H100 (bench/results/2026-12-07-walk-back/, dev/VARIANTS.md 121): few-huge 1.28 -> 1.24 / 1.48
+// -> 1.41 and split-16mib 1.27 -> 1.26 / 1.46 -> 1.41 against the long lead (1.28 / 1.48 and 1.28 /
+// 1.49 walking forward on the short one); past 16 MiB the walk was level or lost (split-64mib 1.44
+// -> 1.45 / 1.61 -> 1.61, 32 MiB bfloat16 slices 1.39 forward). Up to 8 MiB walking back against
+// forward: SD VAE's GroupNorm + SiLU backward 1.54 -> 1.42, the rest level (vol3d 1.14 / 1.25,
+// nnU-Net's LeakyReLU backward 1.22 -> 1.21, SD VAE's forward 1.27).
+inline constexpr int64_t kSplitShortLeadMaxInputBytes = int64_t{16} << 20;
 inline constexpr double kSplitShortLeadSlackPerCta = 0.5;
 // Resident parts a slice (Plan::resident_parts, read once): at most half the slice's parts, and at
 // most one per SM, so that the other CTAs stream while the resident ones wait for their slice.

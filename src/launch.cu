@@ -256,6 +256,7 @@ Status launch_plan(const Plan& plan, detail::KernelArgs args, const detail::Chan
     args.pipeline_lead = plan.pipeline_lead;
     args.resident_parts = plan.resident_parts;
     args.evict_first = plan.evict_first;
+    args.walk_back = plan.walk_back;
   }
   args.stagger_cycles = plan.stagger_cycles;
   if (plan.path == Path::kChannelsLast) {

@@ -15,6 +15,7 @@ bool PlanKey::operator==(const PlanKey& o) const {
          a.force_ctas_per_sm == b.force_ctas_per_sm &&
          a.max_ctas_per_sm == b.max_ctas_per_sm && a.force_exchange == b.force_exchange &&
          a.force_resident_parts == b.force_resident_parts && a.force_part_bytes == b.force_part_bytes &&
+         a.force_walk_back == b.force_walk_back &&
          a.force_register_vecs == b.force_register_vecs &&
          a.force_group_lanes == b.force_group_lanes && a.force_group_cta_threads == b.force_group_cta_threads &&
          a.force_channel_block == b.force_channel_block && a.force_tile_rows == b.force_tile_rows &&
@@ -42,6 +43,7 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
       static_cast<std::size_t>(k.options.max_ctas_per_sm) << 24 ^
       static_cast<std::size_t>(k.options.force_exchange) << 32 ^
       static_cast<std::size_t>(k.options.force_resident_parts + 1) << 40 ^
+      static_cast<std::size_t>(k.options.force_walk_back + 1) << 52 ^
       static_cast<std::size_t>(k.options.force_group_lanes) << 56);
   mix(static_cast<std::size_t>(k.options.force_channel_block) ^
       static_cast<std::size_t>(k.options.force_tile_rows) << 16 ^

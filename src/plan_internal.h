@@ -304,15 +304,19 @@ INORM_HOST_DEVICE inline int64_t pipelined_items(int64_t slices, int64_t parts, 
 // streams then move through the slices at one pace, `lead` reduction items apart, so with
 // lead >= parts every slice's reduction items all come before its first elementwise item; every
 // lead beyond that lets its last reductions finish before the elementwise items that wait for them
-// start.
+// start. `walk_back`: each slice's elementwise items take its streamed parts from the last back.
 struct PipelinedItem {
   int64_t slice;
   int64_t part;
   bool elementwise;
 };
 INORM_HOST_DEVICE inline PipelinedItem pipelined_item(int64_t item, int64_t slices, int64_t parts, int64_t resident,
-                                                      int64_t lead) {
+                                                      int64_t lead, bool walk_back) {
   const int64_t streamed = parts - resident;
+  const auto elementwise = [&](int64_t index) -> PipelinedItem {
+    const int64_t part = index % streamed;
+    return {index / streamed, walk_back ? streamed - 1 - part : part, true};
+  };
   const int64_t reductions = slices * parts;
   if (item < lead) return {item / parts, item % parts, false};
   const int64_t merged = item - lead;
@@ -320,12 +324,10 @@ INORM_HOST_DEVICE inline PipelinedItem pipelined_item(int64_t item, int64_t slic
   const auto reductions_before = [&](int64_t m) { return (m * parts + parts + streamed - 1) / (parts + streamed); };
   const int64_t before = reductions_before(merged);
   if (lead + before >= reductions) {  // every reduction is out: the elementwise items left
-    const int64_t index = item - reductions;
-    return {index / streamed, index % streamed, true};
+    return elementwise(item - reductions);
   }
   if (reductions_before(merged + 1) > before) return {(lead + before) / parts, (lead + before) % parts, false};
-  const int64_t index = merged - before;
-  return {index / streamed, index % streamed, true};
+  return elementwise(merged - before);
 }
 // Fills limits->resident_clusters for the current device, whose other limits `limits` holds:
 // clusters of every size the cluster exchange may use at every CTAs per SM, each CTA with the

@@ -148,6 +148,7 @@ std::string Plan::describe() const {
       out << " parts=" << parts_per_slice << " part_len=" << chunk_len << " grid=" << grid << " lead=" << pipeline_lead;
       if (resident_parts > 0) out << " resident=" << resident_parts;
       if (evict_first) out << " evict-first";
+      if (walk_back) out << " walk-back";
       out << (coaligned ? "" : " scalar-stores");
       break;
     case Path::kChannelsLast:
@@ -977,8 +978,15 @@ Status plan_split_pipelined(const Plan& base, const DeviceLimits& limits, const 
   const int64_t ctas_per_sm =
       std::clamp<int64_t>(detail::ctas_fitting_on_sm(limits, plan->smem_bytes), 1, detail::kSplitCtasPerSm);
   plan->grid = std::min(2 * base.num_slices * parts, ctas_per_sm * limits.sm_count);
-  // Short slices: a short lead, whose parts read again L2 keeps between their reads (config.h).
-  plan->evict_first = base.slice_len * elem_size <= detail::kSplitShortLeadMaxInputBytes;
+  // Short slices: a short lead, whose parts read again L2 keeps between their reads, each slice's
+  // second reads walking back (config.h).
+  if (options.force_walk_back < -1 || options.force_walk_back > 1) {
+    return invalid("forced walk back must be -1 (the planner's), 0 or 1, got " +
+                   std::to_string(options.force_walk_back));
+  }
+  const int64_t input_bytes = base.slice_len * elem_size;
+  plan->evict_first = input_bytes <= detail::kSplitShortLeadMaxInputBytes;
+  plan->walk_back = options.force_walk_back >= 0 ? options.force_walk_back == 1 : plan->evict_first;
   const auto slack = static_cast<int64_t>(plan->grid * (plan->evict_first ? detail::kSplitShortLeadSlackPerCta
                                                                            : detail::kSplitPipelinedSlackPerCta));
   plan->pipeline_lead = std::min(base.num_slices * parts, parts + slack);
@@ -1526,7 +1534,7 @@ bool plan_general_registers(const Plan& base, const DeviceLimits& limits, const 
 void plan_spanning_pairs(const Plan& base, const DeviceLimits& limits, const PlanOptions& options, Plan* plan) {
   const bool forced = options.force_path != Path::kAuto || shared_shape_forced(options) ||
                       options.force_resident_parts >= 0 || options.force_part_bytes != 0 ||
-                      options.force_register_vecs != 0;
+                      options.force_walk_back >= 0 || options.force_register_vecs != 0;
   const bool one_cluster = plan->path == Path::kSharedResident && plan->exchange != Exchange::kGlobal;
   if (forced || one_cluster) return;
   constexpr int kPair = detail::kSharedPairClusterCtas;

@@ -218,6 +218,7 @@ struct PlanOptions {
   // kSplitPipelined: bytes of a part's stage (every input's part together), a multiple of 4 KiB up
   // to the stage's 64 KiB (0: the planner's)
   int force_part_bytes = 0;
+  int force_walk_back = -1;       // kSplitPipelined: Plan::walk_back, 0 or 1 (-1: the planner's)
   // kSharedResident: 16-byte vectors a thread of the register part, where the plan holds one: 8 (the
   // narrow part only) or 12 (the wide one, wherever a part is held; the forward without activation
   // or channel affine only, the other ops hold 8); 0: the planner's (the narrow part, the wide one
@@ -305,6 +306,8 @@ struct Plan {
                               // there; where the streamed kernel applies (not the planner's; a caller may set it):
                               // each part's first rows, beyond what its ring and a share of L2 keep for the second
                               // read, that second read and the output
+  bool walk_back = false;     // kSplitPipelined: each slice's elementwise items take its streamed parts from the
+                              // last back, those its reductions read last (the likeliest still in L2) first
   // kSharedResident and kChannelsLast's cluster form: SM cycles between the starts of the groups (or
   // clusters) of the first round, group k waiting k times this long (0: all at once)
   int stagger_cycles = 0;

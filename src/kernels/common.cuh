@@ -81,6 +81,7 @@ struct KernelArgs {
   int64_t pipeline_lead;     // kSplitPipelined: statistics items handed out before the first normalize item
   int64_t resident_parts;    // kSplitPipelined: of each slice's parts, the last ones read once (Plan::resident_parts)
   bool evict_first;          // kSplitPipelined, kChannelsLast: Plan::evict_first
+  bool walk_back;            // kSplitPipelined: Plan::walk_back
   // kSharedResident: the group size (the cluster kernel reads its cluster's instead), the clusters a
   // slice spans (Plan::slice_clusters), and the L2 exchange's workspace
   int ctas_per_slice;

@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitCtasPerSm) split_pipeline
   for (;;) {
     const int64_t item = current_item;
     if (item >= items) break;
-    const PipelinedItem work = pipelined_item(item, args.num_slices, parts, resident, lead);
+    const PipelinedItem work = pipelined_item(item, args.num_slices, parts, resident, lead, args.walk_back);
     const int64_t begin = work.part * args.chunk_len;
     const int64_t len = min(args.chunk_len, args.slice_len - begin);
     const int64_t offset = work.slice * args.slice_len + begin;

@@ -381,18 +381,25 @@ TEST(PlanBackward, SlicesNoClusterHoldsSpanPairs) {
   EXPECT_EQ(plan_of(relu).path, Path::kSplitPipelined);
 }
 
-// split_pipelined's short lead and L2 hints go by the bytes of each input, as in the forward: 8 MiB
-// slices of x (and 8 of dy) take it, 16 MiB slices the long lead.
+// split_pipelined's short lead, L2 hints and walk back go by the bytes of each input, as in the
+// forward: 8 and 16 MiB slices of x (and as many of dy) take them, 32 MiB slices the long lead.
 TEST(PlanBackward, SplitShortLeadByEachInputsBytes) {
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   ASSERT_EQ(vol.path, Path::kSplitPipelined);
   EXPECT_EQ(vol.parts_per_slice, 256);  // 32 KiB of each input a part
   EXPECT_TRUE(vol.evict_first);
+  EXPECT_TRUE(vol.walk_back);
   EXPECT_EQ(vol.pipeline_lead, 256 + vol.grid / 2);
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   ASSERT_EQ(few.path, Path::kSplitPipelined);
-  EXPECT_FALSE(few.evict_first);
-  EXPECT_EQ(few.pipeline_lead, 512 + 2 * few.grid);
+  EXPECT_TRUE(few.evict_first);
+  EXPECT_TRUE(few.walk_back);
+  EXPECT_EQ(few.pipeline_lead, 512 + few.grid / 2);
+  const Plan wide = plan_of(problem(DType::kFloat32, {1, 2, 4096, 2048}));
+  ASSERT_EQ(wide.path, Path::kSplitPipelined);
+  EXPECT_FALSE(wide.evict_first);
+  EXPECT_FALSE(wide.walk_back);
+  EXPECT_EQ(wide.pipeline_lead, 1024 + 2 * wide.grid);
 }
 
 // The seed holds 2 MiB a slice on chip in the backward (1 MiB of x, 1 MiB of dy): the narrowest

@@ -76,6 +76,7 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.options.force_exchange = Exchange::kGlobal; },
       [](PlanKey& k) { k.options.force_resident_parts = 0; },
       [](PlanKey& k) { k.options.force_part_bytes = 32 * 1024; },
+      [](PlanKey& k) { k.options.force_walk_back = 1; },
       [](PlanKey& k) { k.options.force_group_lanes = 16; },
       [](PlanKey& k) { k.options.force_group_cta_threads = 64; },
       [](PlanKey& k) { k.options.force_register_vecs = 12; },

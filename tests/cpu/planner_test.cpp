@@ -910,8 +910,8 @@ TEST(Planner, OddHalfSlicesUseOneCtaEach) {
 
 // Slices too large for the chip: split_pipelined, one 64 KiB stage a part, three CTAs per SM
 // (what the stage buffer allows), statistics half an item per CTA ahead of one slice with L2 hints
-// up to 8 MiB a slice (two items per CTA without them beyond), and resident parts (read once) one
-// per SM, at most half of a slice's.
+// and each slice's second reads walking back up to 16 MiB a slice (two items per CTA without hints
+// beyond), and resident parts (read once) one per SM, at most half of a slice's.
 TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan few = plan_of(problem(DType::kFloat32, {4, 3, 2048, 2048}));
   EXPECT_EQ(few.path, Path::kSplitPipelined);
@@ -919,24 +919,35 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   EXPECT_EQ(few.chunk_len, 16384);
   EXPECT_EQ(few.smem_bytes, 65536 + 128);  // + 16 to mirror x's alignment, rounded to 128 (a region)
   EXPECT_EQ(few.grid, 396);
-  EXPECT_EQ(few.pipeline_lead, 256 + 2 * 396);  // 16 MiB slices: the long lead
-  EXPECT_FALSE(few.evict_first);
+  EXPECT_EQ(few.pipeline_lead, 256 + 396 / 2);  // 16 MiB slices: the short lead, walking back
+  EXPECT_TRUE(few.evict_first);
+  EXPECT_TRUE(few.walk_back);
   // Partials (12 x 256 of 32 bytes: 98,304), the slices' statistics (384, rounded to 512),
   // counters (52, to 256).
   EXPECT_EQ(few.workspace_bytes, 98304u + 512 + 256);
   EXPECT_EQ(few.resident_parts, 128);
-  EXPECT_EQ(few.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=1048 resident=128");
+  EXPECT_EQ(few.describe(),
+            "split_pipelined parts=256 part_len=16384 grid=396 lead=454 resident=128 evict-first walk-back");
   const Plan vol = plan_of(problem(DType::kFloat32, {2, 32, 128, 128, 128}));
   EXPECT_EQ(vol.path, Path::kSplitPipelined);
   EXPECT_EQ(vol.parts_per_slice, 128);
   EXPECT_EQ(vol.pipeline_lead, 128 + 396 / 2);  // 8 MiB slices: the short lead
   EXPECT_TRUE(vol.evict_first);
-  EXPECT_EQ(vol.describe(), "split_pipelined parts=128 part_len=16384 grid=396 lead=326 resident=64 evict-first");
-  // The boundary: one element past 8 MiB a slice (129 parts, the last of 4 bytes).
+  EXPECT_TRUE(vol.walk_back);
+  EXPECT_EQ(vol.describe(),
+            "split_pipelined parts=128 part_len=16384 grid=396 lead=326 resident=64 evict-first walk-back");
+  // The boundaries: one element past 8 MiB a slice (129 parts, the last of 4 bytes) still takes the
+  // short lead, walking back; one past 16 MiB (257 parts) the long lead without hints, walking forward.
   const Plan past = plan_of(problem(DType::kFloat32, {2, 32, 2 * 1024 * 1024 + 1}));
   EXPECT_EQ(past.parts_per_slice, 129);
-  EXPECT_FALSE(past.evict_first);
-  EXPECT_EQ(past.pipeline_lead, 129 + 2 * 396);
+  EXPECT_TRUE(past.evict_first);
+  EXPECT_TRUE(past.walk_back);
+  EXPECT_EQ(past.pipeline_lead, 129 + 396 / 2);
+  const Plan long_lead = plan_of(problem(DType::kFloat32, {2, 32, 4 * 1024 * 1024 + 1}));
+  EXPECT_EQ(long_lead.parts_per_slice, 257);
+  EXPECT_FALSE(long_lead.evict_first);
+  EXPECT_FALSE(long_lead.walk_back);
+  EXPECT_EQ(long_lead.pipeline_lead, 257 + 2 * 396);
   EXPECT_EQ(vol.resident_parts, 64);
   // A stage is 64 KiB in every dtype: 32768 bfloat16 values.
   const Plan bf16 = plan_of(problem(DType::kBFloat16, {4, 3, 2048, 2048}));
@@ -958,7 +969,8 @@ TEST(Planner, SlicesTooLargeForTheChipPipeline) {
   const Plan one = plan_of(problem(DType::kFloat32, {1, 1, 2048, 2048}));
   EXPECT_EQ(one.path, Path::kSplitPipelined);
   EXPECT_EQ(one.grid, 396);
-  EXPECT_EQ(one.describe(), "split_pipelined parts=256 part_len=16384 grid=396 lead=256 resident=128");
+  EXPECT_EQ(one.describe(),
+            "split_pipelined parts=256 part_len=16384 grid=396 lead=256 resident=128 evict-first walk-back");
   // One per SM at most: 132 of the 512 parts of a slice of 32 MiB.
   EXPECT_EQ(plan_of(problem(DType::kFloat32, {1, 2, 4096, 2048})).resident_parts, 132);
   // With an activation, one per four SMs (its elementwise pass is bound by instructions).
@@ -1018,9 +1030,34 @@ TEST(Planner, PartBytesForcedWithinTheirBounds) {
   }
 }
 
+// The elementwise walk can be forced back or forward whatever the slice's bytes (the planner walks
+// back up to 16 MiB of each input); anything else is refused.
+TEST(Planner, WalkBackForcedOrRefused) {
+  const ForwardParams p = problem(DType::kFloat32, {4, 3, 2048, 2048});  // 16 MiB slices
+  ASSERT_EQ(plan_of(p).path, Path::kSplitPipelined);
+  EXPECT_TRUE(plan_of(p).walk_back);
+  PlanOptions options;
+  options.force_walk_back = 0;
+  const Plan forward = plan_of(p, options);
+  EXPECT_FALSE(forward.walk_back);
+  EXPECT_EQ(forward.describe().find("walk-back"), std::string::npos) << forward.describe();
+  const ForwardParams wide = problem(DType::kFloat32, {1, 2, 4096, 2048});  // 32 MiB slices
+  EXPECT_FALSE(plan_of(wide).walk_back);
+  options.force_walk_back = 1;
+  EXPECT_TRUE(plan_of(wide, options).walk_back);
+  for (int walk_back : {-2, 2}) {
+    options.force_walk_back = walk_back;
+    Plan plan;
+    const Status status = plan_forward(p, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << walk_back;
+    EXPECT_NE(status.message().find("forced walk back"), std::string::npos) << status.message();
+  }
+}
+
 // pipelined_item hands out every reduction item and every elementwise item of a non-resident part
 // exactly once, each slice's reductions all before its first elementwise item (or the grid could
-// wait forever), each stream in order, and nothing for resident parts' elementwise passes.
+// wait forever), each stream in order (walking back, each slice's elementwise items from its last
+// streamed part), and nothing for resident parts' elementwise passes.
 TEST(Planner, PipelinedItemsComeInAnOrderThatCannotDeadlock) {
   struct Order {
     int64_t slices, parts, resident, lead;
@@ -1030,38 +1067,42 @@ TEST(Planner, PipelinedItemsComeInAnOrderThatCannotDeadlock) {
       {3, 7, 3, 7},     {3, 7, 3, 10},   {3, 7, 7, 21},    {12, 256, 128, 1048}, {12, 512, 132, 1304},
       {64, 128, 64, 920}, {2, 1025, 132, 1025}, {1000, 1, 0, 792}, {600, 3, 1, 795}, {7, 5, 4, 35},
   };
-  for (const Order& o : orders) {
-    SCOPED_TRACE(std::to_string(o.slices) + " slices, " + std::to_string(o.parts) + " parts, " +
-                 std::to_string(o.resident) + " resident, lead " + std::to_string(o.lead));
-    const int64_t streamed = o.parts - o.resident;
-    const int64_t items = detail::pipelined_items(o.slices, o.parts, o.resident);
-    std::vector<int> reduced(o.slices * o.parts, 0), written(o.slices * o.parts, 0);
-    std::vector<int64_t> reductions_out(o.slices, 0);
-    int64_t next_reduction = 0, next_elementwise = 0;
-    bool ok = true;
-    for (int64_t item = 0; item < items && ok; ++item) {
-      const detail::PipelinedItem work = detail::pipelined_item(item, o.slices, o.parts, o.resident, o.lead);
-      const int64_t index = work.slice * o.parts + work.part;
-      ok = work.slice >= 0 && work.slice < o.slices && work.part >= 0 && work.part < o.parts;
-      if (!ok) break;
-      if (work.elementwise) {
-        ok = work.part < streamed && work.slice * streamed + work.part == next_elementwise++ &&
-             reductions_out[work.slice] == o.parts;
-        ++written[index];
-      } else {
-        ok = index == next_reduction++;
-        ++reduced[index];
-        ++reductions_out[work.slice];
-        if (work.part >= streamed) ++written[index];  // a resident part: written by its reduction item
+  for (const bool walk_back : {false, true}) {
+    for (const Order& o : orders) {
+      SCOPED_TRACE(std::to_string(o.slices) + " slices, " + std::to_string(o.parts) + " parts, " +
+                   std::to_string(o.resident) + " resident, lead " + std::to_string(o.lead) +
+                   (walk_back ? ", walking back" : ""));
+      const int64_t streamed = o.parts - o.resident;
+      const int64_t items = detail::pipelined_items(o.slices, o.parts, o.resident);
+      std::vector<int> reduced(o.slices * o.parts, 0), written(o.slices * o.parts, 0);
+      std::vector<int64_t> reductions_out(o.slices, 0);
+      int64_t next_reduction = 0, next_elementwise = 0;
+      bool ok = true;
+      for (int64_t item = 0; item < items && ok; ++item) {
+        const detail::PipelinedItem work =
+            detail::pipelined_item(item, o.slices, o.parts, o.resident, o.lead, walk_back);
+        const int64_t index = work.slice * o.parts + work.part;
+        ok = work.slice >= 0 && work.slice < o.slices && work.part >= 0 && work.part < o.parts;
+        if (!ok) break;
+        if (work.elementwise) {
+          const int64_t nth = work.slice * streamed + (walk_back ? streamed - 1 - work.part : work.part);
+          ok = work.part < streamed && nth == next_elementwise++ && reductions_out[work.slice] == o.parts;
+          ++written[index];
+        } else {
+          ok = index == next_reduction++;
+          ++reduced[index];
+          ++reductions_out[work.slice];
+          if (work.part >= streamed) ++written[index];  // a resident part: written by its reduction item
+        }
+        EXPECT_TRUE(ok) << "item " << item << ": slice " << work.slice << " part " << work.part
+                        << (work.elementwise ? " elementwise" : " reduction");
       }
-      EXPECT_TRUE(ok) << "item " << item << ": slice " << work.slice << " part " << work.part
-                      << (work.elementwise ? " elementwise" : " reduction");
-    }
-    EXPECT_EQ(next_reduction, o.slices * o.parts);
-    EXPECT_EQ(next_elementwise, o.slices * streamed);
-    for (int64_t i = 0; i < o.slices * o.parts && ok; ++i) {
-      EXPECT_EQ(reduced[i], 1) << "part " << i;
-      EXPECT_EQ(written[i], 1) << "part " << i;
+      EXPECT_EQ(next_reduction, o.slices * o.parts);
+      EXPECT_EQ(next_elementwise, o.slices * streamed);
+      for (int64_t i = 0; i < o.slices * o.parts && ok; ++i) {
+        EXPECT_EQ(reduced[i], 1) << "part " << i;
+        EXPECT_EQ(written[i], 1) << "part " << i;
+      }
     }
   }
 }

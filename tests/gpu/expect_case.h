@@ -74,8 +74,9 @@ struct Shape {
 // (1000 slices, a slice boundary at every pair), and parts with a ragged last one, on views off
 // 16-byte alignment, in every dtype. The last parts of a slice may be resident (written by the CTA
 // that reduced them): the planner's count (half the parts), none, and one (every part of a
-// one-part slice, else the ragged last). float32 also in place (an elementwise item writes its part
-// only after every read of it) and repeated.
+// one-part slice, else the ragged last); each slice's elementwise items walking forward and back.
+// float32 also in place (an elementwise item writes its part only after every read of it) and
+// repeated.
 inline void expect_split_pipelined_orders_pass(Pass pass) {
   const Shape shapes[] = {
       {"1000 slices of one part", {1, 1000, 4097}},
@@ -84,12 +85,16 @@ inline void expect_split_pipelined_orders_pass(Pass pass) {
   for (DType dtype : kAllDtypes) {
     for (const Shape& s : shapes) {
       for (int resident : {-1, 0, 1}) {
-        Case c = forced_misaligned_case(pass, s.shape, dtype, Path::kSplitPipelined);
-        c.options.force_resident_parts = resident;
-        ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
-        const std::string why = std::string(s.why) + ", resident " + std::to_string(resident);
-        expect_passes(c, why + ", " + dtype_name(dtype));
-        if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
+        for (int walk_back : {0, 1}) {
+          Case c = forced_misaligned_case(pass, s.shape, dtype, Path::kSplitPipelined);
+          c.options.force_resident_parts = resident;
+          c.options.force_walk_back = walk_back;
+          ASSERT_TRUE(parse_data_spec("1000 + randn", &c.data).ok());
+          const std::string why = std::string(s.why) + ", resident " + std::to_string(resident) +
+                                  (walk_back == 1 ? ", walking back" : "");
+          expect_passes(c, why + ", " + dtype_name(dtype));
+          if (dtype == DType::kFloat32) expect_passes_in_place_and_repeated(c, why);
+        }
       }
     }
   }
