@@ -335,7 +335,9 @@ inline constexpr double kSplitShortLeadSlackPerCta = 0.5;
 // against 1.35 / 1.46, 4 MiB slices 1.44 / 1.56 against 1.32 / 1.35; one and a half per SM and more
 // won only on few-huge's backward, by 1% (dev/VARIANTS.md 46). Ops with an activation or a
 // channel's affine inside the slice, bound by their instructions, take one per four SMs: SD VAE's
-// GroupNorm + SiLU backward ran 3.09 / 3.08 / 3.16 / 3.36x with 0 / 33 / 66 / 128 resident parts.
+// GroupNorm + SiLU backward ran 3.09 / 3.08 / 3.16 / 3.36x with 0 / 33 / 66 / 128 resident parts,
+// and again at 1.70 / 1.70 / 1.72 / 1.78 once it had come down (H200, dev/VARIANTS.md 122; its
+// forward 1.49 / 1.46 / 1.48 / 1.66 at 0 / 33 / 64 / 128).
 inline constexpr int kSplitResidentShareDivisor = 2;
 inline constexpr int kSplitSmsPerResidentPart = 1;
 inline constexpr int kSplitSmsPerResidentPartGeneral = 4;
