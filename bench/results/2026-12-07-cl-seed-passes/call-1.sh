@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 97's first call, with main's binaries at 3496692 (carried as .carry/s97): on any GPU,
+# Session 97's first call, with main's inorm-bench at 3496692 (carried as .carry/s97): on any GPU,
 # channels_last's seeds on the channels_last kernels' alternatives while the package builds, then
 # each kernel's time in their forward (inorm, torch.compile, a copy: kernel_times.py); on an H200
 # also session 96's slowest layouts.json rows on the planner's alternatives (forward) and the
@@ -18,7 +18,7 @@ SECONDS=0
 h200=0; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && h200=1
 bin=/tmp/s97/bin
 [ -x $bin/inorm-bench ] || { mkdir -p $bin && xz -T0 -dc $CARRY/all.tar.xz | tar xf - -C $bin &&
-  chmod +x $bin/inorm-bench $bin/inorm_gpu_tests; }
+  chmod +x $bin/*; }
 step $? unpack
 ( nice -n 10 env INORM_BUILD_DIR=build-gpu scripts/build-python.sh > $H/build-python.log 2>&1
   echo "rc=$? build-python $SECONDS s" >> $H/run.log ) &
