@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 97's first call, with main's inorm-bench at 3496692 (carried as .carry/s97): on any GPU,
-# channels_last's seeds on the channels_last kernels' alternatives while the package builds, then
+# channels_last's seeds on the channels_last kernels' alternatives (channel blocks of 32 among
+# them: the elementwise pass straight from global memory) while the package builds, then
 # each kernel's time in their forward (inorm, torch.compile, a copy: kernel_times.py); on an H200
 # also session 96's slowest layouts.json rows on the planner's alternatives (forward) and the
 # package's fused.json forward and training step, within CALL_S seconds (default 570).
@@ -29,7 +30,8 @@ sweep() {  # name, suite, flags, variants, seconds
   step $? "$1"
 }
 sweep cl-forward $s96/cl-shapes.json "" \
-  cl-evict1,cl-apply1,cl-grid396,cl-grid528,cl-tiles0x128,cl-tiles0x512,cl-stream14,cl-stream4 100
+  cl-evict1,cl-apply1,cl-grid396,cl-grid528,cl-tiles0x128,cl-tiles0x512,cl-tiles32x256,cl-tiles32x512,\
+  cl-stream0,cl-stream14,cl-stream4 130
 if [ $h200 = 1 ]; then
   variants=pipelined,pipelined-back0,pipelined-lead2-evict0-back0,pipelined-lead0.5-evict1-back1
   variants=$variants,pipelined-lead0-evict1-back1,pipelined-resident0,stagger0
