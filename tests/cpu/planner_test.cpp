@@ -1735,6 +1735,97 @@ TEST(Planner, ChannelsLastStreamApplies) {
   EXPECT_EQ(plan.stream_parts, 1);
 }
 
+// The three kernels' elementwise pass straight from global memory (Plan::direct_apply): where the
+// tiles hold whole rows of 16-byte runs and the reduction streams without applying (the seeds'
+// 3.5 and 7 GiB forward, the float32 seed's backward; cl-bf16's 128 MiB with its own kernel), not
+// where the reduction takes tiles (below 128 MiB), the streamed kernel applies, the rows are not
+// 16-byte runs or the tiles are channel blocks. Forced (force_direct_apply 1) wherever the
+// elementwise kernel runs on such tiles, 0 never; refused elsewhere.
+TEST(Planner, ChannelsLastDirectApply) {
+  const auto cl = [](DType dtype, std::initializer_list<int64_t> shape) {
+    ForwardParams p = problem(dtype, shape);
+    p.layout = Layout::kChannelsLast;
+    return p;
+  };
+  PlanOptions three_kernels;
+  three_kernels.force_exchange = Exchange::kNone;
+  PlanOptions apart_from_apply = three_kernels;
+  apart_from_apply.force_stream_applies = 0;
+  struct Expect {
+    const char* why;
+    ForwardParams params;
+    PlanOptions options;
+    bool direct;
+  };
+  const Expect cases[] = {
+      {"cl-seed-fp32: 7 GiB streamed in 7 parts", cl(DType::kFloat32, {112, 64, 512, 512}), {}, true},
+      {"cl-seed-bf16: 3.5 GiB streamed", cl(DType::kBFloat16, {112, 64, 512, 512}), {}, true},
+      {"cl-bf16 streamed, its elementwise pass apart", cl(DType::kBFloat16, {64, 64, 128, 128}), apart_from_apply,
+       true},
+      {"cl-bf16's streamed kernel applying", cl(DType::kBFloat16, {64, 64, 128, 128}), three_kernels, false},
+      {"16 MiB: the tiles' reduction", cl(DType::kBFloat16, {8, 64, 128, 128}), apart_from_apply, false},
+      {"C = 3 of float32: 12-byte rows, no 16-byte runs", cl(DType::kFloat32, {64, 3, 512, 512}), three_kernels,
+       false},
+      {"C = 512: channel blocks", cl(DType::kBFloat16, {16, 512, 128, 128}), three_kernels, false},
+  };
+  for (const Expect& e : cases) {
+    const Plan plan = plan_of(e.params, e.options);
+    EXPECT_EQ(plan.direct_apply, e.direct) << e.why << ": " << plan.describe();
+    EXPECT_EQ(plan.describe().find("direct-apply") != std::string::npos, e.direct) << plan.describe();
+  }
+  Plan plan;
+  ASSERT_TRUE(plan_backward(backward_of(cl(DType::kFloat32, {112, 64, 512, 512})), hopper_h200_limits(), &plan).ok());
+  EXPECT_TRUE(plan.direct_apply) << "the float32 seed's backward streams alone: " << plan.describe();
+  ASSERT_TRUE(plan_backward(backward_of(cl(DType::kBFloat16, {112, 64, 512, 512})), hopper_h200_limits(), &plan).ok());
+  EXPECT_FALSE(plan.direct_apply) << "the bfloat16 seed's backward applies in the streamed kernel: "
+                                  << plan.describe();
+  // Forced: on the tiles' reduction's whole rows, or never; the staged pass keeps its shared memory.
+  PlanOptions direct = apart_from_apply;
+  direct.force_direct_apply = 1;
+  const Plan small = plan_of(cl(DType::kBFloat16, {8, 64, 128, 128}), direct);
+  EXPECT_TRUE(small.direct_apply) << small.describe();
+  EXPECT_EQ(small.stream_parts, 0);
+  PlanOptions staged;
+  staged.force_direct_apply = 0;
+  const Plan seed = plan_of(cl(DType::kFloat32, {112, 64, 512, 512}), staged);
+  EXPECT_FALSE(seed.direct_apply);
+  EXPECT_EQ(seed.stream_parts, 7);
+  EXPECT_GT(seed.smem_bytes, 0);
+  // Refused: no such elementwise pass (rows of 12 bytes, channel blocks, the resident and cluster
+  // forms, the streamed kernel applying, the backward without dx), or outside -1..1.
+  struct Refused {
+    const char* why;
+    ForwardParams params;
+    Exchange exchange;
+    int applies;
+    int forced;
+  };
+  const Refused refused[] = {
+      {"12-byte rows", cl(DType::kFloat32, {64, 3, 512, 512}), Exchange::kNone, -1, 1},
+      {"channel blocks", cl(DType::kBFloat16, {16, 512, 128, 128}), Exchange::kNone, -1, 1},
+      {"the resident form", cl(DType::kBFloat16, {8, 64, 128, 128}), Exchange::kGlobal, -1, 1},
+      {"the cluster form", cl(DType::kBFloat16, {64, 64, 128, 128}), Exchange::kCluster, -1, 1},
+      {"the streamed kernel applying", cl(DType::kBFloat16, {64, 64, 128, 128}), Exchange::kNone, 1, 1},
+      {"2", cl(DType::kBFloat16, {8, 64, 128, 128}), Exchange::kNone, -1, 2},
+      {"-2", cl(DType::kBFloat16, {8, 64, 128, 128}), Exchange::kNone, -1, -2},
+  };
+  for (const Refused& r : refused) {
+    PlanOptions options;
+    options.force_exchange = r.exchange;
+    options.force_stream_applies = r.applies;
+    options.force_direct_apply = r.forced;
+    const Status status = plan_forward(r.params, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << r.why << ": " << plan.describe();
+    EXPECT_NE(status.message().find("direct apply"), std::string::npos) << r.why << ": " << status.message();
+  }
+  BackwardParams weights_only = backward_of(cl(DType::kFloat32, {112, 64, 512, 512}));
+  weights_only.dx = nullptr;
+  weights_only.dweight = reinterpret_cast<void*>(kAligned * 5);
+  EXPECT_EQ(plan_backward(weights_only, hopper_h200_limits(), &plan, direct).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(plan_backward(weights_only, hopper_h200_limits(), &plan).ok());
+  EXPECT_FALSE(plan.direct_apply) << "no elementwise pass: " << plan.describe();
+}
+
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's
 // cl-tiles<C>x<rows>): the block as asked, rows rounded up to whole passes and down to the slice's
 // whole passes, the three kernels either way; refused where the block is not whole vectors, wider

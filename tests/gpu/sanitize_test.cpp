@@ -118,7 +118,8 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
                        Exchange::kAuto, 0, Running::kUpdate});
   }
   // The reduction streamed (Plan::stream_parts), three parts a sample, two CTAs taking every part in
-  // turn: the ring's stages and phases carried across parts and samples.
+  // turn: the ring's stages and phases carried across parts and samples; the elementwise pass then
+  // straight from global memory (Plan::direct_apply).
   reaches.push_back({"channels_last's reduction streamed in three parts a sample by two CTAs", {2, 8, 5601},
                      DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 2, Running::kNone, 0,
                      Layout::kChannelsLast, 0, 0, 3});
