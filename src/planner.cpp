@@ -1403,12 +1403,12 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
 }
 
 // The three kernels' elementwise pass straight between global memory and registers
-// (Plan::direct_apply) where their tiles hold whole rows aligned to 16 bytes and the reduction
-// streams without applying (x of kChannelsLastStreamMinBytes or more, past what the streamed kernel
-// applies): there the staged pass, a tile's bulk copy waited for before any of it is written, ran
-// the elementwise kernel at 1.10x a copy (dev/VARIANTS.md 40) and the reduction does not stage
-// tiles either. options.force_direct_apply: 1 wherever the elementwise kernel runs on such tiles (an
-// error where not), 0 never.
+// (Plan::direct_apply), where their tiles hold whole rows aligned to 16 bytes: forced only
+// (options.force_direct_apply 1; an error where no such pass runs), not yet the planner's. Where
+// the reduction streams (the seeds' 3.5 and 7 GiB), the staged pass, a tile's bulk copy waited for
+// before any of it is written, ran the elementwise kernel at 1.10x a copy (dev/VARIANTS.md 40), and
+// torch.compile's forward runs cl-seed-fp32 2% ahead of inorm's on an H200: the direct pass is
+// the candidate, unmeasured (bench/results/2026-12-07-cl-seed-passes/call-3.sh measures it).
 Status plan_channels_last_direct_apply(const PlanOptions& options, Plan* plan) {
   const int forced = options.force_direct_apply;
   const bool can = plan->exchange == Exchange::kNone && !plan->stream_applies && plan->writes_output &&
@@ -1418,7 +1418,7 @@ Status plan_channels_last_direct_apply(const PlanOptions& options, Plan* plan) {
                    "elementwise pass runs on tiles of whole rows aligned to 16 bytes, got " +
                    std::to_string(forced) + " for " + plan->describe());
   }
-  plan->direct_apply = can && (forced == 1 || (forced < 0 && plan->stream_parts > 0));
+  plan->direct_apply = can && forced == 1;
   return Status::Ok();
 }
 
@@ -1494,7 +1494,8 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
     if ((options.force_ctas_per_sm != 0 && options.force_ctas_per_sm != ctas_per_sm) ||
         (options.force_channel_block != 0 && options.force_channel_block != base.channels) ||
         options.force_tile_rows != 0 || options.force_stream_parts > 0 || options.force_stream_applies == 1 ||
-        options.force_direct_apply == 1 || options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > detail::kChannelsLastClusterMaxCtas) {
+        options.force_direct_apply == 1 || options.force_ctas_per_slice < 0 ||
+        options.force_ctas_per_slice > detail::kChannelsLastClusterMaxCtas) {
       return invalid("channels_last's cluster form takes forced CTAs a sample (force_ctas_per_slice, 1 to " +
                      std::to_string(detail::kChannelsLastClusterMaxCtas) +
                      ") at its pass's CTAs an SM (" + std::to_string(ctas_per_sm) +
@@ -1505,7 +1506,7 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   const bool forced_form = options.force_exchange != Exchange::kAuto || options.force_ctas_per_sm != 0 ||
                            options.force_ctas_per_slice != 0 || options.force_channel_block != 0 ||
                            options.force_tile_rows != 0 || options.force_stream_parts >= 0 ||
-                           options.force_stream_applies >= 0 || options.force_direct_apply >= 0;
+                           options.force_stream_applies >= 0 || options.force_direct_apply == 1;
   if (!forced_form && plan_channels_last_clusters(base, limits, 0, /*by_rule=*/true, plan).ok()) return Status::Ok();
   const Status status = plan_channels_last_form(base, limits, options, plan);
   if (!status.ok()) return status;

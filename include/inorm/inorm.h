@@ -244,7 +244,8 @@ struct PlanOptions {
   int force_stream_applies = -1;
   // kChannelsLast's three kernels on tiles of whole rows aligned to 16 bytes (not the streamed
   // kernel's own elementwise pass): 1 runs the elementwise pass's loads and stores straight between
-  // global memory and registers (Plan::direct_apply), 0 staged in shared memory, -1 the planner's.
+  // global memory and registers (Plan::direct_apply), 0 or -1 (the planner's, for now) staged in
+  // shared memory.
   int force_direct_apply = -1;
 };
 

@@ -1753,8 +1753,8 @@ Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cuda
       // Only the bulk path stages the elementwise pass's tiles, unless it moves them directly.
       const std::size_t apply_smem = kLoad == TileLoad::kBulk && !plan.direct_apply ? smem : 0;
       const auto grid = static_cast<unsigned>(plan.grid);
-      void (*const apply)(KernelArgs) =
-          plan.direct_apply ? &channels_last_apply_kernel<Op, TileLoad::kVector> : &channels_last_apply_kernel<Op, kLoad>;
+      void (*const apply)(KernelArgs) = plan.direct_apply ? &channels_last_apply_kernel<Op, TileLoad::kVector>
+                                                          : &channels_last_apply_kernel<Op, kLoad>;
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
       if (!status.ok()) return status;
       if (channels_last_streams(plan)) {

@@ -1735,64 +1735,62 @@ TEST(Planner, ChannelsLastStreamApplies) {
   EXPECT_EQ(plan.stream_parts, 1);
 }
 
-// The three kernels' elementwise pass straight from global memory (Plan::direct_apply): where the
-// tiles hold whole rows of 16-byte runs and the reduction streams without applying (the seeds'
-// 3.5 and 7 GiB forward, the float32 seed's backward; cl-bf16's 128 MiB with its own kernel), not
-// where the reduction takes tiles (below 128 MiB), the streamed kernel applies, the rows are not
-// 16-byte runs or the tiles are channel blocks. Forced (force_direct_apply 1) wherever the
-// elementwise kernel runs on such tiles, 0 never; refused elsewhere.
+// The three kernels' elementwise pass straight from global memory (Plan::direct_apply): not the
+// planner's (the seeds stage their tiles); forced (force_direct_apply 1) wherever the elementwise
+// kernel runs on tiles of whole rows of 16-byte runs: beside the streamed reduction (the seeds'
+// 3.5 and 7 GiB, both passes; cl-bf16's 128 MiB with its own elementwise kernel) and the tiles'
+// (below 128 MiB); 0 stages them, as the planner does. Refused where no such pass runs: rows not
+// of 16-byte runs, channel blocks, the resident and cluster forms, the streamed kernel applying, the
+// backward without dx.
 TEST(Planner, ChannelsLastDirectApply) {
   const auto cl = [](DType dtype, std::initializer_list<int64_t> shape) {
     ForwardParams p = problem(dtype, shape);
     p.layout = Layout::kChannelsLast;
     return p;
   };
-  PlanOptions three_kernels;
-  three_kernels.force_exchange = Exchange::kNone;
-  PlanOptions apart_from_apply = three_kernels;
+  const ForwardParams seed_fp32 = cl(DType::kFloat32, {112, 64, 512, 512});
+  PlanOptions direct;
+  direct.force_direct_apply = 1;
+  PlanOptions staged;
+  staged.force_direct_apply = 0;
+  for (const PlanOptions& options : {PlanOptions{}, staged}) {
+    const Plan seed = plan_of(seed_fp32, options);
+    EXPECT_FALSE(seed.direct_apply) << seed.describe();
+    EXPECT_EQ(seed.stream_parts, 7);
+    EXPECT_GT(seed.smem_bytes, 0);
+  }
+  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), staged).exchange, Exchange::kCluster)
+      << "staging forced leaves cl-bf16 its cluster form";
+  PlanOptions apart_from_apply;
+  apart_from_apply.force_exchange = Exchange::kNone;
   apart_from_apply.force_stream_applies = 0;
-  struct Expect {
+  PlanOptions direct_apart = apart_from_apply;
+  direct_apart.force_direct_apply = 1;
+  struct Forced {
     const char* why;
     ForwardParams params;
     PlanOptions options;
-    bool direct;
+    int64_t stream_parts;
   };
-  const Expect cases[] = {
-      {"cl-seed-fp32: 7 GiB streamed in 7 parts", cl(DType::kFloat32, {112, 64, 512, 512}), {}, true},
-      {"cl-seed-bf16: 3.5 GiB streamed", cl(DType::kBFloat16, {112, 64, 512, 512}), {}, true},
-      {"cl-bf16 streamed, its elementwise pass apart", cl(DType::kBFloat16, {64, 64, 128, 128}), apart_from_apply,
-       true},
-      {"cl-bf16's streamed kernel applying", cl(DType::kBFloat16, {64, 64, 128, 128}), three_kernels, false},
-      {"16 MiB: the tiles' reduction", cl(DType::kBFloat16, {8, 64, 128, 128}), apart_from_apply, false},
-      {"C = 3 of float32: 12-byte rows, no 16-byte runs", cl(DType::kFloat32, {64, 3, 512, 512}), three_kernels,
-       false},
-      {"C = 512: channel blocks", cl(DType::kBFloat16, {16, 512, 128, 128}), three_kernels, false},
+  const Forced forced[] = {
+      {"cl-seed-fp32: 7 GiB streamed in 7 parts", seed_fp32, direct, 7},
+      {"cl-seed-bf16: 3.5 GiB streamed", cl(DType::kBFloat16, {112, 64, 512, 512}), direct, 7},
+      {"cl-bf16 streamed, its elementwise pass apart", cl(DType::kBFloat16, {64, 64, 128, 128}), direct_apart, 4},
+      {"16 MiB: the tiles' reduction", cl(DType::kBFloat16, {8, 64, 128, 128}), direct_apart, 0},
+      {"C = 96 of float32: 384-byte rows, two a pass of 192 threads", cl(DType::kFloat32, {8, 96, 57, 61}),
+       direct_apart, 0},
   };
-  for (const Expect& e : cases) {
-    const Plan plan = plan_of(e.params, e.options);
-    EXPECT_EQ(plan.direct_apply, e.direct) << e.why << ": " << plan.describe();
-    EXPECT_EQ(plan.describe().find("direct-apply") != std::string::npos, e.direct) << plan.describe();
-  }
   Plan plan;
-  ASSERT_TRUE(plan_backward(backward_of(cl(DType::kFloat32, {112, 64, 512, 512})), hopper_h200_limits(), &plan).ok());
+  for (const Forced& f : forced) {
+    plan = plan_of(f.params, f.options);
+    EXPECT_TRUE(plan.direct_apply) << f.why << ": " << plan.describe();
+    EXPECT_NE(plan.describe().find("direct-apply"), std::string::npos) << plan.describe();
+    EXPECT_EQ(plan.stream_parts, f.stream_parts) << f.why;
+  }
+  ASSERT_TRUE(plan_backward(backward_of(seed_fp32), hopper_h200_limits(), &plan).ok());
+  EXPECT_FALSE(plan.direct_apply) << plan.describe();
+  ASSERT_TRUE(plan_backward(backward_of(seed_fp32), hopper_h200_limits(), &plan, direct).ok());
   EXPECT_TRUE(plan.direct_apply) << "the float32 seed's backward streams alone: " << plan.describe();
-  ASSERT_TRUE(plan_backward(backward_of(cl(DType::kBFloat16, {112, 64, 512, 512})), hopper_h200_limits(), &plan).ok());
-  EXPECT_FALSE(plan.direct_apply) << "the bfloat16 seed's backward applies in the streamed kernel: "
-                                  << plan.describe();
-  // Forced: on the tiles' reduction's whole rows, or never; the staged pass keeps its shared memory.
-  PlanOptions direct = apart_from_apply;
-  direct.force_direct_apply = 1;
-  const Plan small = plan_of(cl(DType::kBFloat16, {8, 64, 128, 128}), direct);
-  EXPECT_TRUE(small.direct_apply) << small.describe();
-  EXPECT_EQ(small.stream_parts, 0);
-  PlanOptions staged;
-  staged.force_direct_apply = 0;
-  const Plan seed = plan_of(cl(DType::kFloat32, {112, 64, 512, 512}), staged);
-  EXPECT_FALSE(seed.direct_apply);
-  EXPECT_EQ(seed.stream_parts, 7);
-  EXPECT_GT(seed.smem_bytes, 0);
-  // Refused: no such elementwise pass (rows of 12 bytes, channel blocks, the resident and cluster
-  // forms, the streamed kernel applying, the backward without dx), or outside -1..1.
   struct Refused {
     const char* why;
     ForwardParams params;
@@ -1818,12 +1816,10 @@ TEST(Planner, ChannelsLastDirectApply) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << r.why << ": " << plan.describe();
     EXPECT_NE(status.message().find("direct apply"), std::string::npos) << r.why << ": " << status.message();
   }
-  BackwardParams weights_only = backward_of(cl(DType::kFloat32, {112, 64, 512, 512}));
+  BackwardParams weights_only = backward_of(seed_fp32);
   weights_only.dx = nullptr;
   weights_only.dweight = reinterpret_cast<void*>(kAligned * 5);
   EXPECT_EQ(plan_backward(weights_only, hopper_h200_limits(), &plan, direct).code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE(plan_backward(weights_only, hopper_h200_limits(), &plan).ok());
-  EXPECT_FALSE(plan.direct_apply) << "no elementwise pass: " << plan.describe();
 }
 
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's

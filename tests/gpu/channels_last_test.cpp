@@ -541,8 +541,8 @@ void expect_streamed_passes(Case c, const std::string& why, bool two_ctas) {
 // shuffles between lanes), C = 8 (two runs: five shuffles), and GroupNorm(8) without an affine
 // (the plain op; a slice's eight channels' partials combined by the finish kernel); each on
 // expect_streamed_passes' data, two CTAs taking every part; by tiles and in three parts also with
-// the elementwise pass the other way (staged in shared memory, or straight from global memory).
-// float64 reduces by tiles. A slice whose first part lies far from its mean (below).
+// the elementwise pass straight from global memory. float64 reduces by tiles. A slice whose first
+// part lies far from its mean (below).
 TEST(GpuChannelsLast, StreamedReduction) {
   INORM_REQUIRE_GPU();
   const Streamed shapes[] = {
@@ -568,13 +568,13 @@ TEST(GpuChannelsLast, StreamedReduction) {
             continue;
           }
           expect_streamed_passes(c, why, /*two_ctas=*/true);
-          // The elementwise pass the other way (Plan::direct_apply: the planner's where the reduction
-          // streams, staged beside the tiles' reduction): here on whole rows of 16-byte runs.
+          // The elementwise pass straight from global memory (Plan::direct_apply, forced; the
+          // planner stages it) beside either reduction: here on whole rows of 16-byte runs.
           if (parts == 0 || parts == 3) {
-            Case other = c;
-            other.options.force_direct_apply = parts == 0 ? 1 : 0;
-            other.expect_direct_apply = parts == 0;
-            expect_streamed_passes(other, why + (parts == 0 ? ", direct apply" : ", staged apply"), /*two_ctas=*/true);
+            Case direct = c;
+            direct.options.force_direct_apply = 1;
+            direct.expect_direct_apply = true;
+            expect_streamed_passes(direct, why + ", direct apply", /*two_ctas=*/true);
           }
         }
       }

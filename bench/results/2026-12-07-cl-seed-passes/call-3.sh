@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Session 97's direct apply (Plan::direct_apply) on any GPU, its binaries carried as .carry/s97b
-# (inorm-bench and inorm_gpu_tests at INORM_COMMIT): channels_last's GPU tests while the package
-# builds, layouts.json's channels_last cases (cl-layouts.json) both passes against the staged pass
-# (cl-direct0) and channel blocks of 32 (cl-tiles32x256), each kernel's time in the seeds' forward
-# (kernel_times.py: inorm, torch.compile, a copy), then memcheck and racecheck on the sanitizers'
-# forward and backward plans, within CALL_S seconds (default 570). Into $OUT/c3.tgz.
+# Session 97's direct apply (Plan::direct_apply, forced: not the planner's) on any GPU, its
+# binaries carried as .carry/s97b (inorm-bench and inorm_gpu_tests at INORM_COMMIT):
+# channels_last's GPU tests while the package builds; layouts.json's channels_last cases
+# (cl-layouts.json) both passes, the planner's staged pass against the direct one (cl-direct1) and
+# channel blocks of 32 (cl-tiles32x256); each kernel's time in the seeds' forward (kernel_times.py:
+# inorm's staged pass, torch.compile, a copy); then memcheck and racecheck on the sanitizers'
+# forward and backward plans; within CALL_S seconds (default 570). Into $OUT/c3.tgz.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
 CARRY=${CARRY:-.carry/s97b}
@@ -26,7 +27,7 @@ timeout 240 $bin/inorm_gpu_tests --gtest_brief=1 --gtest_filter='GpuChannelsLast
 step $? gpu-tests-cl
 for pass in forward backward; do
   flag=; [ $pass = backward ] && flag=--backward
-  timeout 150 $bin/inorm-bench --suite $here/cl-layouts.json $flag --variants cl-direct0,cl-tiles32x256 \
+  timeout 150 $bin/inorm-bench --suite $here/cl-layouts.json $flag --variants cl-direct1,cl-tiles32x256 \
     --markdown $H/layouts-$pass.md --json $H/layouts-$pass.json > $H/layouts-$pass.log 2>&1
   step $? "layouts $pass"
 done
