@@ -18,9 +18,9 @@
 // contiguous run of each tensor, staged by a bulk copy in both passes (kBulk), as shared_resident
 // stages its chunks; wider C is split in channel blocks whose rows are runs C apart, moved by the
 // threads in 16-byte runs of channels where every row is aligned (kVector), else element by
-// element (kScalar), the elementwise pass straight from global memory. The inputs are read twice
-// from HBM, as on the split path; the second and third kernels are programmatic dependents of the
-// one before (launch_dependent).
+// element (kScalar), the elementwise pass straight from global memory (as whole rows' pass does,
+// kVector, where Plan::direct_apply). The inputs are read twice from HBM, as on the split path; the
+// second and third kernels are programmatic dependents of the one before (launch_dependent).
 // The resident form (plan.exchange == Exchange::kGlobal; planner.cpp says where it runs) is one
 // kernel over tiles of whole rows that a group of CTAs holds for a sample from its reduction to its
 // elementwise pass: the inputs are read once (channels_last_resident_kernel). The cluster form
