@@ -1735,6 +1735,93 @@ TEST(Planner, ChannelsLastStreamApplies) {
   EXPECT_EQ(plan.stream_parts, 1);
 }
 
+// The three kernels' elementwise pass straight from global memory (Plan::direct_apply): not the
+// planner's (the seeds stage their tiles); forced (force_direct_apply 1) wherever the elementwise
+// kernel runs on tiles of whole rows of 16-byte runs: beside the streamed reduction (the seeds'
+// 3.5 and 7 GiB, both passes; cl-bf16's 128 MiB with its own elementwise kernel) and the tiles'
+// (below 128 MiB); 0 stages them, as the planner does. Refused where no such pass runs: rows not
+// of 16-byte runs, channel blocks, the resident and cluster forms, the streamed kernel applying, the
+// backward without dx.
+TEST(Planner, ChannelsLastDirectApply) {
+  const auto cl = [](DType dtype, std::initializer_list<int64_t> shape) {
+    ForwardParams p = problem(dtype, shape);
+    p.layout = Layout::kChannelsLast;
+    return p;
+  };
+  const ForwardParams seed_fp32 = cl(DType::kFloat32, {112, 64, 512, 512});
+  PlanOptions direct;
+  direct.force_direct_apply = 1;
+  PlanOptions staged;
+  staged.force_direct_apply = 0;
+  for (const PlanOptions& options : {PlanOptions{}, staged}) {
+    const Plan seed = plan_of(seed_fp32, options);
+    EXPECT_FALSE(seed.direct_apply) << seed.describe();
+    EXPECT_EQ(seed.stream_parts, 7);
+    EXPECT_GT(seed.smem_bytes, 0);
+  }
+  EXPECT_EQ(plan_of(cl(DType::kBFloat16, {64, 64, 128, 128}), staged).exchange, Exchange::kCluster)
+      << "staging forced leaves cl-bf16 its cluster form";
+  PlanOptions apart_from_apply;
+  apart_from_apply.force_exchange = Exchange::kNone;
+  apart_from_apply.force_stream_applies = 0;
+  PlanOptions direct_apart = apart_from_apply;
+  direct_apart.force_direct_apply = 1;
+  struct Forced {
+    const char* why;
+    ForwardParams params;
+    PlanOptions options;
+    int64_t stream_parts;
+  };
+  const Forced forced[] = {
+      {"cl-seed-fp32: 7 GiB streamed in 7 parts", seed_fp32, direct, 7},
+      {"cl-seed-bf16: 3.5 GiB streamed", cl(DType::kBFloat16, {112, 64, 512, 512}), direct, 7},
+      {"cl-bf16 streamed, its elementwise pass apart", cl(DType::kBFloat16, {64, 64, 128, 128}), direct_apart, 4},
+      {"16 MiB: the tiles' reduction", cl(DType::kBFloat16, {8, 64, 128, 128}), direct_apart, 0},
+      {"C = 96 of float32: 384-byte rows, two a pass of 192 threads", cl(DType::kFloat32, {8, 96, 57, 61}),
+       direct_apart, 0},
+  };
+  Plan plan;
+  for (const Forced& f : forced) {
+    plan = plan_of(f.params, f.options);
+    EXPECT_TRUE(plan.direct_apply) << f.why << ": " << plan.describe();
+    EXPECT_NE(plan.describe().find("direct-apply"), std::string::npos) << plan.describe();
+    EXPECT_EQ(plan.stream_parts, f.stream_parts) << f.why;
+  }
+  ASSERT_TRUE(plan_backward(backward_of(seed_fp32), hopper_h200_limits(), &plan).ok());
+  EXPECT_FALSE(plan.direct_apply) << plan.describe();
+  ASSERT_TRUE(plan_backward(backward_of(seed_fp32), hopper_h200_limits(), &plan, direct).ok());
+  EXPECT_TRUE(plan.direct_apply) << "the float32 seed's backward streams alone: " << plan.describe();
+  struct Refused {
+    const char* why;
+    ForwardParams params;
+    Exchange exchange;
+    int applies;
+    int forced;
+  };
+  const Refused refused[] = {
+      {"12-byte rows", cl(DType::kFloat32, {64, 3, 512, 512}), Exchange::kNone, -1, 1},
+      {"channel blocks", cl(DType::kBFloat16, {16, 512, 128, 128}), Exchange::kNone, -1, 1},
+      {"the resident form", cl(DType::kBFloat16, {8, 64, 128, 128}), Exchange::kGlobal, -1, 1},
+      {"the cluster form", cl(DType::kBFloat16, {64, 64, 128, 128}), Exchange::kCluster, -1, 1},
+      {"the streamed kernel applying", cl(DType::kBFloat16, {64, 64, 128, 128}), Exchange::kNone, 1, 1},
+      {"2", cl(DType::kBFloat16, {8, 64, 128, 128}), Exchange::kNone, -1, 2},
+      {"-2", cl(DType::kBFloat16, {8, 64, 128, 128}), Exchange::kNone, -1, -2},
+  };
+  for (const Refused& r : refused) {
+    PlanOptions options;
+    options.force_exchange = r.exchange;
+    options.force_stream_applies = r.applies;
+    options.force_direct_apply = r.forced;
+    const Status status = plan_forward(r.params, hopper_h200_limits(), &plan, options);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << r.why << ": " << plan.describe();
+    EXPECT_NE(status.message().find("direct apply"), std::string::npos) << r.why << ": " << status.message();
+  }
+  BackwardParams weights_only = backward_of(seed_fp32);
+  weights_only.dx = nullptr;
+  weights_only.dweight = reinterpret_cast<void*>(kAligned * 5);
+  EXPECT_EQ(plan_backward(weights_only, hopper_h200_limits(), &plan, direct).code(), StatusCode::kInvalidArgument);
+}
+
 // channels_last's tiles forced (PlanOptions force_channel_block, force_tile_rows; inorm-bench's
 // cl-tiles<C>x<rows>): the block as asked, rows rounded up to whole passes and down to the slice's
 // whole passes, the three kernels either way; refused where the block is not whole vectors, wider
