@@ -29,9 +29,8 @@ sweep() {  # name, suite, flags, variants, seconds
     > $H/$1.log 2>&1
   step $? "$1"
 }
-sweep cl-forward $s96/cl-shapes.json "" \
-  cl-evict1,cl-apply1,cl-grid396,cl-grid528,cl-tiles0x128,cl-tiles0x512,cl-tiles32x256,cl-tiles32x512,\
-  cl-stream0,cl-stream14,cl-stream4 130
+cl=cl-evict1,cl-apply1,cl-grid396,cl-grid528,cl-tiles0x128,cl-tiles0x512,cl-tiles32x256,cl-tiles32x512
+sweep cl-forward $s96/cl-shapes.json "" $cl,cl-stream0,cl-stream14,cl-stream4 130
 if [ $h200 = 1 ]; then
   variants=pipelined,pipelined-back0,pipelined-lead2-evict0-back0,pipelined-lead0.5-evict1-back1
   variants=$variants,pipelined-lead0-evict1-back1,pipelined-resident0,stagger0
