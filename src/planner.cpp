@@ -1411,8 +1411,7 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
 // the candidate, unmeasured (bench/results/2026-12-07-cl-seed-passes/call-3.sh measures it).
 Status plan_channels_last_direct_apply(const PlanOptions& options, Plan* plan) {
   const int forced = options.force_direct_apply;
-  const bool can = plan->exchange == Exchange::kNone && !plan->stream_applies && plan->writes_output &&
-                   detail::channels_last_whole_rows(*plan) && plan->vector_io;
+  const bool can = detail::channels_last_can_apply_directly(*plan);
   if (forced < -1 || forced > 1 || (forced == 1 && !can)) {
     return invalid("forced channels_last direct apply must be -1 (the planner's), 0, or 1 where the three kernels' "
                    "elementwise pass runs on tiles of whole rows aligned to 16 bytes, got " +

@@ -104,7 +104,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
                       ") is not one the planner makes");
   }
   // The elementwise pass straight from global memory: the three kernels' on whole rows of 16-byte runs.
-  if (plan.direct_apply && (resident || plan.stream_applies || !channels_last_whole_rows(plan) || !plan.vector_io)) {
+  if (plan.direct_apply && !channels_last_can_apply_directly(plan)) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's direct channels_last elementwise pass (" + plan.describe() +
                       ") is not one the planner makes");
