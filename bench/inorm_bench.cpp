@@ -16,7 +16,7 @@
 //            --variants g11,g0c2,g16c3-global,g32c2x4,pipelined,pipelined-lead0.5,
 //            pipelined-resident132,pipelined-part32-lead1,pipelined-lead2-evict0,lanes16,lanes0-cta64,cl-kernels,
 //            cl-resident2,cl-blocks40,cl-blocks40g2c2,cl-tiles128x32,cl-grid396,cl-evict1,cl-stream0,cl-apply1,
-//            cl-direct1,cl-cluster12,stagger600,alone8,regv8
+//            cl-cluster12,stagger600,alone8,regv8
 //            (also time forced plans: CTAs
 //            per slice, CTAs per SM, clusters a slice and exchange of shared_resident; split_pipelined, its lead's
 //            slack per CTA, its resident parts a slice, its part's stage in KiB, its L2 hints and its walk back
@@ -26,8 +26,7 @@
 //            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
-//            cl-apply1-pK), that pass on whole rows staged or straight from global memory (cl-direct0,
-//            cl-direct1), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
+//            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
 //            the plan with its groups' first round started K SM cycles apart (staggerK alone for the
 //            planner's, -staggerK after another variant), and
 //            shared_resident's one CTA a slice at K CTAs an SM, and its register parts' vectors a
@@ -723,10 +722,6 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
     } else if (item == "cl-apply0" || item == "cl-apply1") {
       // the elementwise pass in its own kernel or, where the reduction streams, in the same one
       v.options.force_stream_applies = item == "cl-apply1" ? 1 : 0;
-      v.options.force_exchange = Exchange::kNone;
-    } else if (item == "cl-direct0" || item == "cl-direct1") {
-      // the three kernels' elementwise pass on whole rows staged in shared memory or straight from global
-      v.options.force_direct_apply = item == "cl-direct1" ? 1 : 0;
       v.options.force_exchange = Exchange::kNone;
     } else if (std::sscanf(item.c_str(), "cl-apply1-p%d", &v.options.force_stream_parts) == 1 &&
                v.options.force_stream_parts > 0) {

@@ -19,8 +19,7 @@ bool PlanKey::operator==(const PlanKey& o) const {
          a.force_register_vecs == b.force_register_vecs &&
          a.force_group_lanes == b.force_group_lanes && a.force_group_cta_threads == b.force_group_cta_threads &&
          a.force_channel_block == b.force_channel_block && a.force_tile_rows == b.force_tile_rows &&
-         a.force_stream_parts == b.force_stream_parts && a.force_stream_applies == b.force_stream_applies &&
-         a.force_direct_apply == b.force_direct_apply;
+         a.force_stream_parts == b.force_stream_parts && a.force_stream_applies == b.force_stream_applies;
 }
 
 std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
@@ -53,8 +52,7 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const {
       static_cast<std::size_t>(k.options.force_register_vecs) << 56 ^
       static_cast<std::size_t>(k.options.force_slice_clusters) << 8 ^
       static_cast<std::size_t>(k.options.force_stream_parts + 1) << 32 ^
-      static_cast<std::size_t>(k.options.force_stream_applies + 1) << 48 ^
-      static_cast<std::size_t>(k.options.force_direct_apply + 1) << 60);
+      static_cast<std::size_t>(k.options.force_stream_applies + 1) << 48);
   return h;
 }
 

@@ -222,12 +222,6 @@ inline int64_t channels_last_reduce_parts(const Plan& plan) {
 inline bool channels_last_stream_applies(const Plan& plan) {
   return channels_last_streams(plan) && plan.stream_applies;
 }
-// Where the three kernels' elementwise pass may run straight from global memory
-// (Plan::direct_apply): its own kernel writes the output, on tiles of whole rows of 16-byte runs.
-inline bool channels_last_can_apply_directly(const Plan& plan) {
-  return plan.path == Path::kChannelsLast && plan.exchange == Exchange::kNone && !plan.stream_applies &&
-         plan.writes_output && channels_last_whole_rows(plan) && plan.vector_io;
-}
 inline int64_t channels_last_stream_smem_bytes(const Plan& plan, bool applies) {
   return kChannelsLastStreamStages * kChannelsLastStreamStageBytes +
          kChannelsLastStreamWarps * plan.channels * channels_last_stream_sum_bytes(plan.inputs) +

@@ -157,7 +157,6 @@ std::string Plan::describe() const {
           << (channel_block == channels ? " bulk" : vector_io ? " vector" : " scalar");
       if (stream_parts > 0) out << " stream_parts=" << stream_parts << " stream_grid=" << stream_grid;
       if (stream_applies) out << " stream-applies";
-      if (direct_apply) out << " direct-apply";
       if (evict_first) out << " evict-first";
       if (exchange == Exchange::kGlobal) {
         out << " resident ctas_per_item=" << ctas_per_slice << " ctas_per_sm=" << ctas_per_sm;
@@ -1402,25 +1401,6 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   return Status::Ok();
 }
 
-// The three kernels' elementwise pass straight between global memory and registers
-// (Plan::direct_apply), where their tiles hold whole rows aligned to 16 bytes: forced only
-// (options.force_direct_apply 1; an error where no such pass runs), not yet the planner's. Where
-// the reduction streams (the seeds' 3.5 and 7 GiB), the staged pass, a tile's bulk copy waited for
-// before any of it is written, ran the elementwise kernel at 1.10x a copy (dev/VARIANTS.md 40), and
-// torch.compile's forward runs cl-seed-fp32 2% ahead of inorm's on an H200: the direct pass is
-// the candidate, unmeasured (bench/results/2026-12-07-cl-seed-passes/call-3.sh measures it).
-Status plan_channels_last_direct_apply(const PlanOptions& options, Plan* plan) {
-  const int forced = options.force_direct_apply;
-  const bool can = detail::channels_last_can_apply_directly(*plan);
-  if (forced < -1 || forced > 1 || (forced == 1 && !can)) {
-    return invalid("forced channels_last direct apply must be -1 (the planner's), 0, or 1 where the three kernels' "
-                   "elementwise pass runs on tiles of whole rows aligned to 16 bytes, got " +
-                   std::to_string(forced) + " for " + plan->describe());
-  }
-  plan->direct_apply = can && forced == 1;
-  return Status::Ok();
-}
-
 // channels_last's cluster form (plan_internal.h channels_last_clusters) where its kernel runs the
 // problem (channels_last_cluster_runs), in the pass's shape (config.h channels_last_cluster_shape): a
 // CTA holds rows in its share of the SM's shared memory beside its static cells and its warps' sums,
@@ -1493,19 +1473,18 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
     if ((options.force_ctas_per_sm != 0 && options.force_ctas_per_sm != ctas_per_sm) ||
         (options.force_channel_block != 0 && options.force_channel_block != base.channels) ||
         options.force_tile_rows != 0 || options.force_stream_parts > 0 || options.force_stream_applies == 1 ||
-        options.force_direct_apply == 1 || options.force_ctas_per_slice < 0 ||
-        options.force_ctas_per_slice > detail::kChannelsLastClusterMaxCtas) {
+        options.force_ctas_per_slice < 0 || options.force_ctas_per_slice > detail::kChannelsLastClusterMaxCtas) {
       return invalid("channels_last's cluster form takes forced CTAs a sample (force_ctas_per_slice, 1 to " +
                      std::to_string(detail::kChannelsLastClusterMaxCtas) +
                      ") at its pass's CTAs an SM (" + std::to_string(ctas_per_sm) +
-                     " here), whole rows, no tiles, no stream and no direct apply");
+                     " here), whole rows, no tiles and no stream");
     }
     return plan_channels_last_clusters(base, limits, options.force_ctas_per_slice, /*by_rule=*/false, plan);
   }
   const bool forced_form = options.force_exchange != Exchange::kAuto || options.force_ctas_per_sm != 0 ||
                            options.force_ctas_per_slice != 0 || options.force_channel_block != 0 ||
                            options.force_tile_rows != 0 || options.force_stream_parts >= 0 ||
-                           options.force_stream_applies >= 0 || options.force_direct_apply == 1;
+                           options.force_stream_applies >= 0;
   if (!forced_form && plan_channels_last_clusters(base, limits, 0, /*by_rule=*/true, plan).ok()) return Status::Ok();
   const Status status = plan_channels_last_form(base, limits, options, plan);
   if (!status.ok()) return status;
@@ -1518,7 +1497,7 @@ Status plan_channels_last_path(const Plan& base, const DeviceLimits& limits, con
   plan->evict_first = plan->pass == Pass::kBackward && !detail::channels_last_resident(*plan) &&
                       !plan->stream_applies &&
                       detail::input_bytes_of(*plan) * plan->inputs <= detail::kChannelsLastEvictFirstMaxBytes;
-  return plan_channels_last_direct_apply(options, plan);
+  return Status::Ok();
 }
 
 // Whether the planner's own shared_resident forward plan gives way to split_pipelined (config.h

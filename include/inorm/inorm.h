@@ -242,11 +242,6 @@ struct PlanOptions {
   // every part a CTA at once, each part at least kChannelsLastStreamStages stages), 0 in its own
   // kernel, -1 the planner's.
   int force_stream_applies = -1;
-  // kChannelsLast's three kernels on tiles of whole rows aligned to 16 bytes (not the streamed
-  // kernel's own elementwise pass): 1 runs the elementwise pass's loads and stores straight between
-  // global memory and registers (Plan::direct_apply), 0 or -1 (the planner's, for now) staged in
-  // shared memory.
-  int force_direct_apply = -1;
 };
 
 struct Plan {
@@ -301,10 +296,6 @@ struct Plan {
   // ring first, then from its last rows back (x, and the backward's dy, read once where they are
   // still on chip); no finish or elementwise kernel.
   bool stream_applies = false;
-  // kChannelsLast's three kernels on tiles of whole rows: the elementwise pass moves 16-byte runs
-  // straight between global memory and registers, many in flight a thread, instead of staging each
-  // tile in shared memory by a bulk copy first
-  bool direct_apply = false;
   int64_t pipeline_lead = 0;  // kSplitPipelined: statistics items handed out before the first normalize item
   int resident_parts = 0;     // kSplitPipelined: of each slice's parts, the last this many stay in the shared
                               // memory of the CTA that reduced them, which then writes their output: read once

@@ -53,7 +53,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
         group * plan.tile_rows < rows || plan.register_len < 0 || plan.register_len >= plan.tile_rows ||
         plan.register_len > channels_last_cluster_register_rows(plan) ||
         (group - 1) * plan.tile_rows >= rows || plan.grid < group || plan.grid % group != 0 ||
-        plan.smem_bytes < channels_last_smem_bytes(plan) || plan.stream_parts != 0 || plan.direct_apply) {
+        plan.smem_bytes < channels_last_smem_bytes(plan) || plan.stream_parts != 0) {
       return Status(StatusCode::kInvalidArgument, "inorm: the plan's channels_last clusters (" + plan.describe() +
                                                       ") are not ones the planner makes");
     }
@@ -101,12 +101,6 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
         spatial / plan.stream_parts < channels_last_stream_apply_min_rows(plan)))) {
     return Status(StatusCode::kInvalidArgument,
                   "inorm: the plan's streamed channels_last reduction (" + plan.describe() +
-                      ") is not one the planner makes");
-  }
-  // The elementwise pass straight from global memory: the three kernels' on whole rows of 16-byte runs.
-  if (plan.direct_apply && !channels_last_can_apply_directly(plan)) {
-    return Status(StatusCode::kInvalidArgument,
-                  "inorm: the plan's direct channels_last elementwise pass (" + plan.describe() +
                       ") is not one the planner makes");
   }
   return dispatch_dtype(plan.dtype, [&](auto tag) { return launch_channels_last_of(tag, plan, args, stream); });

@@ -18,9 +18,9 @@
 // contiguous run of each tensor, staged by a bulk copy in both passes (kBulk), as shared_resident
 // stages its chunks; wider C is split in channel blocks whose rows are runs C apart, moved by the
 // threads in 16-byte runs of channels where every row is aligned (kVector), else element by
-// element (kScalar), the elementwise pass straight from global memory (as whole rows' pass does,
-// kVector, where Plan::direct_apply). The inputs are read twice from HBM, as on the split path; the
-// second and third kernels are programmatic dependents of the one before (launch_dependent).
+// element (kScalar), the elementwise pass straight from global memory. The inputs are read twice
+// from HBM, as on the split path; the second and third kernels are programmatic dependents of the
+// one before (launch_dependent).
 // The resident form (plan.exchange == Exchange::kGlobal; planner.cpp says where it runs) is one
 // kernel over tiles of whole rows that a group of CTAs holds for a sample from its reduction to its
 // elementwise pass: the inputs are read once (channels_last_resident_kernel). The cluster form
@@ -1750,11 +1750,10 @@ Status launch_channels_last_typed(const Plan& plan, const KernelArgs& args, cuda
       constexpr TileLoad kLoad = decltype(load_tag)::value;
       const auto threads = static_cast<unsigned>(plan.threads);
       const auto smem = static_cast<std::size_t>(plan.smem_bytes);
-      // Only the bulk path stages the elementwise pass's tiles, unless it moves them directly.
-      const std::size_t apply_smem = kLoad == TileLoad::kBulk && !plan.direct_apply ? smem : 0;
+      // Only the bulk path stages the elementwise pass's tiles.
+      const std::size_t apply_smem = kLoad == TileLoad::kBulk ? smem : 0;
       const auto grid = static_cast<unsigned>(plan.grid);
-      void (*const apply)(KernelArgs) = plan.direct_apply ? &channels_last_apply_kernel<Op, TileLoad::kVector>
-                                                          : &channels_last_apply_kernel<Op, kLoad>;
+      void (*const apply)(KernelArgs) = &channels_last_apply_kernel<Op, kLoad>;
       Status status = allow_max_dynamic_smem(reinterpret_cast<const void*>(apply));
       if (!status.ok()) return status;
       if (channels_last_streams(plan)) {

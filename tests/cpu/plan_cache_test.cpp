@@ -84,7 +84,6 @@ TEST(PlanCache, EveryFieldOfTheKeyCounts) {
       [](PlanKey& k) { k.options.force_tile_rows = 32; },
       [](PlanKey& k) { k.options.force_stream_parts = 0; },
       [](PlanKey& k) { k.options.force_stream_applies = 0; },
-      [](PlanKey& k) { k.options.force_direct_apply = 1; },
   };
   PlanCache cache(64);
   cache.insert(base, Plan{});

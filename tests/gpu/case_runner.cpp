@@ -106,9 +106,6 @@ void edit_and_check_plan(const Case& c, Plan* plan, Outcome* outcome) {
   if (c.expect_stream_applies.has_value() && plan->stream_applies != *c.expect_stream_applies) {
     failures.push_back(chose + (*c.expect_stream_applies ? ", expected" : ", not expected") + " stream-applies");
   }
-  if (c.expect_direct_apply.has_value() && plan->direct_apply != *c.expect_direct_apply) {
-    failures.push_back(chose + (*c.expect_direct_apply ? ", expected" : ", not expected") + " direct-apply");
-  }
   if (c.expect_exchange != Exchange::kAuto && plan->exchange != c.expect_exchange) {
     failures.push_back(chose + ", expected exchange " + exchange_name(c.expect_exchange));
   }

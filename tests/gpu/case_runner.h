@@ -70,7 +70,6 @@ struct Case {
   Exchange expect_exchange = Exchange::kAuto;  // when set, the plan must exchange this way
   std::optional<int64_t> expect_stream_parts;  // when set, the channels_last plan's Plan::stream_parts
   std::optional<bool> expect_stream_applies;   // when set, the channels_last plan's Plan::stream_applies
-  std::optional<bool> expect_direct_apply;     // when set, the channels_last plan's Plan::direct_apply
   std::optional<bool> set_evict_first;         // when set, the plan's Plan::evict_first (L2 hints) edited to it
   std::optional<bool> expect_in_order;  // when set, whether shared_resident takes its slices from the counter
   std::optional<bool> expect_registers;  // when set, whether shared_resident holds part of each chunk in registers

@@ -37,7 +37,6 @@ struct Reach {
   int slice_clusters = 0;
   int stream_parts = -1;  // PlanOptions force_stream_parts
   int stream_applies = -1;  // PlanOptions force_stream_applies
-  int direct_apply = -1;  // PlanOptions force_direct_apply
 };
 
 void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers = std::nullopt,
@@ -54,7 +53,6 @@ void expect_plan_passes(Pass pass, const Reach& r, std::optional<bool> registers
   c.options.force_slice_clusters = r.slice_clusters;
   c.options.force_stream_parts = r.stream_parts;
   c.options.force_stream_applies = r.stream_applies;
-  c.options.force_direct_apply = r.direct_apply;
   c.max_groups = r.max_groups;
   c.expect_registers = registers;
   c.activation = activation;
@@ -120,14 +118,10 @@ std::vector<Reach> plans_of_every_family(Pass pass) {
                        Exchange::kAuto, 0, Running::kUpdate});
   }
   // The reduction streamed (Plan::stream_parts), three parts a sample, two CTAs taking every part in
-  // turn: the ring's stages and phases carried across parts and samples; with the elementwise pass
-  // staged (the planner's) and straight from global memory (Plan::direct_apply, forced).
+  // turn: the ring's stages and phases carried across parts and samples.
   reaches.push_back({"channels_last's reduction streamed in three parts a sample by two CTAs", {2, 8, 5601},
                      DType::kBFloat16, Path::kChannelsLast, 0, 0, Exchange::kNone, 2, Running::kNone, 0,
                      Layout::kChannelsLast, 0, 0, 3});
-  reaches.push_back({"channels_last's reduction streamed in three parts a sample by two CTAs, its elementwise pass "
-                     "straight from global memory", {2, 8, 5601}, DType::kBFloat16, Path::kChannelsLast, 0, 0,
-                     Exchange::kNone, 2, Running::kNone, 0, Layout::kChannelsLast, 0, 0, 3, -1, 1});
   // The streamed kernel applying too (Plan::stream_applies), three parts a sample of 5333 rows: a
   // ring of five stages (1024 rows forward, 512 of x and of dy backward) and more, so each part's
   // first stage moves again; the forward's running stats written by each sample's first part.
