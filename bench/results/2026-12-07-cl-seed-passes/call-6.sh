@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 98's fourth call, for the next device (any GPU; carry .carry/s98: inorm-bench at
+# Session 98's fourth call, for the next device (any GPU; carry .carry/s98b: inorm-bench at
 # INORM_COMMIT, from the tree that parses -gridK after a channels_last variant): call 5 put the seeds'
 # elementwise kernel level at every tile size (87% of DRAM's peak under ncu) and 0.6% faster at twice
 # the grid, and torch.compile's pointwise kernel (90%) is a one-shot grid of 16 KiB CTAs. The seeds
@@ -9,7 +9,7 @@
 # Into $OUT/c6.tgz.
 cd "$(dirname "$0")/../../.." || exit 2
 set -u
-CARRY=${CARRY:-.carry/s98}
+CARRY=${CARRY:-.carry/s98b}
 here=bench/results/2026-12-07-cl-seed-passes
 W=/tmp/s98-out6; H=$W/c6; rm -rf $W; mkdir -p $H
 step() { echo "rc=$1 $2 $SECONDS s" >> $H/run.log; tar czf $OUT/c6.tgz -C $W c6; }
