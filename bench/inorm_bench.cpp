@@ -23,7 +23,8 @@
 //            (edits joined by '-'); group_registers' lanes a slice and threads a CTA; channels_last's three kernels,
 //            its resident form (at K CTAs an SM; over channel blocks of K channels, their rows
 //            over G CTAs, at C an SM), the three
-//            kernels' tiles (channels x rows, 0 the planner's), their grid and their L2 hints edited, their
+//            kernels' tiles (channels x rows, 0 the planner's), their grid (alone, or -gridK after another
+//            channels_last variant, e.g. cl-tiles0x64-grid100000000) and their L2 hints edited, their
 //            reduction by tiles (cl-stream0) or streamed in K parts a sample (cl-streamK), the
 //            elementwise pass in the streamed kernel or not (cl-apply1, cl-apply0; in K parts:
 //            cl-apply1-pK), the cluster form in clusters of K CTAs (cl-clusterK, 0 the fewest),
@@ -633,6 +634,16 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
       }
       item.resize(stagger - 1);
     }
+    // A channels_last variant's grid edited too: -gridK after it (cl-gridK alone: the planner's plan's).
+    const std::size_t grid = item.rfind("-grid");
+    if (grid != std::string::npos && item.rfind("cl-", 0) == 0 && item.rfind("cl-grid", 0) != 0) {
+      int end = 0;
+      if (std::sscanf(item.c_str() + grid, "-grid%" SCNd64 "%n", &v.channels_last_grid, &end) != 1 ||
+          v.channels_last_grid <= 0 || grid + end != item.size()) {
+        return false;
+      }
+      item.resize(grid);
+    }
     int ctas = 0;
     int per_sm = 0;
     int clusters = 0;
@@ -708,8 +719,9 @@ bool parse_variants(const std::string& list, std::vector<Variant>* variants) {
                                    v.options.force_ctas_per_sm < 1)) {
         return false;
       }
-    } else if (std::sscanf(item.c_str(), "cl-tiles%dx%" SCNd64, &v.options.force_channel_block,
-                           &v.options.force_tile_rows) == 2) {
+    } else if (int end = 0; std::sscanf(item.c_str(), "cl-tiles%dx%" SCNd64 "%n", &v.options.force_channel_block,
+                                        &v.options.force_tile_rows, &end) == 2 &&
+                            static_cast<std::size_t>(end) == item.size()) {
       // the three kernels' tiles: channels x rows (0: the planner's), e.g. cl-tiles128x32
       v.options.force_exchange = Exchange::kNone;
     } else if (item == "cl-evict0" || item == "cl-evict1") {
