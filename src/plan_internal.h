@@ -208,6 +208,10 @@ inline int64_t channels_last_blocks(const Plan& plan) {
   return (plan.channels + block - 1) / block;
 }
 inline int64_t channels_last_resident_items(const Plan& plan) { return batch_of(plan) * channels_last_blocks(plan); }
+// The three kernels' items: (sample, channel block, tile).
+inline int64_t channels_last_tile_items(const Plan& plan) {
+  return channels_last_resident_items(plan) * plan.parts_per_slice;
+}
 // The streamed reduction (Plan::stream_parts): a row's runs of kChannelsLastStreamRun channels (a
 // power of two up to a warp, so that the lanes sharing a run sum by shuffles), rows aligned to 16
 // bytes for the bulk copies; its ring and the consumer warps' sums of every channel

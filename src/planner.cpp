@@ -1398,6 +1398,9 @@ Status plan_channels_last_stream(const DeviceLimits& limits, const PlanOptions& 
   }
   plan->stream_parts = parts;
   plan->stream_grid = std::min(batch * parts, capacity);
+  // The elementwise kernel alone then takes the tiles: a CTA each, a one-shot grid (up to
+  // gridDim.x's reach), ran the seeds' pass faster than the persistent grid (dev/VARIANTS.md 124).
+  plan->grid = std::min<int64_t>(detail::channels_last_tile_items(*plan), std::numeric_limits<int32_t>::max());
   return Status::Ok();
 }
 

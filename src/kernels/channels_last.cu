@@ -78,6 +78,7 @@ Status launch_channels_last(const Plan& plan, const KernelArgs& args, cudaStream
       plan.parts_per_slice < 1 || static_cast<int64_t>(plan.parts_per_slice) * plan.tile_rows < spatial ||
       static_cast<int64_t>(plan.parts_per_slice - 1) * plan.tile_rows >= spatial ||
       plan.slice_channels * plan.parts_per_slice > std::numeric_limits<int>::max() || plan.grid < 1 ||
+      plan.grid > std::numeric_limits<int32_t>::max() ||
       plan.smem_bytes < channels_last_smem_bytes(plan) || block % vector != 0 || plan.channels % vector != 0 ||
       (plan.exchange != Exchange::kNone && plan.exchange != Exchange::kGlobal)) {
     return Status(StatusCode::kInvalidArgument,

@@ -1472,9 +1472,22 @@ TEST(Planner, ChannelsLastStream) {
     // A partial a part of each channel, where the tiles took one a tile.
     EXPECT_EQ(detail::channels_last_reduce_parts(plan), e.parts) << e.why;
     EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total) << e.why;
-    // cl-bf16 applies too (Planner.ChannelsLastStreamApplies), the rest only streams.
+    // cl-bf16 applies too (Planner.ChannelsLastStreamApplies), the rest only streams; there the
+    // elementwise kernel takes the tiles a CTA each (dev/VARIANTS.md 124).
     EXPECT_EQ(plan.stream_applies, e.shape.begin()[0] == 64) << e.why;
+    if (!plan.stream_applies) EXPECT_EQ(plan.grid, detail::channels_last_tile_items(plan)) << e.why;
   }
+  // The seeds' elementwise grid by hand: 112 samples of 1024 float32 tiles (256 rows of 64
+  // channels) and of 512 bfloat16 tiles; with the tiles' reduction instead, which the grid also
+  // runs, the persistent grid of eight CTAs a slot (three of 64 KiB an SM, 132 SMs).
+  ForwardParams seed = problem(DType::kFloat32, {112, 64, 512, 512});
+  seed.layout = Layout::kChannelsLast;
+  EXPECT_EQ(plan_of(seed, three_kernels).grid, 112 * 1024);
+  PlanOptions seed_tiles = three_kernels;
+  seed_tiles.force_stream_parts = 0;
+  EXPECT_EQ(plan_of(seed, seed_tiles).grid, 8 * 132 * 3);
+  seed.dtype = DType::kBFloat16;
+  EXPECT_EQ(plan_of(seed, three_kernels).grid, 112 * 512);
   // Where it does not stream: each case the one fact apart from cl-bf16's plan (x a row short of
   // 128 MiB a sample and the tiles' reduction is the planner's where the stream does not apply:
   // Planner.ChannelsLastStreamApplies; forced, it streams).
