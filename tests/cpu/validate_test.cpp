@@ -411,5 +411,26 @@ TEST(Validate, LaunchRefusesHandEditedPipelinedPlans) {
   EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();
 }
 
+// launch_forward refuses a channels_last plan whose grid is edited past what a launch's x dimension
+// takes (2^31 - 1 CTAs): the seed's, whose elementwise kernel takes a CTA a tile, one CTA over.
+TEST(Validate, LaunchRefusesChannelsLastGridsPastALaunch) {
+  ForwardParams p = valid_params();
+  p.batch = 112;
+  p.channels = 64;
+  p.spatial[0] = 512;
+  p.spatial[1] = 512;
+  p.layout = Layout::kChannelsLast;
+  p.y = fake_pointer(std::uintptr_t{1} << 40);  // past x's 7 GiB
+  Plan plan;
+  ASSERT_TRUE(plan_forward(p, hopper_h200_limits(), &plan).ok());
+  ASSERT_EQ(plan.grid, detail::channels_last_tile_items(plan)) << plan.describe();
+  std::vector<unsigned char> workspace(plan.workspace_bytes);  // never reached: a host address
+  Plan past = plan;
+  past.grid = int64_t{std::numeric_limits<int32_t>::max()} + 1;
+  const Status status = launch_forward(past, p, workspace.data(), nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+  EXPECT_NE(status.message().find("are not ones the planner makes"), std::string::npos) << status.message();
+}
+
 }  // namespace
 }  // namespace inorm
