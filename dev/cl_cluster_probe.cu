@@ -50,57 +50,12 @@
 #include <vector>
 
 #include "check_cuda.h"
+#include "cl_probe_common.cuh"
 
 namespace cg = cooperative_groups;
 
 constexpr int kMaxChannels = 128;  // C of a sample: at most 32 runs of 16 bytes a row (a warp's lanes)
 
-// A 16-byte run of channels: its elements as float, and back (round to nearest even).
-template <typename T>
-struct Run;
-template <>
-struct Run<float> {
-  static constexpr int kVec = 4;
-  __device__ static void unpack(const uint4& u, float (&f)[4]) {
-    f[0] = __uint_as_float(u.x);
-    f[1] = __uint_as_float(u.y);
-    f[2] = __uint_as_float(u.z);
-    f[3] = __uint_as_float(u.w);
-  }
-  __device__ static uint4 pack(const float (&f)[4]) {
-    return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
-  }
-  static double host_value(const float* p) { return *p; }
-};
-template <>
-struct Run<__nv_bfloat16> {
-  static constexpr int kVec = 8;
-  __device__ static void unpack(const uint4& u, float (&f)[8]) {
-    const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      f[2 * i] = __uint_as_float(w[i] << 16);
-      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
-  }
-  __device__ static unsigned pack2(float lo, float hi) {
-    const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
-    unsigned w;
-    std::memcpy(&w, &b, sizeof w);
-    return w;
-  }
-  __device__ static uint4 pack(const float (&f)[8]) {
-    return make_uint4(pack2(f[0], f[1]), pack2(f[2], f[3]), pack2(f[4], f[5]), pack2(f[6], f[7]));
-  }
-  static double host_value(const __nv_bfloat16* p) {
-    uint16_t bits;
-    std::memcpy(&bits, p, sizeof bits);
-    const uint32_t w = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &w, sizeof f);
-    return f;
-  }
-};
 
 struct Args {
   const void* x;
@@ -559,32 +514,6 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) cluster_backward(const _
   cluster.sync();  // no CTA leaves while another may read its cells
 }
 
-// x[sample, row, c] = mu + sigma * N(0, 1), mu and sigma a (sample, channel) where `offsets` (up to
-// 1000 and 0.25-4.25), else N(0, 1) (dy).
-template <typename T>
-__global__ void fill(T* x, int64_t samples, int64_t rows, int channels, uint32_t seed, bool offsets) {
-  const int64_t n = samples * rows * channels;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t slice = (i / (rows * channels)) * channels + i % channels;
-    const auto hash = [](uint64_t v) {
-      v ^= v >> 33;
-      v *= 0xff51afd7ed558ccdull;
-      v ^= v >> 33;
-      v *= 0xc4ceb9fe1a85ec53ull;
-      v ^= v >> 33;
-      return v;
-    };
-    const uint64_t h = hash(static_cast<uint64_t>(i) * 2654435761ull + seed);
-    const float u1 = (static_cast<float>(h & 0xffffffu) + 0.5f) / 16777216.f;
-    const float u2 = static_cast<float>((h >> 24) & 0xffffffu) / 16777216.f;
-    const float normal = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
-    const uint64_t hs = hash(static_cast<uint64_t>(slice) + seed * 7919ull);
-    const float mu = offsets ? static_cast<float>(static_cast<int>(hs % 1501) - 500) : 0.f;
-    const float sigma = offsets ? 0.25f + static_cast<float>((hs >> 16) % 400) / 100.f : 1.f;
-    x[i] = static_cast<T>(mu + sigma * normal);
-  }
-}
 
 // The backward's saved statistics, in float64 a thread a (sample, channel), stored as float32.
 template <typename T>
@@ -605,25 +534,6 @@ __global__ void reference_stats(const T* x, int64_t samples, int64_t rows, int c
   rstd[slice] = static_cast<float>(1.0 / sqrt(m2 / rows + eps));
 }
 
-// Holds the GPU for `ns` so that the host queues the timed launch and its events behind it: a
-// sample then times the GPU alone, not the launch's latency (as inorm-bench's gpu_sleep).
-__global__ void hold(uint64_t ns) {
-  uint64_t start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
-
-template <typename T>
-__global__ void count_nan(const T* y, int64_t n, unsigned long long* bad) {
-  unsigned long long c = 0;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    c += isnan(static_cast<float>(y[i])) ? 1 : 0;
-  }
-  if (c != 0) atomicAdd(bad, c);
-}
 
 struct Shape {
   const char* id;
