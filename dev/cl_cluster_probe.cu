@@ -515,26 +515,6 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) cluster_backward(const _
 }
 
 
-// The backward's saved statistics, in float64 a thread a (sample, channel), stored as float32.
-template <typename T>
-__global__ void reference_stats(const T* x, int64_t samples, int64_t rows, int channels, float eps, float* mean,
-                                float* rstd) {
-  const int64_t slice = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (slice >= samples * channels) return;
-  const T* p = x + (slice / channels) * rows * channels + slice % channels;
-  double sum = 0.0;
-  for (int64_t r = 0; r < rows; ++r) sum += static_cast<float>(p[r * channels]);
-  const double m = sum / rows;
-  double m2 = 0.0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const double d = static_cast<float>(p[r * channels]) - m;
-    m2 += d * d;
-  }
-  mean[slice] = static_cast<float>(m);
-  rstd[slice] = static_cast<float>(1.0 / sqrt(m2 / rows + eps));
-}
-
-
 struct Shape {
   const char* id;
   int64_t samples, channels, rows;

@@ -1,6 +1,6 @@
 // What the channels_last dev probes share (cl_cluster_probe.cu, cl_sample_pipeline_probe.cu): a
-// 16-byte run of channels as floats, the offset test data, the GPU hold that times the GPU alone,
-// and the NaN count over a poisoned output. Not library code.
+// 16-byte run of channels as floats, the offset test data, the saved statistics a backward takes,
+// the GPU hold that times the GPU alone and the NaN count over a poisoned output. Not library code.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -81,6 +81,25 @@ __global__ void fill(T* x, int64_t samples, int64_t rows, int channels, uint32_t
     const float sigma = offsets ? 0.25f + static_cast<float>((hs >> 16) % 400) / 100.f : 1.f;
     x[i] = static_cast<T>(mu + sigma * normal);
   }
+}
+
+// A backward's saved statistics, in float64 a thread a (sample, channel), stored as float32.
+template <typename T>
+__global__ void reference_stats(const T* x, int64_t samples, int64_t rows, int channels, float eps, float* mean,
+                                float* rstd) {
+  const int64_t slice = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (slice >= samples * channels) return;
+  const T* p = x + (slice / channels) * rows * channels + slice % channels;
+  double sum = 0.0;
+  for (int64_t r = 0; r < rows; ++r) sum += static_cast<float>(p[r * channels]);
+  const double m = sum / rows;
+  double m2 = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double d = static_cast<float>(p[r * channels]) - m;
+    m2 += d * d;
+  }
+  mean[slice] = static_cast<float>(m);
+  rstd[slice] = static_cast<float>(1.0 / sqrt(m2 / rows + eps));
 }
 
 // Holds the GPU for `ns` so that the host queues the timed launch and its events behind it: a
