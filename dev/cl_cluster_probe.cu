@@ -563,32 +563,11 @@ int run_shape(const Shape& s, int sms) {
   CK(cudaMemcpy(saved_mean.data(), mean, slices * sizeof(float), cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(saved_rstd.data(), rstd, slices * sizeof(float), cudaMemcpyDeviceToHost));
 
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   bool failed = false;
-  const auto time = [&](const std::function<cudaError_t()>& launch) -> double {
-    cudaError_t err = cudaSuccess;
-    for (int i = 0; i < 3 && err == cudaSuccess; ++i) err = launch();
-    std::vector<float> ms;
-    for (int i = 0; i < 25 && err == cudaSuccess; ++i) {
-      hold<<<1, 1>>>(50000);
-      cudaEventRecord(e0);
-      err = launch();
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float t = 0.f;
-      cudaEventElapsedTime(&t, e0, e1);
-      ms.push_back(t);
-    }
-    if (err == cudaSuccess) err = cudaDeviceSynchronize();
-    if (err != cudaSuccess || ms.empty()) {
-      std::printf("  !! %s\n", cudaGetErrorString(err));
-      failed = true;
-      return NAN;
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+  const auto time = [&](const std::function<cudaError_t()>& launch) {
+    const double ms = median_ms(launch);
+    failed = failed || std::isnan(ms);
+    return ms;
   };
   const auto copy_x = [&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); };
   const double copy = time(copy_x);

@@ -6,8 +6,13 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <vector>
 
 // A 16-byte run of channels: its elements as float, and back (round to nearest even).
 template <typename T>
@@ -120,4 +125,34 @@ __global__ void count_nan(const T* y, int64_t n, unsigned long long* bad) {
     c += isnan(static_cast<float>(y[i])) ? 1 : 0;
   }
   if (c != 0) atomicAdd(bad, c);
+}
+
+// The median of 25 timed calls of launch() after 3 warm-ups, CUDA events around each, each queued
+// behind a 50 us hold of the GPU; NaN, with the error printed, where a call or the events failed.
+inline double median_ms(const std::function<cudaError_t()>& launch) {
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  cudaError_t err = cudaEventCreate(&e0);
+  if (err == cudaSuccess) err = cudaEventCreate(&e1);
+  for (int i = 0; i < 3 && err == cudaSuccess; ++i) err = launch();
+  std::vector<float> ms;
+  for (int i = 0; i < 25 && err == cudaSuccess; ++i) {
+    hold<<<1, 1>>>(50000);
+    err = cudaEventRecord(e0);
+    if (err == cudaSuccess) err = launch();
+    if (err == cudaSuccess) err = cudaEventRecord(e1);
+    if (err == cudaSuccess) err = cudaEventSynchronize(e1);
+    float t = 0.f;
+    if (err == cudaSuccess) err = cudaEventElapsedTime(&t, e0, e1);
+    ms.push_back(t);
+  }
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  for (cudaEvent_t e : {e0, e1}) {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+  if (err != cudaSuccess || ms.empty()) {
+    std::printf("  !! %s\n", cudaGetErrorString(err));
+    return NAN;
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
