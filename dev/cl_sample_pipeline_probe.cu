@@ -99,9 +99,13 @@ struct Args {
   // backward (mean, rstd, rstd * mean(dy), rstd^3 * sum(dy * (x - mean)) / n),
   // dx = rstd * dy - c2 - (x - mean) * c3.
   float4* coef;             // [units][kMaxBlock]
+  // Zeroed once, then counted on across launches, so that a timed launch needs no memset beside it:
+  // a group's (a unit's) last arrival is the one that brings its count to a multiple of its CTAs (of
+  // the groups), and a unit is published, or the launch aborted, when its word holds this launch's epoch.
   int* counters;            // [units][groups + 1]: each group's arrivals, then the unit's groups
   int* published;           // [units]
   int* abort;               // set by a wait past wait_limit_ns: every wait then gives up (a hang reported, not forever)
+  int epoch;                // this launch's: 1, 2, ... after the words were zeroed
   uint64_t wait_limit_ns;   // a wait this long is taken for a hang
   int64_t samples, rows;
   int channels, block;  // block: channels a unit
@@ -161,9 +165,9 @@ template <typename F>
 __device__ bool wait_for(const Args& a, F&& ready) {
   const uint64_t start = now_ns();
   while (!ready()) {
-    if (*reinterpret_cast<volatile int*>(a.abort) != 0) return false;
+    if (*reinterpret_cast<volatile int*>(a.abort) == a.epoch) return false;
     if (now_ns() - start > a.wait_limit_ns) {
-      atomicExch(a.abort, 1);
+      atomicExch(a.abort, a.epoch);
       return false;
     }
     __nanosleep(32);
@@ -219,7 +223,7 @@ __device__ void publish_unit(const Args& a, int64_t u, const float2* red) {
   if (lane == 0) arrived = atomicAdd(&counters[group], 1);
   arrived = __shfl_sync(0xffffffffu, arrived, 0);
   const int group_ctas = min(kGroupCtas, grid - group * kGroupCtas);
-  if (arrived != group_ctas - 1) return;
+  if ((arrived + 1) % group_ctas != 0) return;
   __threadfence();
   double2 s[2] = {make_double2(0.0, 0.0), make_double2(0.0, 0.0)};
   if (mine) {
@@ -238,7 +242,7 @@ __device__ void publish_unit(const Args& a, int64_t u, const float2* red) {
   __syncwarp();
   if (lane == 0) arrived = atomicAdd(&counters[groups], 1);
   arrived = __shfl_sync(0xffffffffu, arrived, 0);
-  if (arrived != groups - 1) return;
+  if ((arrived + 1) % groups != 0) return;
   __threadfence();
   s[0] = s[1] = make_double2(0.0, 0.0);
   if (mine) {
@@ -286,7 +290,7 @@ __device__ void publish_unit(const Args& a, int64_t u, const float2* red) {
   }
   __threadfence();
   __syncwarp();
-  if (lane == 0) store_release(&a.published[u], 1);
+  if (lane == 0) store_release(&a.published[u], a.epoch);
 }
 
 // kSync false: the skeleton (y = x forward, dx = dy backward; no statistics, no waits).
@@ -334,7 +338,7 @@ __global__ void __maxnreg__(120) pipeline(const Args a) {
         return true;
       };
       const auto fetch = [&](int64_t u) {  // unit u's coefficients, once published, into shared memory
-        if (!wait_for(a, [&] { return load_acquire(&a.published[u]) != 0; })) return false;
+        if (!wait_for(a, [&] { return load_acquire(&a.published[u]) == a.epoch; })) return false;
         for (int c = lane; c < a.block; c += 32) coef[(u % ring) * a.block + c] = __ldcg(&a.coef[u * kMaxBlock + c]);
         cuda::ptx::mbarrier_arrive(&coef_full[u % ring]);
         return true;
@@ -677,19 +681,20 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
     args.eps = 1e-5f;
     void* params[] = {&args};
     const auto launch = [&] {
-      const cudaError_t e = cudaMemsetAsync(sync_words, 0, sync_bytes);
-      if (e != cudaSuccess) return e;
+      ++args.epoch;
       return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(sms), dim3(kDataThreads + 32),
                                          params, smem);
     };
     // Checked run: poisoned output (NaN), then every element not NaN and three samples against float64.
     const auto checked_run = [&]() -> int {
       CK(cudaMemset(y, 0xff, bytes));
+      CK(cudaMemset(sync_words, 0, sync_bytes));
+      args.epoch = 0;
       CK(launch());
       CK(cudaDeviceSynchronize());
       int hung = 0;
       CK(cudaMemcpy(&hung, args.abort, sizeof hung, cudaMemcpyDeviceToHost));
-      if (hung != 0) {
+      if (hung == args.epoch) {
         std::printf("  %s: HUNG (a wait gave up after %.1f s)\n", label, wait_limit_s);
         failed = true;
         return 0;
