@@ -1066,7 +1066,7 @@ Status plan_channels_last(const Plan& base, const DeviceLimits& limits, const Pl
   plan->smem_bytes = static_cast<int>(detail::channels_last_smem_bytes(*plan));
   // The kernels stride over the (sample, channel block, tile) items: a grid of what fits at once,
   // a few times over, caps the launch for any tensor size.
-  const int64_t items = batch * blocks * tiles;
+  const int64_t items = detail::channels_last_tile_items(*plan);
   const int64_t ctas_per_sm = std::max<int64_t>(
       std::min<int64_t>(limits.max_threads_per_sm / plan->threads, detail::ctas_fitting_on_sm(limits, plan->smem_bytes)),
       1);

@@ -1768,6 +1768,9 @@ TEST(Planner, ChannelsLastForcedTiles) {
   EXPECT_EQ(plan.parts_per_slice, 32);
   EXPECT_EQ(plan.smem_bytes, 32 * 128 * 2);
   EXPECT_EQ(plan.workspace_bytes, detail::workspace_layout(plan).total);
+  // A CTA an item, the forced block's: 8 samples x 5 blocks of 128 x 32 tiles (the planner's 3
+  // blocks of 216 would count 768), under the cap of eight grids of what fits at once.
+  EXPECT_EQ(plan.grid, 8 * 5 * 32);
   ForwardParams small = problem(DType::kBFloat16, {8, 640, 8, 8});  // the planner's blocks, rows past the slice
   small.layout = Layout::kChannelsLast;
   options.force_channel_block = 0;
