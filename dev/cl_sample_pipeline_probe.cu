@@ -72,7 +72,7 @@
 #include "check_cuda.h"
 #include "cl_probe_common.cuh"
 
-constexpr int kMaxBlock = 64;   // channels a unit: two a sync-warp lane
+constexpr int kMaxBlock = 64;   // channels a unit: two a publisher lane
 constexpr int kGroupCtas = 12;  // CTAs a first-level arrival group
 constexpr int kMaxLag = 8;
 constexpr int kMaxRing = kMaxLag + 1;
