@@ -564,13 +564,8 @@ int run_shape(const Shape& s, int sms) {
   CK(cudaMemcpy(saved_rstd.data(), rstd, slices * sizeof(float), cudaMemcpyDeviceToHost));
 
   bool failed = false;
-  const auto time = [&](const std::function<cudaError_t()>& launch) {
-    const double ms = median_ms(launch);
-    failed = failed || std::isnan(ms);
-    return ms;
-  };
   const auto copy_x = [&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); };
-  const double copy = time(copy_x);
+  const double copy = median_ms(copy_x, failed);
   std::printf("%s: %lld x %lld channels x %lld rows %s, %.1f MiB (%.2f MiB a sample); copy %.4f ms\n", s.id,
               static_cast<long long>(s.samples), static_cast<long long>(s.channels), static_cast<long long>(s.rows),
               s.bf16 ? "bf16" : "fp32", bytes / 1048576.0, bytes / 1048576.0 / s.samples, copy);
@@ -731,7 +726,7 @@ int run_shape(const Shape& s, int sms) {
         }
       }
     }
-    const double ms = time(launch);
+    const double ms = median_ms(launch, failed);
     const double floor = backward ? 1.5 * copy : copy;
     std::printf("  %s, %2d clusters (%3d CTAs, %d SMs): %.4f ms  %.3fx %s  %s (NaN %llu, outside %lld, worst %.2e)\n",
                 label, clusters, clusters * v.group, sms, ms, ms / floor, backward ? "1.5 copies" : "copy",
@@ -754,7 +749,7 @@ int run_shape(const Shape& s, int sms) {
     errors += run(cluster_backward<T, 256, 2, 4, 7>, {256, 4, group, 2, 7}, true);
     failed = failed || errors != 0;
   }
-  std::printf("  copy again %.4f ms\n", time(copy_x));
+  std::printf("  copy again %.4f ms\n", median_ms(copy_x, failed));
   for (void* p : std::initializer_list<void*>{x, y, dy, weight, bias, mean, rstd, sum_dy, sum_dy_xhat, bad}) {
     CK(cudaFree(p));
   }

@@ -128,8 +128,9 @@ __global__ void count_nan(const T* y, int64_t n, unsigned long long* bad) {
 }
 
 // The median of 25 timed calls of launch() after 3 warm-ups, CUDA events around each, each queued
-// behind a 50 us hold of the GPU; NaN, with the error printed, where a call or the events failed.
-inline double median_ms(const std::function<cudaError_t()>& launch) {
+// behind a 50 us hold of the GPU; NaN, with the error printed and `failed` set, where a call or the
+// events failed.
+inline double median_ms(const std::function<cudaError_t()>& launch, bool& failed) {
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   cudaError_t err = cudaEventCreate(&e0);
   if (err == cudaSuccess) err = cudaEventCreate(&e1);
@@ -151,6 +152,7 @@ inline double median_ms(const std::function<cudaError_t()>& launch) {
   }
   if (err != cudaSuccess || ms.empty()) {
     std::printf("  !! %s\n", cudaGetErrorString(err));
+    failed = true;
     return NAN;
   }
   std::sort(ms.begin(), ms.end());

@@ -572,13 +572,8 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
   CK(cudaMemcpy(saved[1].data(), saved_rstd, stats * sizeof(float), cudaMemcpyDeviceToHost));
 
   bool failed = false;
-  const auto time = [&](const std::function<cudaError_t()>& launch) {
-    const double ms = median_ms(launch);
-    failed = failed || std::isnan(ms);
-    return ms;
-  };
   const auto copy_x = [&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); };
-  const double copy = s.timed ? time(copy_x) : NAN;
+  const double copy = s.timed ? median_ms(copy_x, failed) : NAN;
   std::printf("%s: %lld samples x %lld channels x %lld rows %s%s, %.1f MiB (%.2f MiB a sample); copy %.4f ms\n",
               s.id, static_cast<long long>(s.samples), static_cast<long long>(s.channels),
               static_cast<long long>(s.rows), s.bf16 ? "bf16" : "fp32", s.fold ? " (NCHW slices)" : "",
@@ -745,7 +740,7 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
           }
         }
       }
-      const double ms = s.timed ? time(launch) : NAN;
+      const double ms = s.timed ? median_ms(launch, failed) : NAN;
       const double floor = back ? 1.5 * copy : copy;
       const double streamed_mib =
           static_cast<double>(rows_per_cta - held_rows) * inputs * row_bytes * sms / 1048576.0;  // a unit, all CTAs
@@ -761,7 +756,7 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
   };
   for (const Variant& v : forward) run(v, false);
   for (const Variant& v : backward) run(v, true);
-  if (s.timed) std::printf("  copy again %.4f ms\n", time(copy_x));
+  if (s.timed) std::printf("  copy again %.4f ms\n", median_ms(copy_x, failed));
   for (void* p : std::initializer_list<void*>{x, dy, y, mean, rstd, saved_mean, saved_rstd, partials, group_partials,
                                               coef, sync_words, bad}) {
     CK(cudaFree(p));
