@@ -33,11 +33,14 @@
 //   - the backward (kBackward) the same way over x and dy (a buffer holds both inputs' rows): the
 //     sums of dy and of dy * (x - mean) with the saved statistics, then dx in the second pass;
 //   - its skeleton (kSync false): the same loads and stores without the statistics or any wait, y = x
-//     (backward dx = dy).
+//     (backward dx = dy);
+//   - after a variant's timing, one launch traced (Args::trace): CTA 0's steps a unit, as medians
+//     (an iteration, the reduction, the writes, the data warps' wait for coefficients, the
+//     publisher's work, and the time from the CTA's arrival to the coefficients in its shared memory).
 // The ring's order (no deadlock, no slot written again before the other side is done with it) is
 // checked by random interleavings in dev/cl_pipeline_protocol_sim.py (a ring one short fails it).
-// ptxas: 95-112 registers a thread (__maxnreg__ 112: 576 threads an SM), 4 and 16 bytes of spills in
-// the bfloat16 instances with the statistics (forward, backward), none elsewhere.
+// ptxas: 91-112 registers a thread (__maxnreg__ 112: 576 threads an SM), 12-16 bytes of spills in the
+// bfloat16 instances with the statistics, none elsewhere.
 // Checked against float64 on samples 0, N/2 and N-1 (y and the saved mean and rstd; dx from the saved
 // statistics as the kernel takes them) and for NaN over the whole output (poisoned before the checked
 // run); timed against cudaMemcpyAsync of the same tensor (the backward's floor 1.5 copies), CUDA
@@ -69,6 +72,7 @@
 #include <cstring>
 #include <cuda/ptx>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "check_cuda.h"
@@ -82,6 +86,20 @@ constexpr int kDataThreads = 512;
 constexpr int kDataWarps = kDataThreads / 32;
 constexpr int kSyncThreads = 64;  // the publisher warp and the fetcher warp
 constexpr int kMaxRegisters = 112;  // 576 threads an SM
+// CTA 0's stamps a unit where Args::trace is set: its data warps' first thread, its publisher's and
+// its fetcher's first lanes.
+enum TraceStamp {
+  kReduceStart,    // A begins: the held rows' copies issued next
+  kReduceEnd,      // the CTA's sums written and arrived on
+  kWriteWait,      // B begins: waiting for the coefficients
+  kWriteStart,     // the coefficients are in
+  kWriteEnd,       // the unit's output issued
+  kPublishStart,   // the publisher has the CTA's sums
+  kPublishEnd,     // its arrival done (and the group's or unit's combine where last)
+  kFetchStart,     // the fetcher begins to wait for the unit's flag
+  kFetchEnd,       // the coefficients are in shared memory
+  kStamps
+};
 // Streamed rows in flight a thread from device memory: 128 bytes forward (96 for 16-bit types, whose
 // eight channels' sums take more registers), 64 of x and of dy backward (48).
 template <typename T, bool kBackward>
@@ -113,6 +131,8 @@ struct Args {
   int* abort;               // set by a wait past wait_limit_ns: every wait then gives up (a hang reported, not forever)
   int epoch;                // this launch's: 1, 2, ... after the words were zeroed
   uint64_t wait_limit_ns;   // a wait this long is taken for a hang
+  // Where not null, CTA 0 stamps each unit's steps (globaltimer ns, [units][kStamps], TraceStamp).
+  uint64_t* trace;
   int64_t samples, rows;
   int channels, block;  // block: channels a unit
   bool fold;            // NCHW: a sample is one slice, its rows runs of `block` elements, one statistic
@@ -179,6 +199,10 @@ __device__ bool wait_for(const Args& a, F&& ready) {
     __nanosleep(32);
   }
   return true;
+}
+
+__device__ __forceinline__ void stamp(const Args& a, int64_t u, TraceStamp at) {
+  if (a.trace != nullptr && blockIdx.x == 0) a.trace[u * kStamps + at] = now_ns();
 }
 
 __device__ __forceinline__ float element(const float* p) { return *p; }
@@ -342,11 +366,15 @@ __global__ void __maxnreg__(kMaxRegisters) pipeline(const Args a) {
       for (int64_t u = 0; u < a.units; ++u) {
         if (publisher) {
           if (!landed(red_full, u)) return;
+          if (lane == 0) stamp(a, u, kPublishStart);
           publish_unit<T, kBackward>(a, u, red + (u % ring) * kDataWarps * a.block);
+          if (lane == 0) stamp(a, u, kPublishEnd);
         } else {  // unit u's coefficients, once published, into shared memory
+          if (lane == 0) stamp(a, u, kFetchStart);
           if (!wait_for(a, [&] { return load_acquire(&a.published[u]) == a.epoch; })) return;
           for (int c = lane; c < a.block; c += 32) coef[(u % ring) * a.block + c] = __ldcg(&a.coef[u * kMaxBlock + c]);
           cuda::ptx::mbarrier_arrive(&coef_full[u % ring]);
+          if (lane == 0) stamp(a, u, kFetchEnd);
         }
       }
     }
@@ -376,6 +404,7 @@ __global__ void __maxnreg__(kMaxRegisters) pipeline(const Args a) {
 
   for (int64_t i = 0; i < a.units + a.lag; ++i) {
     if (i < a.units) {  // A: unit i's reduction
+      if (tid == 0) stamp(a, i, kReduceStart);
       const int k = static_cast<int>(i % ring);
       unsigned char* const buf = smem + k * held_bytes;
       const int64_t offset = unit_offset(i);
@@ -448,10 +477,12 @@ __global__ void __maxnreg__(kMaxRegisters) pipeline(const Args a) {
           for (int e = 0; e < kVec; ++e) sums[e] = make_float2(s1[e], s2[e]);
         }
         cuda::ptx::mbarrier_arrive(&red_full[k]);
+        if (tid == 0) stamp(a, i, kReduceEnd);
       }
     }
     const int64_t u = i - a.lag;
     if (u >= 0 && u < a.units) {  // B: unit u's output
+      if (tid == 0) stamp(a, u, kWriteWait);
       const int k = static_cast<int>(u % ring);
       float c0[kVec], c1[kVec], c2[kVec], c3[kVec];  // the coefficients, as Args::coef
       if (kSync) {
@@ -472,6 +503,7 @@ __global__ void __maxnreg__(kMaxRegisters) pipeline(const Args a) {
           c2[e] = kBackward ? 0.f : 1.f;
         }
       }
+      if (tid == 0) stamp(a, u, kWriteStart);
       const auto apply = [&](const uint4& xv, const uint4& gv) {
         float f[kVec], gf[kVec];
         R::unpack(xv, f);
@@ -512,6 +544,7 @@ __global__ void __maxnreg__(kMaxRegisters) pipeline(const Args a) {
           }
         }
       }
+      if (tid == 0) stamp(a, u, kWriteEnd);
     }
   }
 }
@@ -547,6 +580,7 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
   float4 *partials = nullptr, *coef = nullptr;
   double2* group_partials = nullptr;
   int* sync_words = nullptr;  // counters, then published, then abort
+  uint64_t* trace = nullptr;
   unsigned long long* bad = nullptr;
   const size_t sync_bytes = (static_cast<size_t>(max_units) * (groups + 2) + 1) * sizeof(int);
   CK(cudaMalloc(&x, bytes));
@@ -557,6 +591,7 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
   CK(cudaMalloc(&group_partials, kMaxRing * groups * kMaxBlock * sizeof(double2)));
   CK(cudaMalloc(&coef, max_units * kMaxBlock * sizeof(float4)));
   CK(cudaMalloc(&sync_words, sync_bytes));
+  CK(cudaMalloc(&trace, max_units * kStamps * sizeof(uint64_t)));
   CK(cudaMalloc(&bad, sizeof *bad));
   // The data and the saved statistics a (sample, channel), or a sample where folded (one channel of
   // rows x channels elements).
@@ -741,13 +776,47 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
         }
       }
       const double ms = s.timed ? median_ms(launch, failed) : NAN;
+      // One more launch, traced: CTA 0's steps a unit, medians over the units past the first and
+      // last two (the pipeline full).
+      std::string steps;
+      if (s.timed && units > 4) {
+        std::vector<uint64_t> t(units * kStamps, 0);
+        CK(cudaMemset(trace, 0, t.size() * sizeof(uint64_t)));
+        args.trace = trace;
+        CK(launch());
+        CK(cudaDeviceSynchronize());
+        args.trace = nullptr;
+        CK(cudaMemcpy(t.data(), trace, t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        const auto median_us = [&](TraceStamp from, TraceStamp to, int64_t next) {
+          std::vector<double> d;
+          for (int64_t u = 2; u + 2 < units; ++u) {
+            d.push_back((static_cast<double>(t[(u + next) * kStamps + to]) -
+                         static_cast<double>(t[u * kStamps + from])) * 1e-3);
+          }
+          std::sort(d.begin(), d.end());
+          return d[d.size() / 2];
+        };
+        char line[256];
+        std::snprintf(line, sizeof line, "\n      CTA 0, median a unit (us): iteration %.2f, reduce %.2f, write %.2f",
+                      median_us(kReduceStart, kReduceStart, 1), median_us(kReduceStart, kReduceEnd, 0),
+                      median_us(kWriteStart, kWriteEnd, 0));
+        steps = line;
+        if (v.sync) {
+          std::snprintf(line, sizeof line,
+                        ", waiting for coefficients %.2f; publish %.2f, arrival to coefficients %.2f",
+                        median_us(kWriteWait, kWriteStart, 0), median_us(kPublishStart, kPublishEnd, 0),
+                        median_us(kReduceEnd, kFetchEnd, 0));
+          steps += line;
+        }
+      }
       const double floor = back ? 1.5 * copy : copy;
       const double streamed_mib =
           static_cast<double>(rows_per_cta - held_rows) * inputs * row_bytes * sms / 1048576.0;  // a unit, all CTAs
       std::printf("  %s (%lld units, %.1f MiB streamed a unit): %.4f ms  %.3fx %s  %s (NaN %llu, outside %lld, "
-                  "worst %.2e)\n",
+                  "worst %.2e)%s\n",
                   label, static_cast<long long>(units), streamed_mib, ms, ms / floor, back ? "1.5 copies" : "copy",
-                  nans == 0 && outside == 0 ? "ok" : "WRONG", nans, static_cast<long long>(outside), worst);
+                  nans == 0 && outside == 0 ? "ok" : "WRONG", nans, static_cast<long long>(outside), worst,
+                  steps.c_str());
       std::fflush(stdout);
       failed = failed || nans != 0 || outside != 0;
       return 0;
@@ -758,7 +827,7 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
   for (const Variant& v : backward) run(v, true);
   if (s.timed) std::printf("  copy again %.4f ms\n", median_ms(copy_x, failed));
   for (void* p : std::initializer_list<void*>{x, dy, y, mean, rstd, saved_mean, saved_rstd, partials, group_partials,
-                                              coef, sync_words, bad}) {
+                                              coef, sync_words, trace, bad}) {
     CK(cudaFree(p));
   }
   return failed ? 1 : 0;
