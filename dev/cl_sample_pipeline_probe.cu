@@ -620,6 +620,7 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
   const std::vector<int64_t> checked = {0, s.samples / 2, s.samples - 1};
   const int64_t sample_elems = s.rows * s.channels;
   const auto stat_of = [&](int64_t c) { return s.fold ? 0 : c; };  // of element (row, c) in its sample
+  const double count = static_cast<double>(sample_elems / stats_per_sample);  // elements a statistic
   std::vector<std::vector<T>> hx(checked.size(), std::vector<T>(sample_elems)), hdy = hx;
   struct Reference {
     std::vector<double> mean, rstd, sum_dy, sum_dy_xmu;
@@ -640,7 +641,6 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
         f.sum_dy_xmu[j] += gv * (xv - saved[0][checked[k] * stats_per_sample + j]);
       }
     }
-    const double count = static_cast<double>(sample_elems / stats_per_sample);
     for (int64_t j = 0; j < stats_per_sample; ++j) f.mean[j] /= count;
     for (int64_t r = 0; r < s.rows; ++r) {
       for (int64_t c = 0; c < s.channels; ++c) {
@@ -754,7 +754,6 @@ int run_shape(const Shape& s, int sms, const std::vector<Variant>& forward, cons
             const double rs = saved[1][checked[k] * stats_per_sample + j];
             const double xv = R::host_value(&hx[k][r * s.channels + c]);
             const double gv = R::host_value(&hdy[k][r * s.channels + c]);
-            const double count = static_cast<double>(sample_elems / stats_per_sample);
             double expected;
             if (!v.sync) {
               expected = back ? gv : xv;
